@@ -1,0 +1,5 @@
+"""Allow ``python -m tebench``."""
+
+from tebench.cli import main
+
+raise SystemExit(main())

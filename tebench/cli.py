@@ -1,0 +1,202 @@
+"""The ``tebench`` command line: a thin layer over plain functions.
+
+Each subcommand parses its arguments and calls a function that tests call
+directly. Bad input (a broken matrix, an unknown preset, an unreadable results
+file) exits with status 2 and a message that names the file, key and value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from tebench import __version__
+
+EXIT_BAD_INPUT = 2
+
+
+class UsageError(Exception):
+    """Bad input: reported on stderr, exit status 2."""
+
+
+def _add_matrix_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("matrix", nargs="?", help="a matrix file (TOML); default: --preset auto")
+    p.add_argument("--preset", help="a shipped preset: auto (smoke on CPU, tutorial on a GPU), "
+                   "smoke, tutorial, large, nightly, crossover, modules, distributed")
+    p.add_argument("--only", action="append", default=[], metavar="GLOB",
+                   help="run only cases whose id matches (repeatable), e.g. 'gpt/*/TE-*'")
+    p.add_argument("--shard", metavar="I/N", help="run shard I of N (cost-balanced, deterministic)")
+
+
+def _load_matrix(args: argparse.Namespace, env: Any = None):
+    from tebench import matrix
+
+    if args.matrix and args.preset:
+        raise UsageError("give a matrix file or --preset, not both")
+    if args.matrix:
+        return matrix.load(args.matrix)
+    name = args.preset or "auto"
+    if name == "auto":
+        if env is None:
+            from tebench.detect import probe
+
+            env = probe()
+        name = "tutorial" if env.device_type == "cuda" else "smoke"
+    return matrix.load(name, is_preset=True)
+
+
+def _shard(args: argparse.Namespace) -> tuple[int, int] | None:
+    from tebench import shard
+
+    return shard.parse(args.shard) if args.shard else None
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    """Print what was detected and what each mode and recipe would do here."""
+    from tebench.detect import probe
+    from tebench.modes import MODES
+    from tebench.recipes import RECIPES
+
+    env = probe()
+    if args.json:
+        print(json.dumps(env.to_dict(), indent=2))
+        return 0
+    rows = [
+        ("device", env.device_name),
+        ("GPUs", ", ".join(f"{g.index}: {g.name} (CC {g.capability[0]}.{g.capability[1]}, "
+                           f"{g.memory_bytes / 2**30:.0f} GiB)" for g in env.gpus) or "none"),
+        ("driver / CUDA / cuDNN", f"{env.driver or '-'} / {env.cuda or '-'} / {env.cudnn or '-'}"),
+        ("torch", env.torch),
+        ("Transformer Engine", env.te or f"not importable: {env.te_error}"),
+        ("torch.compile", "yes" if env.compile.ok else f"no: {env.compile.reason}"),
+        ("peak (dense BF16)", f"{env.peak_tflops['bf16']} TFLOP/s ({env.peak_tflops['source']})"
+         if env.peak_tflops else "unknown GPU: no MFU"),
+        ("Python / CPU", f"{env.python} / {env.cpu} x{env.cpu_count}"),
+        ("tebench", f"{env.tebench} ({env.git_commit or 'not a git checkout'}{' dirty' if env.git_dirty else ''})"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        print(f"{key:<{width}}  {value}")
+    print("\nmodes:")
+    for mode in MODES.values():
+        reason = mode.gate(env)
+        print(f"  {mode.name:<15} {'runs' if not reason else 'skipped: ' + reason}")
+    print("FP8 recipes (TE-FP8):")
+    for spec in RECIPES.values():
+        reason = MODES["TE-FP8"].gate(env) or spec.gate(env)
+        print(f"  {spec.name:<15} {'runs' if not reason else 'skipped: ' + reason}")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """Expand a matrix and show every case with run/skip and the reason, running nothing."""
+    from tebench.detect import probe
+    from tebench.gates import gate_case
+    from tebench.runner import select_cases
+    from tebench.shard import estimate_cost
+
+    env = probe()
+    mat = _load_matrix(args, env)
+    cases = select_cases(mat, args.only, _shard(args))
+    runs = 0
+    print(f"matrix {mat.name} ({mat.source}), {len(cases)} case(s) on {env.device_name}")
+    for case in cases:
+        reason = gate_case(case, env)
+        runs += reason is None
+        status = "run " if reason is None else "skip"
+        print(f"  {status} {case.id:<60} ~{estimate_cost(case):5.0f}s" + (f"  {reason}" if reason else ""))
+    print(f"{runs} to run, {len(cases) - runs} skipped")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run a matrix, write results.jsonl as cases finish, then a report."""
+    from tebench import runner
+    from tebench.detect import probe
+
+    env = probe()
+    mat = _load_matrix(args, env)
+    if args.rounds < 1:
+        raise UsageError("--rounds must be at least 1")
+    devices = [d.strip() for d in args.devices.split(",")] if args.devices else None
+    if devices and env.device_type == "cuda":
+        bad = [d for d in devices if not d.isdigit() or int(d) >= len(env.gpus)]
+        if bad:
+            raise UsageError(f"--devices {args.devices}: no such GPU {bad} ({len(env.gpus)} visible)")
+    opts = runner.RunOptions(
+        out=Path(args.out), rounds=args.rounds, resume=args.resume, timeout_s=args.timeout,
+        devices=devices, shard=_shard(args), only=args.only,
+        live=False if args.quiet else None, command=["tebench", *sys.argv[1:]],
+    )
+    path = runner.run(mat, env, opts)
+    from tebench import results
+
+    run = results.read(path)
+    latest = list(run.latest().values())
+    print(f"\nresults: {path}")
+    if not args.no_report:
+        from tebench.report import render
+
+        out = render([path], Path(args.out) / "report")
+        print(f"report:  {out / 'index.html'}\n         {out / 'report.md'}")
+    bad = [r for r in latest if r["status"] not in ("ok", "skipped")
+           or r.get("parity", {}).get("verdict") == "fail"]
+    if bad:
+        print(f"{len(bad)} case(s) not ok or failing parity:", file=sys.stderr)
+        for r in bad:
+            print(f"  {r['status']:<8} {r['case_id']}: {r.get('reason') or r.get('parity', {}).get('reason')}",
+                  file=sys.stderr)
+    return 1 if (bad and args.strict) else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tebench",
+        description="What Transformer Engine (BF16, FP8) buys over plain PyTorch, with loss parity.",
+    )
+    parser.add_argument("--version", action="version", version=f"tebench {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("env", help="show detected hardware/software and what each mode would do")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_env)
+
+    p = sub.add_parser("list", help="expand a matrix: every case, run or skip, and why")
+    _add_matrix_args(p)
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("run", help="run a matrix and write results (and a report)")
+    _add_matrix_args(p)
+    p.add_argument("--out", required=True, help="run directory (results.jsonl, logs/, report/)")
+    p.add_argument("--rounds", type=int, default=1, help="repeat the matrix R times, interleaved")
+    p.add_argument("--resume", action="store_true", help="continue a killed run in --out")
+    p.add_argument("--timeout", type=float, help="per-case wall-clock limit in seconds (overrides the matrix)")
+    p.add_argument("--devices", help="comma-separated GPU indices: one case per GPU at a time")
+    p.add_argument("--no-report", action="store_true", help="do not render the report at the end")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when any case is not ok (skips excepted) or fails loss parity")
+    p.add_argument("--quiet", action="store_true", help="no live progress line")
+    p.set_defaults(func=cmd_run)
+
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``tebench`` console script."""
+    from tebench.matrix import MatrixError
+    from tebench.results import SchemaError
+    from tebench.runner import RunError
+    from tebench.shard import ShardError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (UsageError, MatrixError, SchemaError, RunError, ShardError, FileNotFoundError) as exc:
+        print(f"tebench {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return 130

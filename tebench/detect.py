@@ -1,0 +1,304 @@
+"""Hardware and software detection.
+
+The runner's parent process never touches CUDA (a CUDA error or an OOM there
+could not be recovered from), so detection runs in a child process:
+``python -m tebench.detect`` prints one JSON object, and :func:`probe` parses it.
+Everything a gate needs to decide whether a mode can run is in that object, and
+the same object is stored in every results file's header.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tebench import __version__
+from tebench.hardware import peak_for
+
+# Environment variables that change what TE or CUDA does; recorded so that a
+# surprising number can be traced back to a setting.
+ENV_PREFIXES = ("NVTE_", "CUDA_", "CUBLAS", "CUDNN_", "NCCL_", "TORCH_", "PYTORCH_", "TORCHINDUCTOR_")
+
+# TE recipe classes by the names TE 2.x uses; a release lacking one reports it
+# as unavailable instead of failing at run time.
+TE_RECIPE_CLASSES = (
+    "DelayedScaling",
+    "Float8CurrentScaling",
+    "Float8BlockScaling",
+    "MXFP8BlockScaling",
+    "NVFP4BlockScaling",
+)
+
+# The TE entry points tebench uses, old and new names (TE 2.x renamed
+# fp8_autocast -> autocast and fp8_model_init -> quantized_model_init).
+TE_API = ("autocast", "fp8_autocast", "quantized_model_init", "fp8_model_init", "make_graphed_callables")
+
+
+@dataclass
+class GPU:
+    """One CUDA device as torch sees it."""
+
+    index: int
+    name: str
+    capability: tuple[int, int]
+    memory_bytes: int
+    multiprocessors: int
+
+
+@dataclass
+class Support:
+    """Whether a feature works here, and if not, why (a human-readable reason)."""
+
+    ok: bool
+    reason: str = ""
+
+
+@dataclass
+class Environment:
+    """What tebench detected about the machine it runs on."""
+
+    device_type: str
+    gpus: list[GPU] = field(default_factory=list)
+    torch: str = ""
+    cuda: str | None = None
+    cudnn: str | None = None
+    driver: str | None = None
+    te: str | None = None
+    te_error: str | None = None
+    te_recipes: list[str] = field(default_factory=list)
+    te_api: list[str] = field(default_factory=list)
+    fp8: Support = field(default_factory=lambda: Support(False, "not probed"))
+    fp8_block: Support = field(default_factory=lambda: Support(False, "not probed"))
+    mxfp8: Support = field(default_factory=lambda: Support(False, "not probed"))
+    nvfp4: Support = field(default_factory=lambda: Support(False, "not probed"))
+    bf16: bool = False
+    compile: Support = field(default_factory=lambda: Support(False, "not probed"))
+    fsdp2: Support = field(default_factory=lambda: Support(False, "not probed"))
+    python: str = ""
+    platform: str = ""
+    cpu: str = ""
+    cpu_count: int = 0
+    hostname: str = ""
+    gpu_clocks: dict[str, Any] = field(default_factory=dict)
+    env_vars: dict[str, str] = field(default_factory=dict)
+    tebench: str = __version__
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    peak_tflops: dict[str, Any] | None = None
+    time: str = ""
+
+    @property
+    def gpu(self) -> GPU | None:
+        """The first visible GPU, or None on a CPU-only machine."""
+        return self.gpus[0] if self.gpus else None
+
+    @property
+    def device_name(self) -> str:
+        """A short human-readable name of the device cases run on."""
+        return self.gpu.name if self.gpu else f"CPU ({self.cpu or platform.machine()})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Environment":
+        data = dict(data)
+        data["gpus"] = [GPU(**{**g, "capability": tuple(g["capability"])}) for g in data.get("gpus", [])]
+        for key in ("fp8", "fp8_block", "mxfp8", "nvfp4", "compile", "fsdp2"):
+            if isinstance(data.get(key), dict):
+                data[key] = Support(**data[key])
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def _cpu_model() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or platform.machine()
+    match = re.search(r"^model name\s*:\s*(.+)$", text, re.M)
+    return match.group(1).strip() if match else platform.machine()
+
+
+def _git_state() -> tuple[str | None, bool | None]:
+    """The commit of the tebench checkout this code runs from, if it is one."""
+    if os.environ.get("TEBENCH_GIT_COMMIT"):
+        return os.environ["TEBENCH_GIT_COMMIT"], None
+    root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists() or not shutil.which("git"):
+        return None, None
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--verify", "-q", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+        commit = proc.stdout.strip() if proc.returncode == 0 else None
+        dirty = bool(
+            subprocess.run(
+                ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                capture_output=True, text=True, timeout=10,
+            ).stdout.strip()
+        )
+        return commit, dirty
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+
+
+def _nvidia_smi() -> tuple[str | None, dict[str, Any]]:
+    """Driver version and per-GPU clocks/power limit, where nvidia-smi can read them."""
+    if not shutil.which("nvidia-smi"):
+        return None, {}
+    fields = "index,driver_version,clocks.max.sm,clocks.max.mem,clocks.sm,power.limit,power.max_limit"
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=20,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None, {}
+    driver, clocks = None, {}
+    names = fields.split(",")
+    for line in out.strip().splitlines():
+        values = [v.strip() for v in line.split(",")]
+        if len(values) != len(names):
+            continue
+        row = dict(zip(names, values))
+        driver = row.pop("driver_version")
+        clocks[row.pop("index")] = row
+    return driver, clocks
+
+
+def _compile_support(device_type: str) -> Support:
+    """Cheap checks for a working torch.compile backend (a real compile costs seconds)."""
+    try:
+        import torch._dynamo  # noqa: F401
+        import torch._inductor  # noqa: F401
+    except Exception as exc:  # pragma: no cover - depends on the torch build
+        return Support(False, f"torch.compile unavailable: {exc}")
+    if device_type == "cuda":
+        try:
+            import triton  # noqa: F401
+        except Exception as exc:
+            return Support(False, f"torch.compile on CUDA needs Triton, which does not import: {exc}")
+        return Support(True)
+    if not (shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")):
+        return Support(False, "torch.compile on the CPU needs a C++ compiler (g++/clang++), none found on PATH")
+    return Support(True)
+
+
+def _te_support(env: Environment) -> None:
+    """Fill in TE's version, its recipes and its own FP8 checks (TE decides, not us)."""
+    try:
+        import transformer_engine
+        import transformer_engine.pytorch as te
+    except Exception as exc:
+        env.te_error = f"{type(exc).__name__}: {exc}".strip()
+        reason = f"Transformer Engine is not importable ({env.te_error.splitlines()[0][:200]})"
+        env.fp8 = env.fp8_block = env.mxfp8 = env.nvfp4 = Support(False, reason)
+        return
+    env.te = getattr(transformer_engine, "__version__", "unknown")
+    from transformer_engine.common import recipe as te_recipe
+
+    env.te_recipes = [name for name in TE_RECIPE_CLASSES if hasattr(te_recipe, name)]
+    env.te_api = [name for name in TE_API if hasattr(te, name)]
+    if env.device_type != "cuda":
+        reason = "no CUDA device"
+        env.fp8 = env.fp8_block = env.mxfp8 = env.nvfp4 = Support(False, reason)
+        return
+    for attr, fn_name in (
+        ("fp8", "is_fp8_available"),
+        ("fp8_block", "is_fp8_block_scaling_available"),
+        ("mxfp8", "is_mxfp8_available"),
+        ("nvfp4", "is_nvfp4_available"),
+    ):
+        fn = getattr(te, fn_name, None)
+        if fn is None:
+            setattr(env, attr, Support(False, f"TE {env.te} has no {fn_name}()"))
+            continue
+        try:
+            ok, why = fn(return_reason=True)
+        except Exception as exc:
+            ok, why = False, f"{fn_name}() raised {type(exc).__name__}: {exc}"
+        setattr(env, attr, Support(bool(ok), "" if ok else str(why)))
+
+
+def detect() -> Environment:
+    """Detect the machine in this process. Initializes CUDA: call it in a child."""
+    import torch
+
+    env = Environment(device_type="cpu")
+    env.torch = torch.__version__
+    env.cuda = torch.version.cuda
+    env.python = sys.version.split()[0]
+    env.platform = platform.platform()
+    env.cpu = _cpu_model()
+    env.cpu_count = os.cpu_count() or 0
+    env.hostname = socket.gethostname()
+    env.time = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    env.env_vars = {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)}
+    env.git_commit, env.git_dirty = _git_state()
+    if torch.cuda.is_available():
+        env.device_type = "cuda"
+        for i in range(torch.cuda.device_count()):
+            props = torch.cuda.get_device_properties(i)
+            env.gpus.append(
+                GPU(i, props.name, (props.major, props.minor), props.total_memory, props.multi_processor_count)
+            )
+        env.bf16 = bool(torch.cuda.is_bf16_supported())
+        if torch.backends.cudnn.is_available():
+            env.cudnn = str(torch.backends.cudnn.version())
+        env.driver, env.gpu_clocks = _nvidia_smi()
+        peak = peak_for(env.gpus[0].name)
+        env.peak_tflops = peak.to_dict() if peak else None
+    else:
+        env.bf16 = True  # CPU autocast is bf16
+    env.compile = _compile_support(env.device_type)
+    try:
+        from torch.distributed.fsdp import fully_shard  # noqa: F401
+
+        env.fsdp2 = Support(True)
+    except ImportError:
+        env.fsdp2 = Support(False, f"torch {torch.__version__} has no FSDP2 (torch.distributed.fsdp.fully_shard)")
+    _te_support(env)
+    return env
+
+
+def probe(timeout: float = 180.0, python: str | None = None) -> Environment:
+    """Run detection in a child process and return what it found.
+
+    A child keeps CUDA out of the caller; if the child itself crashes (a broken
+    driver, say), the machine is reported as CPU-only with the error recorded.
+    """
+    cmd = [python or sys.executable, "-m", "tebench.detect", "--json"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        env = Environment(device_type="cpu")
+        env.te_error = f"detection timed out after {timeout:.0f} s"
+        return env
+    if proc.returncode != 0:
+        raise RuntimeError(f"hardware detection failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+    return Environment.from_dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def main() -> int:
+    """``python -m tebench.detect [--json]``."""
+    env = detect()
+    if "--json" in sys.argv:
+        print(json.dumps(env.to_dict()))
+    else:
+        print(json.dumps(env.to_dict(), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

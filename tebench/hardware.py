@@ -1,0 +1,55 @@
+"""Peak arithmetic rates of known GPUs, used for MFU.
+
+The numbers are the vendors' datasheet *dense* rates in TFLOP/s (no sparsity).
+They are recorded with every run, so a report always shows which peak an MFU
+figure was computed against. An unknown GPU gets no peak, and therefore no MFU:
+a guessed peak would make MFU look precise when it is not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class PeakRates:
+    """Dense peak TFLOP/s of one GPU model."""
+
+    match: str
+    """Substring of ``torch.cuda.get_device_name()`` that identifies the model."""
+    bf16: float
+    fp8: float | None
+    fp32: float
+    source: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# Order matters: the first substring that matches wins, so specific names
+# (H100 PCIe, H100 NVL) come before the generic ones.
+PEAKS: tuple[PeakRates, ...] = (
+    PeakRates("H200", 989.4, 1978.9, 66.9, "NVIDIA H200 SXM datasheet"),
+    PeakRates("H100 PCIe", 756.0, 1513.0, 51.2, "NVIDIA H100 PCIe datasheet"),
+    PeakRates("H100 NVL", 835.0, 1670.0, 60.0, "NVIDIA H100 NVL datasheet"),
+    PeakRates("H100", 989.4, 1978.9, 66.9, "NVIDIA H100 SXM datasheet"),
+    PeakRates("H800", 989.4, 1978.9, 66.9, "NVIDIA H800 SXM datasheet"),
+    PeakRates("GH200", 989.4, 1978.9, 66.9, "NVIDIA GH200 datasheet"),
+    PeakRates("B200", 2250.0, 4500.0, 80.0, "NVIDIA B200 datasheet (HGX)"),
+    PeakRates("A100", 312.0, None, 19.5, "NVIDIA A100 datasheet"),
+    PeakRates("A800", 312.0, None, 19.5, "NVIDIA A800 datasheet"),
+    PeakRates("L40S", 362.1, 733.0, 91.6, "NVIDIA L40S datasheet"),
+    PeakRates("L4", 121.0, 242.0, 30.3, "NVIDIA L4 datasheet"),
+    PeakRates("A10G", 70.0, None, 31.2, "NVIDIA A10G (AWS) datasheet"),
+    PeakRates("A10", 125.0, None, 31.2, "NVIDIA A10 datasheet"),
+)
+
+
+def peak_for(device_name: str | None) -> PeakRates | None:
+    """Return the peak rates for a GPU name, or None when the model is unknown."""
+    if not device_name:
+        return None
+    for peak in PEAKS:
+        if peak.match in device_name:
+            return peak
+    return None

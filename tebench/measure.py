@@ -1,0 +1,204 @@
+"""Run one case: warm-up, timed steps, memory, GPU-busy fraction, validation.
+
+This runs inside the case's own process (see :mod:`tebench.worker`). It
+returns raw measurements only; statistics, throughput, MFU and parity are
+derived in one place, :mod:`tebench.stats` and :mod:`tebench.parity`.
+"""
+
+from __future__ import annotations
+
+import math
+import resource
+import statistics
+import sys
+import time
+from typing import Any, Callable
+
+import torch
+
+from tebench.fp8state import ScalingRecorder
+from tebench.matrix import Case
+from tebench.train import Trainer, build_trainer
+
+Progress = Callable[[str, int, int], None]
+
+
+class _CudaTimer:
+    """Per-step CUDA events. No host sync inside the loop: the events record the
+    GPU timeline, which includes any idle gap while the GPU waits for the CPU,
+    so a CPU-bound step is measured as such."""
+
+    def __init__(self, steps: int):
+        self.events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                       for _ in range(steps)]
+        self.i = 0
+
+    def start(self) -> None:
+        self.events[self.i][0].record()
+
+    def stop(self) -> None:
+        self.events[self.i][1].record()
+        self.i += 1
+
+    def elapsed_ms(self) -> list[float]:
+        torch.cuda.synchronize()
+        return [a.elapsed_time(b) for a, b in self.events[: self.i]]
+
+
+class _CpuTimer:
+    """Monotonic clock around each step; CPU compute is synchronous."""
+
+    def __init__(self, steps: int):
+        self.samples: list[float] = []
+        self.t0 = 0.0
+
+    def start(self) -> None:
+        self.t0 = time.perf_counter()
+
+    def stop(self) -> None:
+        self.samples.append((time.perf_counter() - self.t0) * 1000.0)
+
+    def elapsed_ms(self) -> list[float]:
+        return self.samples
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _sample_points(total: int, count: int) -> set[int]:
+    if count <= 0 or total <= 0:
+        return set()
+    if count == 1 or total == 1:
+        return {total - 1}
+    return {round(k * (total - 1) / (count - 1)) for k in range(count)}
+
+
+def gpu_busy(trainer: Trainer, batches: list, step_ms: float) -> dict[str, Any]:
+    """Fraction of the step the GPU spends in kernels (and copies).
+
+    The kernels of a few extra steps are collected with the profiler, their
+    time intervals merged (so overlapping streams count once), and divided by
+    the median step time of the *unprofiled* timed steps: the profiler's own
+    CPU overhead would otherwise make every case look more CPU-bound than it is.
+    """
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    device = batches[0].inputs.device
+    _sync(device)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for batch in batches:
+            trainer.step(batch)
+        _sync(device)
+    spans = sorted((e.time_range.start, e.time_range.end) for e in prof.events()
+                   if e.device_type == DeviceType.CUDA)
+    busy_us, end = 0.0, -math.inf
+    for start, stop in spans:
+        if stop <= end:
+            continue
+        busy_us += stop - max(start, end)
+        end = stop
+    kernel_ms = busy_us / 1000.0 / len(batches)
+    return {
+        "kernel_ms_per_step": kernel_ms,
+        "busy_fraction": min(1.0, kernel_ms / step_ms) if step_ms > 0 else None,
+        "profiled_steps": len(batches),
+        "kernels_seen": len(spans),
+        "method": "union of CUDA kernel/memcpy intervals from torch.profiler over extra steps, "
+                  "divided by the median unprofiled step time",
+    }
+
+
+def _memory(device: torch.device) -> dict[str, Any]:
+    if device.type == "cuda":
+        return {
+            "kind": "cuda",
+            "peak_allocated_bytes": torch.cuda.max_memory_allocated(device),
+            "peak_reserved_bytes": torch.cuda.max_memory_reserved(device),
+        }
+    # ru_maxrss is in kilobytes on Linux and bytes on macOS.
+    scale = 1 if sys.platform == "darwin" else 1024
+    return {"kind": "cpu", "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale}
+
+
+def run_case(case: Case, device: torch.device, progress: Progress,
+             wrap: Callable | None = None, amax_group: Any = None, data_seed: int | None = None) -> dict[str, Any]:
+    """Build, warm up, time and validate ``case``; return raw measurements.
+
+    ``data_seed`` lets each rank of a data-parallel run draw its own batches
+    (rank 0 keeps the case's seed, so its losses stay comparable with one GPU).
+    """
+    st = case.settings
+    phases: dict[str, float] = {}
+    t = time.perf_counter()
+    total = st.warmup + st.steps
+    torch.manual_seed(st.seed)
+    progress("build", 0, total)
+    from tebench.workloads import WORKLOADS
+
+    wl = WORKLOADS[case.workload]
+    batches = wl.batches(case.size_spec, total, st.seed if data_seed is None else data_seed, device)
+    trainer = build_trainer(case, device, batches, wrap=wrap, amax_group=amax_group)
+    params = sum(p.numel() for p in trainer.eager.parameters())
+    _sync(device)
+    phases["build_s"] = time.perf_counter() - t
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+    recorder = ScalingRecorder(trainer.eager) if (case.fp8 and case.fp8.spec.stateful) else None
+    sample_at = _sample_points(total, st.scaling_samples) if recorder else set()
+    losses: list[torch.Tensor] = []
+
+    t = time.perf_counter()
+    for i in range(st.warmup):
+        losses.append(trainer.step(batches[i]))
+        if i in sample_at:
+            recorder.sample(i)
+        progress("warmup", i + 1, total)
+    _sync(device)
+    phases["warmup_s"] = time.perf_counter() - t
+
+    timer = _CudaTimer(st.steps) if device.type == "cuda" else _CpuTimer(st.steps)
+    t = time.perf_counter()
+    for i in range(st.warmup, total):
+        timer.start()
+        losses.append(trainer.step(batches[i]))
+        timer.stop()
+        if i in sample_at:
+            recorder.sample(i)
+        progress("measure", i + 1, total)
+    samples = timer.elapsed_ms()  # synchronizes
+    wall = time.perf_counter() - t
+    phases["measure_s"] = wall
+    memory = _memory(device)
+    memory["param_count"] = params
+    loss_values = torch.stack(losses).float().cpu().tolist()
+
+    busy = None
+    if device.type == "cuda" and st.profile_steps > 0:
+        progress("profile", total, total)
+        busy = gpu_busy(trainer, batches[: min(st.profile_steps, len(batches))], statistics.median(samples))
+
+    validation: dict[str, Any] = {}
+    if all(math.isfinite(v) for v in loss_values):
+        progress("validate", total, total)
+        t = time.perf_counter()
+        validation = wl.validate(trainer.eager, case.size_spec, st.seed, device, trainer.precision.forward_ctx)
+        phases["validate_s"] = time.perf_counter() - t
+
+    return {
+        "timing": {
+            "samples_ms": samples,
+            "timer": "cuda_events" if device.type == "cuda" else "perf_counter",
+            "wall_ms_per_step": wall * 1000.0 / max(1, st.steps),
+        },
+        "memory": memory,
+        "loss": {"per_step": loss_values, "warmup_steps": st.warmup},
+        "validation": validation,
+        "gpu_busy": busy,
+        "fp8_state": recorder.summary() if recorder else None,
+        "setup": trainer.setup,
+        "phases": phases,
+    }

@@ -1,0 +1,197 @@
+"""Turn a case into a ready-to-run train step.
+
+Everything a mode changes is decided here, from the mode's fields: which module
+family builds the model, the autocast dtype, TE's FP8 autocast and recipe,
+compilation, CUDA graphs and the optimizer. The timing loop in
+:mod:`tebench.measure` only ever calls :meth:`Trainer.step`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from tebench import te_compat
+from tebench.matrix import Case
+from tebench.modes import MASTER_WEIGHT_POLICY, MODES
+from tebench.workloads import WORKLOADS, Batch, Workload
+
+# Test hook (documented in the README): milliseconds of sleep added inside
+# every timed step, so a regression can be produced on purpose.
+STEP_SLEEP_ENV = "TEBENCH_TEST_STEP_SLEEP_MS"
+
+
+@dataclass
+class Precision:
+    """How the forward pass of one mode runs on one device."""
+
+    device_type: str
+    amp_dtype: torch.dtype | None
+    fp8_recipe: Any = None
+    scaler: Any = None
+    cache_enabled: bool = True
+    """torch.autocast's weight-cast cache; must be off when CUDA graphs are captured."""
+    amax_group: Any = None
+    """Process group TE reduces FP8 amaxes over (distributed cases)."""
+
+    def forward_ctx(self) -> contextlib.AbstractContextManager:
+        """The context every forward pass of this mode runs in."""
+        stack = contextlib.ExitStack()
+        if self.amp_dtype is not None:
+            stack.enter_context(
+                torch.autocast(self.device_type, dtype=self.amp_dtype, cache_enabled=self.cache_enabled)
+            )
+        if self.fp8_recipe is not None:
+            stack.enter_context(te_compat.fp8_autocast(self.fp8_recipe, self.amax_group))
+        return stack
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "amp_dtype": str(self.amp_dtype).replace("torch.", "") if self.amp_dtype else None,
+            "grad_scaler": self.scaler is not None,
+            "fp8_recipe": repr(self.fp8_recipe) if self.fp8_recipe is not None else None,
+        }
+
+
+def make_precision(case: Case, device: torch.device, amax_group: Any = None) -> Precision:
+    """Precision for the case's mode: bf16 autocast, or fp16 + GradScaler where bf16 is missing."""
+    mode = MODES[case.mode]
+    amp_dtype, scaler = None, None
+    if mode.amp:
+        if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+            amp_dtype = torch.float16
+            scaler = torch.amp.GradScaler("cuda")
+        else:
+            amp_dtype = torch.bfloat16
+    recipe = case.fp8.spec.build(case.fp8) if (mode.fp8 and case.fp8) else None
+    return Precision(device.type, amp_dtype, recipe, scaler, cache_enabled=not case.graphs,
+                     amax_group=amax_group)
+
+
+def make_optimizer(model: torch.nn.Module, case: Case, device: torch.device) -> tuple[torch.optim.Optimizer, str]:
+    """AdamW with fp32 state for every mode; fused on CUDA (a fair baseline uses a fused optimizer)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    lr = case.settings.lr
+    if case.fp8_weights:
+        # FP8 weights carry no fp32 copy of their own; TE's FusedAdam keeps the
+        # fp32 master weights, so the master-weight policy still holds.
+        from transformer_engine.pytorch.optimizers import FusedAdam
+
+        return FusedAdam(params, lr=lr, weight_decay=0.0, master_weights=True), "te.FusedAdam(master_weights=fp32)"
+    if device.type == "cuda":
+        return torch.optim.AdamW(params, lr=lr, weight_decay=0.0, fused=True), "torch.optim.AdamW(fused=True)"
+    return torch.optim.AdamW(params, lr=lr, weight_decay=0.0, foreach=True), "torch.optim.AdamW(foreach=True)"
+
+
+@dataclass
+class Trainer:
+    """A built model with its optimizer and precision; ``step`` runs one train step."""
+
+    case: Case
+    workload: Workload
+    model: torch.nn.Module
+    """What a train step calls (possibly compiled or wrapped for data parallelism)."""
+    eager: torch.nn.Module
+    """The plain module underneath, for validation and FP8 state."""
+    optimizer: torch.optim.Optimizer
+    precision: Precision
+    setup: dict[str, Any] = field(default_factory=dict)
+    sleep_s: float = 0.0
+
+    def step(self, batch: Batch) -> torch.Tensor:
+        """Forward, loss, backward, optimizer step. Returns the detached loss (no sync)."""
+        self.optimizer.zero_grad(set_to_none=True)
+        with self.precision.forward_ctx():
+            loss = self.workload.loss(self.model, batch)
+        scaler = self.precision.scaler
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(self.optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            self.optimizer.step()
+        if self.sleep_s:
+            if batch.inputs.is_cuda:
+                torch.cuda._sleep(int(self.sleep_s * 1.4e9))  # ~cycles at H100/H200 clocks; test hook only
+            else:
+                time.sleep(self.sleep_s)
+        return loss.detach()
+
+
+def _capture_graphs(trainer: Trainer, batch: Batch) -> None:
+    """Capture the layer stack (``model.blocks``) in CUDA graphs.
+
+    TE modules need TE's make_graphed_callables (it handles FP8 scaling state
+    inside the graph); plain PyTorch uses torch.cuda.make_graphed_callables.
+    Both replace the stack's forward in place and fall back to eager in eval
+    mode, so validation still runs the ordinary modules.
+    """
+    model, wl, prec = trainer.eager, trainer.workload, trainer.precision
+    sample = wl.graph_inputs(model, batch)
+    # FP8 is not entered here: TE's make_graphed_callables takes the recipe itself.
+    with _amp_only(prec):
+        if MODES[trainer.case.mode].family == "te":
+            model.blocks = te_compat.make_graphed(model.blocks, sample, prec.fp8_recipe, prec.amax_group)
+        else:
+            model.blocks = torch.cuda.make_graphed_callables(model.blocks, sample, num_warmup_iters=3)
+
+
+def _amp_only(prec: Precision) -> contextlib.AbstractContextManager:
+    if prec.amp_dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(prec.device_type, dtype=prec.amp_dtype, cache_enabled=False)
+
+
+def build_trainer(case: Case, device: torch.device, batches: list[Batch],
+                  wrap: Callable[[torch.nn.Module], torch.nn.Module] | None = None,
+                  amax_group: Any = None) -> Trainer:
+    """Build model, precision and optimizer for ``case`` on ``device``.
+
+    ``wrap`` lets a distributed run wrap the model (DDP / FSDP2) before the
+    optimizer sees its parameters.
+    """
+    mode = MODES[case.mode]
+    wl = WORKLOADS[case.workload]
+    size = case.size_spec
+    if case.graphs and device.type != "cuda":
+        raise RuntimeError("CUDA graphs need a CUDA device")
+    precision = make_precision(case, device, amax_group)
+    init_ctx = contextlib.nullcontext()
+    if case.fp8_weights:
+        init_ctx = te_compat.quantized_init(precision.fp8_recipe)
+    with init_ctx:
+        eager = wl.build(size, mode.family, device, case.settings.seed)
+    model = wrap(eager) if wrap else eager
+    optimizer, opt_name = make_optimizer(model, case, device)
+    setup: dict[str, Any] = {
+        "family": mode.family,
+        "optimizer": opt_name,
+        "master_weights": MASTER_WEIGHT_POLICY,
+        "compile": None,
+        "graphs": None,
+        "tf32_matmul": torch.backends.cuda.matmul.allow_tf32 if device.type == "cuda" else None,
+        **precision.describe(),
+    }
+    trainer = Trainer(case, wl, model, eager, optimizer, precision, setup)
+    if mode.compile:
+        # "reduce-overhead" is torch.compile's own CUDA-graph mode.
+        compile_mode = "reduce-overhead" if case.graphs else "default"
+        trainer.model = torch.compile(model, mode=compile_mode)
+        setup["compile"] = f"torch.compile(mode={compile_mode!r})"
+        if case.graphs:
+            setup["graphs"] = "torch.compile(mode='reduce-overhead')"
+    elif case.graphs:
+        _capture_graphs(trainer, batches[0])
+        setup["graphs"] = ("te.make_graphed_callables(model.blocks)" if mode.family == "te"
+                           else "torch.cuda.make_graphed_callables(model.blocks)")
+    sleep_ms = float(os.environ.get(STEP_SLEEP_ENV, "0") or 0)
+    if sleep_ms:
+        trainer.sleep_s = sleep_ms / 1000.0
+        setup["test_step_sleep_ms"] = sleep_ms
+    return trainer

@@ -1,0 +1,156 @@
+"""The child process that runs one case: ``python -m tebench.worker``.
+
+It reads the case from a JSON file, runs it on its device, and writes the raw
+measurements (or the failure) to a result file, atomically. Progress goes to
+stdout as JSON lines for the parent's live display; everything else goes to
+stderr, which the parent keeps as the case's log. A watchdog ends the process
+when the runner that started it is gone, so a killed run leaves no orphan on
+the GPU. Under torchrun, every rank runs the case and rank 0 writes the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+# Test hook (documented): "GLOB=crash|hang|oom|diverge" makes matching cases misbehave,
+# so the runner's handling of each failure is tested end to end.
+FAULT_ENV = "TEBENCH_TEST_FAULT"
+PARENT_ENV = "TEBENCH_PARENT_PID"
+
+
+def _watch_parent() -> None:
+    pid = int(os.environ.get(PARENT_ENV, "0") or 0)
+    if not pid:
+        return
+
+    def loop() -> None:
+        while True:
+            time.sleep(1.0)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                os._exit(3)
+            except PermissionError:
+                pass
+
+    threading.Thread(target=loop, daemon=True, name="tebench-parent-watchdog").start()
+
+
+class _Progress:
+    """Throttled progress lines on stdout (at most a few per second)."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.last = 0.0
+
+    def __call__(self, phase: str, step: int, total: int) -> None:
+        now = time.monotonic()
+        if not self.enabled or (now - self.last < 0.25 and step not in (0, total)):
+            return
+        self.last = now
+        print(json.dumps({"event": "progress", "phase": phase, "step": step, "total": total}), flush=True)
+
+
+def _fault(case_id: str) -> str | None:
+    spec = os.environ.get(FAULT_ENV, "")
+    for item in filter(None, spec.split(";")):
+        pattern, _, kind = item.rpartition("=")
+        if fnmatch.fnmatchcase(case_id, pattern):
+            return kind
+    return None
+
+
+def _write(path: Path, payload: dict[str, Any]) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(payload, allow_nan=True))
+    os.replace(tmp, path)
+
+
+def _device(torch: Any) -> Any:
+    if torch.cuda.is_available():
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        return torch.device("cuda", local)
+    return torch.device("cpu")
+
+
+def _device_info(torch: Any, device: Any) -> dict[str, Any]:
+    if device.type != "cuda":
+        return {"type": "cpu", "name": "cpu", "index": None}
+    props = torch.cuda.get_device_properties(device)
+    return {
+        "type": "cuda",
+        "name": props.name,
+        "index": device.index,
+        "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "capability": [props.major, props.minor],
+        "memory_bytes": props.total_memory,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tebench.worker")
+    parser.add_argument("--case", required=True, help="JSON file holding the case")
+    parser.add_argument("--result", required=True, help="where to write the result JSON")
+    parser.add_argument("--progress", action="store_true", help="print progress lines on stdout")
+    args = parser.parse_args(argv)
+    _watch_parent()
+
+    from tebench.matrix import Case
+
+    case = Case.from_dict(json.loads(Path(args.case).read_text()))
+    rank = int(os.environ.get("RANK", "0"))
+    result_path = Path(args.result)
+    fault = _fault(case.id)
+    if fault == "crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if fault == "hang":
+        time.sleep(10**6)
+
+    import torch
+
+    device = _device(torch)
+    payload: dict[str, Any] = {"device": _device_info(torch, device)}
+    try:
+        if fault == "oom":
+            raise torch.OutOfMemoryError("CUDA out of memory (injected by TEBENCH_TEST_FAULT)")
+        if case.parallel != "single":
+            from tebench.distributed import run_distributed
+
+            payload.update(run_distributed(case, device, _Progress(args.progress and rank == 0)))
+        else:
+            from tebench.measure import run_case
+
+            payload.update(run_case(case, device, _Progress(args.progress)))
+        if fault == "diverge":
+            payload["loss"]["per_step"][-1] = float("nan")
+        payload["status"] = "ok"
+    except (torch.OutOfMemoryError, MemoryError) as exc:
+        traceback.print_exc()
+        payload.update(status="oom", reason=f"{type(exc).__name__}: {str(exc).splitlines()[0][:500]}")
+        if device.type == "cuda":
+            payload["memory"] = {"kind": "cuda", "peak_allocated_bytes": torch.cuda.max_memory_allocated(device),
+                                 "peak_reserved_bytes": torch.cuda.max_memory_reserved(device)}
+    except Exception as exc:
+        traceback.print_exc()
+        first = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else ""
+        payload.update(status="failed", reason=f"{type(exc).__name__}: {first}")
+    if rank == 0:
+        _write(result_path, payload)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

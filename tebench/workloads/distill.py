@@ -1,0 +1,170 @@
+"""The distillation workload: a student MLP stack learns a frozen teacher's outputs.
+
+Teacher and student share the shape of the TE tutorial's example (embedding,
+residual LayerNorm -> Linear -> GELU -> Linear blocks). The teacher is plain
+PyTorch in fp32 in every mode; its targets are computed once, before timing,
+so the measured step is the student's alone. The TE student's blocks are
+``te.LayerNormMLP``, which fuses exactly that block.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tebench.workloads.base import (
+    Batch,
+    SizeError,
+    canonical_shapes,
+    default_init,
+    divisible_by_16,
+    init_canonical,
+    positive,
+    translate_names,
+)
+
+
+@dataclass(frozen=True)
+class DistillSize:
+    """Shape of a distillation case (defaults from BRIEF.md)."""
+
+    vocab: int = 4096
+    hidden: int = 512
+    ffn: int = 2048
+    blocks: int = 3
+    seq: int = 128
+    batch: int = 8
+
+
+class PTMLPBlock(nn.Module):
+    """x + fc2(gelu(fc1(ln(x)))) in plain PyTorch."""
+
+    def __init__(self, hidden: int, ffn: int):
+        super().__init__()
+        self.ln = nn.LayerNorm(hidden)
+        self.fc1 = nn.Linear(hidden, ffn)
+        self.fc2 = nn.Linear(ffn, hidden)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.fc2(F.gelu(self.fc1(self.ln(x)), approximate="tanh"))
+
+
+class TEMLPBlock(nn.Module):
+    """The same block as one fused ``te.LayerNormMLP`` plus the residual."""
+
+    def __init__(self, hidden: int, ffn: int, device: torch.device):
+        super().__init__()
+        import transformer_engine.pytorch as te
+
+        self.mlp = te.LayerNormMLP(hidden, ffn, params_dtype=torch.float32, device=device)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.mlp(x)
+
+
+TE_MLP_NAMES = {
+    "mlp.layer_norm_weight": "ln.weight",
+    "mlp.layer_norm_bias": "ln.bias",
+    "mlp.fc1_weight": "fc1.weight",
+    "mlp.fc1_bias": "fc1.bias",
+    "mlp.fc2_weight": "fc2.weight",
+    "mlp.fc2_bias": "fc2.bias",
+}
+
+
+class Net(nn.Module):
+    """Token embedding followed by residual MLP blocks; outputs hidden states."""
+
+    def __init__(self, s: DistillSize, blocks: nn.Module):
+        super().__init__()
+        self.embed = nn.Embedding(s.vocab, s.hidden)
+        self.blocks = blocks
+
+    def embed_tokens(self, idx: torch.Tensor) -> torch.Tensor:
+        return self.embed(idx)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        return self.blocks(self.embed(idx))
+
+
+def _teacher_init(name: str, shape: torch.Size) -> tuple[str, float]:
+    # A teacher drawn like the student would be nearly the identity on its
+    # embedding; wider weights make its blocks matter, so there is something to learn.
+    kind, _ = default_init(name, shape)
+    if kind != "normal":
+        return kind, 0.0
+    return "normal", 1.0 if name.startswith("embed") else 1.0 / math.sqrt(shape[-1])
+
+
+class DistillWorkload:
+    """Student-teacher distillation with an MSE loss."""
+
+    name = "distill"
+    size_type = DistillSize
+    description = "student MLP learns a frozen teacher's hidden states (MSE)"
+
+    def check(self, s: DistillSize) -> None:
+        positive(s, "vocab", "hidden", "ffn", "blocks", "seq", "batch")
+
+    def fp8_problem(self, s: DistillSize) -> str | None:
+        return divisible_by_16(tokens=s.batch * s.seq, hidden=s.hidden, ffn=s.ffn)
+
+    def tokens_per_step(self, s: DistillSize) -> int:
+        return s.batch * s.seq
+
+    def flops_per_step(self, s: DistillSize) -> float:
+        """6 x student matmul parameters x tokens (the teacher runs before timing)."""
+        return 6.0 * s.blocks * 2 * s.hidden * s.ffn * self.tokens_per_step(s)
+
+    def params(self, s: DistillSize) -> int:
+        return sum(math.prod(shape) for shape in canonical_shapes(lambda: self._pt(s)).values())
+
+    def _pt(self, s: DistillSize) -> Net:
+        return Net(s, nn.Sequential(*[PTMLPBlock(s.hidden, s.ffn) for _ in range(s.blocks)]))
+
+    def build(self, s: DistillSize, family: str, device: torch.device, seed: int) -> Net:
+        """The student of ``family`` (pt|te) on ``device`` with the canonical weights."""
+        with torch.device(device):
+            if family == "pt":
+                model = self._pt(s)
+                init_canonical(model.named_parameters(), seed)
+                return model
+            model = Net(s, nn.Sequential(*[TEMLPBlock(s.hidden, s.ffn, device) for _ in range(s.blocks)]))
+        init_canonical(translate_names(model, TE_MLP_NAMES, canonical_shapes(lambda: self._pt(s))), seed)
+        return model
+
+    def batches(self, s: DistillSize, count: int, seed: int, device: torch.device) -> list[Batch]:
+        """Random token batches and the teacher's fp32 outputs for them."""
+        with torch.device(device):
+            teacher = self._pt(s)
+        init_canonical(teacher.named_parameters(), seed + 1, _teacher_init)
+        teacher.requires_grad_(False)
+        out = []
+        with torch.no_grad():
+            for i in range(count):
+                gen = torch.Generator().manual_seed(seed * 7919 + i)
+                idx = torch.randint(0, s.vocab, (s.batch, s.seq), generator=gen).to(device)
+                out.append(Batch(idx, teacher(idx)))
+        return out
+
+    def graph_inputs(self, model: Net, batch: Batch) -> tuple[torch.Tensor, ...]:
+        with torch.no_grad():
+            x = model.embed_tokens(batch.inputs)
+        return (x.detach().requires_grad_(True),)
+
+    def loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        return F.mse_loss(model(batch.inputs).float(), batch.targets)
+
+    def validate(self, model: Net, s: DistillSize, seed: int, device: torch.device, forward_ctx) -> dict[str, Any]:
+        """MSE on a held-out batch (tokens the student may rarely have seen: a generalisation check)."""
+        held_out = self.batches(s, 1, seed + 999_983, device)[0]
+        model.eval()
+        with torch.no_grad(), forward_ctx():
+            mse = F.mse_loss(model(held_out.inputs).float(), held_out.targets).item()
+        model.train()
+        return {"metric": "heldout_mse", "heldout_mse": mse}
