@@ -248,6 +248,12 @@ def detect() -> Environment:
     env.git_commit, env.git_dirty = _git_state()
     if torch.cuda.is_available():
         env.device_type = "cuda"
+    # TE first: once torch has loaded its own cuDNN, TE can pick up a second,
+    # incompatible cuDNN from the system and fail to import (seen on an H200
+    # image with cuDNN both in the torch wheel and in /lib).
+    _te_support(env)
+    if torch.cuda.is_available():
+        env.device_type = "cuda"
         for i in range(torch.cuda.device_count()):
             props = torch.cuda.get_device_properties(i)
             env.gpus.append(
@@ -268,7 +274,6 @@ def detect() -> Environment:
         env.fsdp2 = Support(True)
     except ImportError:
         env.fsdp2 = Support(False, f"torch {torch.__version__} has no FSDP2 (torch.distributed.fsdp.fully_shard)")
-    _te_support(env)
     return env
 
 

@@ -35,6 +35,8 @@ def gate_case(case: Case, env: Environment) -> str | None:
         if case.parallel != "single":
             return "CUDA graphs are not supported together with data parallelism in tebench"
     if case.parallel != "single":
+        if case.workload == "module":
+            return "data parallelism applies to the model workloads (gpt, distill), not to single modules"
         if env.device_type == "cuda" and len(env.gpus) < case.nproc:
             return f"{case.parallel} x{case.nproc} needs {case.nproc} GPUs; {len(env.gpus)} visible"
         if case.parallel == "fsdp2" and not env.fsdp2.ok:

@@ -12,6 +12,7 @@ import resource
 import statistics
 import sys
 import time
+import warnings
 from typing import Any, Callable
 
 import torch
@@ -88,10 +89,12 @@ def gpu_busy(trainer: Trainer, batches: list, step_ms: float) -> dict[str, Any]:
 
     device = batches[0].inputs.device
     _sync(device)
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for batch in batches:
-            trainer.step(batch)
-        _sync(device)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for batch in batches:
+                trainer.step(batch)
+            _sync(device)
     spans = sorted((e.time_range.start, e.time_range.end) for e in prof.events()
                    if e.device_type == DeviceType.CUDA)
     busy_us, end = 0.0, -math.inf

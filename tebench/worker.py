@@ -119,9 +119,14 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
+    from tebench.modes import MODES
+
     device = _device(torch)
     payload: dict[str, Any] = {"device": _device_info(torch, device)}
     try:
+        if MODES[case.mode].family == "te":
+            # Import TE before anything initialises cuDNN through torch (see detect.py).
+            import transformer_engine.pytorch  # noqa: F401
         if fault == "oom":
             raise torch.OutOfMemoryError("CUDA out of memory (injected by TEBENCH_TEST_FAULT)")
         if case.parallel != "single":

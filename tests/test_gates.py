@@ -1,0 +1,94 @@
+"""Gates answer 'runs' or a reason, from the detected environment alone."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tebench.detect import GPU, Environment, Support
+from tebench.gates import gate_case
+from tebench.matrix import Case
+from tebench.modes import MODES
+from tebench.recipes import RECIPES, FP8Options
+
+GPT = (("vocab", 96), ("d_model", 768), ("heads", 12), ("layers", 4), ("ffn", 3072), ("seq", 256), ("batch", 16))
+
+
+def gpu_env(cc=(9, 0), te="2.20.2", fp8=True, gpus=1) -> Environment:
+    env = Environment(device_type="cuda", gpus=[GPU(i, "NVIDIA H200", cc, 141 << 30, 132) for i in range(gpus)])
+    env.te = te
+    env.te_recipes = [s.te_class for s in RECIPES.values()]
+    env.te_api = ["autocast", "quantized_model_init", "make_graphed_callables"]
+    env.fp8 = Support(fp8, "" if fp8 else "Device compute capability 8.9 or higher required for FP8 execution.")
+    env.fp8_block = Support(True)
+    env.mxfp8 = Support(False, "Device compute capability 10.0 or higher required for MXFP8 execution.")
+    env.nvfp4 = Support(False, "Device compute capability 10.0 or higher required for NVFP4 execution.")
+    env.compile = Support(True)
+    env.fsdp2 = Support(True)
+    return env
+
+
+def case(mode: str, fp8: FP8Options | None = None, dims=GPT, **kw) -> Case:
+    return Case("gpt", "t", mode, dims, fp8, **kw)
+
+
+def test_cpu_runs_pytorch_and_skips_te_with_reason():
+    env = Environment(device_type="cpu", compile=Support(True))
+    assert gate_case(case("PT-FP32"), env) is None
+    assert gate_case(case("PT-AMP"), env) is None
+    assert "CUDA GPU" in gate_case(case("TE-BF16"), env)
+    assert "CUDA GPU" in gate_case(case("TE-FP8", FP8Options()), env)
+
+
+def test_compile_gate_reports_the_missing_backend():
+    env = Environment(device_type="cpu", compile=Support(False, "no C++ compiler"))
+    assert gate_case(case("PT-AMP+compile"), env) == "no C++ compiler"
+
+
+def test_h200_runs_delayed_and_block_but_not_mxfp8_nvfp4():
+    env = gpu_env()
+    assert gate_case(case("TE-FP8", FP8Options("delayed", "E4M3", 16, "max")), env) is None
+    assert gate_case(case("TE-FP8", FP8Options.normalized("block", "E4M3", None, None)), env) is None
+    assert "10.0" in gate_case(case("TE-FP8", FP8Options.normalized("mxfp8", "E4M3", None, None)), env)
+    assert "10.0" in gate_case(case("TE-FP8", FP8Options.normalized("nvfp4", None, None, None)), env)
+
+
+def test_ampere_runs_te_bf16_but_not_fp8():
+    env = gpu_env(cc=(8, 0), fp8=False)
+    assert gate_case(case("TE-BF16"), env) is None
+    assert "8.9" in gate_case(case("TE-FP8", FP8Options()), env)
+    assert "8.0" in gate_case(case("TE-BF16"), gpu_env(cc=(7, 5)))
+
+
+def test_missing_te_and_missing_recipe_class():
+    env = gpu_env()
+    env.te, env.te_error = None, "ModuleNotFoundError: No module named 'transformer_engine'"
+    assert "No module named" in gate_case(case("TE-BF16"), env)
+    env = gpu_env(te="1.9")
+    env.te_recipes = ["DelayedScaling"]
+    assert "has no recipe class Float8CurrentScaling" in gate_case(
+        case("TE-FP8", FP8Options.normalized("current", "E4M3", None, None)), env)
+
+
+def test_fp8_needs_dims_divisible_by_16():
+    odd = tuple((k, 100 if k == "d_model" else v) for k, v in GPT if k != "heads") + (("heads", 4),)
+    reason = gate_case(case("TE-FP8", FP8Options(), dims=odd), gpu_env())
+    assert "divisible by 16" in reason and "d_model=100" in reason
+    assert gate_case(case("TE-BF16", dims=odd), gpu_env()) is None
+
+
+def test_graphs_and_parallel_gates():
+    cpu = Environment(device_type="cpu", compile=Support(True), fsdp2=Support(True))
+    assert "CUDA graphs" in gate_case(case("PT-AMP", graphs=True), cpu)
+    assert gate_case(case("PT-AMP", parallel="ddp", nproc=2), cpu) is None  # gloo on the CPU
+    assert "needs 2 GPUs; 1 visible" in gate_case(case("PT-AMP", parallel="ddp", nproc=2), gpu_env())
+    assert gate_case(case("PT-AMP", parallel="fsdp2", nproc=2), gpu_env(gpus=2)) is None
+
+
+@pytest.mark.parametrize("name", list(MODES))
+def test_every_mode_has_a_gate_answer(name):
+    fp8 = FP8Options() if MODES[name].fp8 else None
+    for env in (Environment(device_type="cpu", compile=Support(True)), gpu_env()):
+        answer = gate_case(case(name, fp8), env)
+        assert answer is None or (isinstance(answer, str) and answer)

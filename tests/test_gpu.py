@@ -1,0 +1,121 @@
+"""GPU tests: run by hand on a CUDA machine (``pytest -m gpu``); skipped without one.
+
+They check what the CPU cannot: that TE modules compute the same function as
+their PyTorch twins from the same weights (a wrong layout or weight mapping
+shows up here before it shows up as a loss-parity failure), and that every GPU
+path of the runner produces complete records.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from tebench.matrix import Case, Settings
+from tebench.recipes import FP8Options
+from tebench.workloads import WORKLOADS
+from tebench.workloads.distill import DistillSize
+from tebench.workloads.gpt import GPTSize
+from tebench.workloads.modules import MODULES, ModuleSize
+
+pytestmark = [pytest.mark.gpu, pytest.mark.te]
+
+DEV = torch.device("cuda")
+
+
+def _rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
+    return ((a.float() - b.float()).norm() / b.float().norm()).item()
+
+
+def _same_function(workload: str, size, inputs: torch.Tensor) -> float:
+    wl = WORKLOADS[workload]
+    pt = wl.build(size, "pt", DEV, seed=3)
+    te = wl.build(size, "te", DEV, seed=3)
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+        return _rel_err(te(inputs), pt(inputs))
+
+
+def test_gpt_te_block_matches_pytorch_block():
+    size = GPTSize(vocab=64, d_model=256, heads=4, layers=2, ffn=1024, seq=128, batch=4)
+    idx = torch.randint(0, size.vocab, (size.batch, size.seq), device=DEV)
+    # bf16 on both sides: agreement to bf16 rounding. A batch/sequence layout
+    # mix-up or a wrong QKV split gives errors of order 1.
+    assert _same_function("gpt", size, idx) < 0.02
+
+
+def test_gpt_wrong_layout_is_detected_by_outputs():
+    """The BRIEF's trap: feeding [batch, seq, hidden] to an sbhd layer must not match."""
+    import transformer_engine.pytorch as te
+
+    from tebench.workloads.gpt import PTBlock, TE_BLOCK_NAMES
+    from tebench.workloads.base import canonical_shapes, init_canonical, translate_names
+
+    size = GPTSize(vocab=64, d_model=256, heads=4, layers=1, ffn=1024, seq=128, batch=4)
+    pt = PTBlock(size).to(DEV)
+    init_canonical(pt.named_parameters(), 5)
+    wrong = te.TransformerLayer(256, 1024, 4, hidden_dropout=0.0, attention_dropout=0.0,
+                                fuse_qkv_params=True, qkv_weight_interleaved=False,
+                                params_dtype=torch.float32, device=DEV)  # default sbhd
+    init_canonical(translate_names(wrong, TE_BLOCK_NAMES, canonical_shapes(lambda: PTBlock(size))), 5)
+    x = torch.randn(4, 128, 256, device=DEV)
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+        assert _rel_err(wrong(x), pt(x)) > 0.05
+
+
+def test_distill_te_student_matches_pytorch_student():
+    size = DistillSize(vocab=512, hidden=256, ffn=1024, blocks=3, seq=64, batch=4)
+    idx = torch.randint(0, size.vocab, (size.batch, size.seq), device=DEV)
+    assert _same_function("distill", size, idx) < 0.02
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_each_te_module_matches_pytorch(module):
+    size = ModuleSize(module=module, hidden=256, tokens=512, seq=128)
+    shape = (4, 128, 256) if module == "transformer_layer" else (512, 256)
+    assert _same_function("module", size, torch.randn(shape, device=DEV)) < 0.02
+
+
+def _case(mode: str, fp8: FP8Options | None = None, **kw) -> Case:
+    size = GPTSize(vocab=64, d_model=256, heads=4, layers=2, ffn=1024, seq=128, batch=8)
+    import dataclasses
+
+    return Case("gpt", "small", mode, tuple(dataclasses.asdict(size).items()), fp8,
+                settings=Settings(steps=10, warmup=3, lr=2e-3, profile_steps=2), **kw)
+
+
+def test_fp8_delayed_case_records_scaling_state_and_busy_fraction():
+    from tebench.measure import run_case
+
+    raw = run_case(_case("TE-FP8", FP8Options("delayed", "HYBRID", 16, "max")), DEV, lambda *a: None)
+    state = raw["fp8_state"]
+    assert state and state["layers"], "delayed scaling must record per-layer scale/amax"
+    some = next(iter(state["layers"].values()))
+    assert any(q["scale"][-1] != 1.0 for q in some.values()), "scales never updated from their initial 1.0"
+    assert 0 < raw["gpu_busy"]["busy_fraction"] <= 1
+    assert raw["memory"]["peak_allocated_bytes"] > 0
+
+
+@pytest.mark.parametrize("mode,fp8", [("PT-AMP", None), ("TE-BF16", None),
+                                      ("TE-FP8", FP8Options("delayed", "HYBRID", 16, "max"))])
+def test_cuda_graphs_train_like_eager(mode, fp8):
+    """Graphed steps must follow the eager loss curve (the BRIEF's naive-FP8-capture trap)."""
+    from tebench.measure import run_case
+
+    eager = run_case(_case(mode, fp8), DEV, lambda *a: None)["loss"]["per_step"]
+    graphed = run_case(_case(mode, fp8, graphs=True), DEV, lambda *a: None)["loss"]["per_step"]
+    assert abs(graphed[-1] - eager[-1]) / eager[-1] < 0.05, (eager, graphed)
+
+
+def test_cli_runs_gpu_cases_end_to_end(tmp_path, tebench_cli):
+    out = tmp_path / "run"
+    proc = tebench_cli("run", "--preset", "gpu-smoke", "--out", str(out), "--no-report",
+                       "--only", "gpt/small/PT-AMP", "--only", "gpt/small/TE-FP8/delayed*", "--only",
+                       "gpt/small/PT-FP32", check=True)
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    cases = {r["case_id"]: r for r in records if r["type"] == "case"}
+    assert cases["gpt/small/PT-AMP"]["status"] == "ok", proc.stderr
+    assert cases["gpt/small/TE-FP8/delayed.HYBRID.h16.max"]["status"] == "ok"
+    assert cases["gpt/small/TE-FP8/delayed.HYBRID.h16.max"]["parity"]["verdict"] == "pass"
+    assert cases["gpt/small/PT-AMP"]["device"]["type"] == "cuda"

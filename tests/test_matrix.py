@@ -1,0 +1,177 @@
+"""Matrix files: expansion, exclusions, presets, and clear errors for bad input."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tebench import matrix
+from tebench.matrix import MatrixError, iter_cases
+
+BASE = """
+name = "t"
+[settings]
+steps = 4
+warmup = 1
+[axes]
+modes = ["PT-FP32", "PT-AMP", "TE-FP8"]
+[fp8]
+recipes = ["delayed", "current"]
+formats = ["E4M3", "HYBRID"]
+amax_history_len = [16, 1024]
+amax_compute_algo = ["max"]
+[sizes.gpt.a]
+vocab = 32
+d_model = 64
+heads = 4
+layers = 1
+ffn = 128
+seq = 16
+batch = 4
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "m.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_expansion_drops_options_a_recipe_does_not_take(tmp_path):
+    cases = list(iter_cases(matrix.load(write(tmp_path, BASE))))
+    ids = [c.id for c in cases]
+    # delayed: 2 formats x 2 histories; current scaling has no history -> 2 formats only.
+    fp8 = [i for i in ids if "TE-FP8" in i]
+    assert sorted(fp8) == sorted([
+        "gpt/a/TE-FP8/delayed.E4M3.h16.max", "gpt/a/TE-FP8/delayed.E4M3.h1024.max",
+        "gpt/a/TE-FP8/delayed.HYBRID.h16.max", "gpt/a/TE-FP8/delayed.HYBRID.h1024.max",
+        "gpt/a/TE-FP8/current.E4M3", "gpt/a/TE-FP8/current.HYBRID",
+    ])
+    assert "gpt/a/PT-FP32" in ids and "gpt/a/PT-AMP" in ids
+    assert len(ids) == len(set(ids)) == 8
+
+
+def test_case_ids_are_stable_and_roundtrip(tmp_path):
+    cases = list(iter_cases(matrix.load(write(tmp_path, BASE))))
+    for case in cases:
+        again = matrix.Case.from_dict(case.to_dict())
+        assert again == case and again.id == case.id
+
+
+def test_exclude_rules_are_data(tmp_path):
+    text = BASE + '\n[[exclude]]\nrecipe = "current"\n\n[[exclude]]\nmode = "PT-AMP"\n'
+    ids = [c.id for c in iter_cases(matrix.load(write(tmp_path, text)))]
+    assert not any("current" in i for i in ids)
+    assert "gpt/a/PT-AMP" not in ids and "gpt/a/PT-FP32" in ids
+
+
+def test_per_size_settings_override(tmp_path):
+    text = BASE + "steps = 9\n"  # appended into [sizes.gpt.a]
+    (case,) = [c for c in iter_cases(matrix.load(write(tmp_path, text))) if c.mode == "PT-FP32"]
+    assert case.settings.steps == 9 and case.settings.warmup == 1
+
+
+def test_extends_merges_and_adds_sizes(tmp_path):
+    write(tmp_path, BASE, "base.toml")
+    child = write(tmp_path, """
+        extends = "base"
+        name = "child"
+        [axes]
+        modes = ["PT-FP32"]
+        [sizes.gpt.b]
+        vocab = 32
+        d_model = 32
+        heads = 2
+        layers = 1
+        ffn = 64
+        seq = 16
+        batch = 2
+    """, "child.toml")
+    ids = [c.id for c in iter_cases(matrix.load(child))]
+    assert ids == ["gpt/a/PT-FP32", "gpt/b/PT-FP32"]
+
+
+def test_every_shipped_preset_loads():
+    names = matrix.preset_names()
+    for required in ("smoke", "tutorial", "nightly", "large", "crossover", "gpu-smoke"):
+        assert required in names
+    for name in names:
+        cases = list(iter_cases(matrix.load(name, is_preset=True)))
+        assert cases, name
+
+
+def test_nightly_reaches_d4096_seq2048():
+    cases = list(iter_cases(matrix.load("nightly", is_preset=True)))
+    dims = [dict(c.dims) for c in cases if c.workload == "gpt"]
+    assert max(d["d_model"] for d in dims) == 4096 and max(d["seq"] for d in dims) == 2048
+
+
+@pytest.mark.parametrize("bad,key,fragment", [
+    ('[axes]\nmodes = ["PT-FP33"]', "axes.modes", "unknown value"),
+    ('[fp8]\nrecipes = ["delayd"]', "fp8.recipes", "unknown value"),
+    ('[fp8]\nformats = ["E5M2"]', "fp8.formats", "unknown value"),
+    ('[settings]\nsteps = "ten"', "settings.steps", "must be int"),
+    ('[settings]\nstepz = 3', "settings.stepz", "unknown setting"),
+    ('[sizes.gpt.x]\nvocab = 32\nd_model = 100\nheads = 12\nlayers = 1\nffn = 64\nseq = 8\nbatch = 1',
+     "sizes.gpt.x.d_model", "not divisible by heads=12"),
+    ('[sizes.gpt.x]\nd_model = -64\nheads = 4', "sizes.gpt.x.d_model", "must be positive"),
+    ('[sizes.gpt.x]\nwidth = 3', "sizes.gpt.x.width", "unknown key"),
+    ('[sizes.bert.x]\nd = 1', "sizes.bert", "unknown workload"),
+    ('[axes]\nworkloads = ["distill"]', "axes.workloads", "no [sizes.distill"),
+    ('[[exclude]]\nmode = "PT-FP32"\n[[exclude]]\nmode = ["PT-AMP", "TE-FP8"]', "exclude", "nothing to run"),
+    ('[[exclude]]\ncolour = "red"', "exclude[0].colour", "unknown key"),
+    ("flavour = 1", "flavour", "unknown key"),
+])
+def test_bad_matrix_names_file_key_and_value(tmp_path, bad, key, fragment):
+    path = write(tmp_path, _replace_table(BASE, bad))
+    with pytest.raises(MatrixError) as err:
+        list(iter_cases(matrix.load(path)))
+    message = str(err.value)
+    assert str(path) in message and f"[{key}" in message and fragment in message, message
+
+
+def _replace_table(base: str, bad: str) -> str:
+    """Replace the table ``bad`` redefines (if any) so the file stays valid TOML."""
+    head = bad.split("\n", 1)[0]
+    if head in ("[axes]", "[fp8]", "[settings]"):
+        lines, out, skipping = base.splitlines(), [], False
+        for line in lines:
+            if line.startswith("["):
+                skipping = line == head
+            if not skipping:
+                out.append(line)
+        return "\n".join(out) + "\n" + bad + "\n"
+    if head.startswith("[sizes.gpt.x]") or head.startswith("[sizes.bert"):
+        return base + "\n" + bad + "\n"
+    if head.startswith("flavour"):
+        return bad + "\n" + base
+    return base + "\n" + bad + "\n"
+
+
+def test_invalid_toml_reports_line(tmp_path):
+    path = write(tmp_path, "name = \n[axes")
+    with pytest.raises(MatrixError, match="not valid TOML") as err:
+        matrix.load(path)
+    assert str(path) in str(err.value)
+
+
+def test_missing_file_and_unknown_preset(tmp_path):
+    with pytest.raises(MatrixError, match="cannot read"):
+        matrix.load(tmp_path / "nope.toml")
+    with pytest.raises(MatrixError, match="no such preset .*known: .*smoke"):
+        matrix.load("nope", is_preset=True)
+
+
+def test_extends_cycle_is_refused(tmp_path):
+    write(tmp_path, 'extends = "b"\n' + BASE, "a.toml")
+    write(tmp_path, 'extends = "a"\n' + BASE, "b.toml")
+    with pytest.raises(MatrixError, match="cycle"):
+        matrix.load(tmp_path / "a.toml")
+
+
+def test_reference_modes_run_first_in_each_group(tmp_path):
+    text = BASE.replace('modes = ["PT-FP32", "PT-AMP", "TE-FP8"]', 'modes = ["TE-FP8", "PT-AMP", "PT-FP32"]')
+    ordered = matrix.reference_order(list(iter_cases(matrix.load(write(tmp_path, text)))))
+    assert [c.mode for c in ordered[:2]] == ["PT-FP32", "PT-AMP"]

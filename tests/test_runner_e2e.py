@@ -1,0 +1,188 @@
+"""End-to-end runs of the CLI on tiny models, on the CPU, as a user runs them.
+
+Failures are produced with the documented test hook TEBENCH_TEST_FAULT
+("GLOB=crash|hang|oom|diverge"), so the runner's handling of each is real:
+a real SIGSEGV, a real hang killed by the timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+TINY = """
+name = "tiny"
+[settings]
+steps = 6
+warmup = 1
+timeout_s = 120
+[axes]
+modes = ["PT-FP32", "PT-AMP", "TE-BF16", "TE-FP8"]
+[fp8]
+recipes = ["delayed"]
+formats = ["E4M3", "HYBRID"]
+amax_history_len = [16]
+[sizes.gpt.micro]
+vocab = 16
+d_model = 32
+heads = 2
+layers = 1
+ffn = 64
+seq = 16
+batch = 4
+[sizes.distill.micro]
+vocab = 64
+hidden = 32
+ffn = 64
+blocks = 1
+seq = 8
+batch = 4
+"""
+
+
+@pytest.fixture
+def tiny(tmp_path) -> Path:
+    path = tmp_path / "tiny.toml"
+    path.write_text(textwrap.dedent(TINY))
+    return path
+
+
+def records(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines() if line.strip()]
+
+
+def cases(out: Path) -> dict[str, dict]:
+    return {r["case_id"]: r for r in records(out) if r["type"] == "case"}
+
+
+def test_run_records_everything_and_skips_te_with_reasons(tiny, tmp_path, tebench_cli):
+    out = tmp_path / "run"
+    proc = tebench_cli("run", str(tiny), "--out", str(out), check=True)
+    head = records(out)[0]
+    assert head["type"] == "header" and head["matrix"]["name"] == "tiny" and head["env"]["device_type"] == "cpu"
+    assert head["command"][:2] == ["tebench", "run"] and len(head["matrix"]["sha256"]) == 64
+    got = cases(out)
+    assert len(got) == 10
+    for cid, rec in got.items():
+        if "/TE-" in cid:
+            assert rec["status"] == "skipped" and "CUDA GPU" in rec["reason"]
+            continue
+        assert rec["status"] == "ok", rec.get("reason")
+        assert len(rec["timing"]["samples_ms"]) == 6 and rec["timing"]["stats"]["median"] > 0
+        assert rec["memory"]["peak_rss_bytes"] > 0
+        assert len(rec["loss"]["per_step"]) == 7
+        assert rec["throughput"]["tokens_per_s"] > 0 and rec["throughput"]["mfu"] is None  # CPU: no known peak
+        assert rec["parity"]["verdict"] in ("reference", "pass")
+        assert rec["setup"]["master_weights"].startswith("fp32 master weights")
+        assert (out / rec["log"]).is_file()
+    assert got["gpt/micro/PT-AMP"]["parity"]["reference_mode"] == "PT-FP32"
+    assert "greedy_accuracy" in got["gpt/micro/PT-FP32"]["validation"]
+    assert "ok" in proc.stderr and "skipped" in proc.stderr
+
+
+def test_failures_are_recorded_and_the_matrix_goes_on(tiny, tmp_path, tebench_cli):
+    out = tmp_path / "run"
+    fault = "gpt/micro/PT-AMP=crash;distill/micro/PT-FP32=hang;distill/micro/PT-AMP=oom;gpt/micro/PT-FP32=diverge"
+    proc = tebench_cli("run", str(tiny), "--out", str(out), "--timeout", "20", "--no-report", "--strict",
+                       env={"TEBENCH_TEST_FAULT": fault})
+    assert proc.returncode == 1, proc.stderr
+    got = cases(out)
+    assert got["gpt/micro/PT-AMP"]["status"] == "failed"
+    assert "SIGSEGV" in got["gpt/micro/PT-AMP"]["reason"]
+    assert got["distill/micro/PT-FP32"]["status"] == "timeout"
+    assert "20 s" in got["distill/micro/PT-FP32"]["reason"]
+    assert got["distill/micro/PT-AMP"]["status"] == "oom"
+    assert got["gpt/micro/PT-FP32"]["status"] == "diverged" and "nan" in got["gpt/micro/PT-FP32"]["reason"]
+    assert "4 case(s) not ok" in proc.stderr
+
+
+def test_resume_after_kill_9_loses_only_the_case_in_flight(tiny, tmp_path):
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TEBENCH_TEST_FAULT": "distill/micro/PT-AMP=hang"}
+    cmd = [sys.executable, "-m", "tebench", "run", str(tiny), "--out", str(out), "--no-report", "--quiet"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if (out / "results.jsonl").exists() and len(cases(out)) >= 6:
+            break
+        time.sleep(0.2)
+    time.sleep(1.0)  # the hanging case is now in flight
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = cases(out)
+    assert "distill/micro/PT-AMP" not in before and len(before) == 6
+    time.sleep(1.5)  # the orphaned worker notices its runner is gone
+    env.pop("TEBENCH_TEST_FAULT")
+    resumed = subprocess.run(cmd + ["--resume"], env=env, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming run" in resumed.stderr
+    all_records = [r for r in records(out) if r["type"] == "case"]
+    ids = [r["case_id"] for r in all_records]
+    assert len(ids) == len(set(ids)) == 10, "finished cases must not run again"
+    assert cases(out)["distill/micro/PT-AMP"]["status"] == "ok"
+    assert len({r["run_id"] for r in all_records}) == 1
+    heads = [r for r in records(out) if r["type"] == "header"]
+    assert len(heads) == 2 and heads[1]["resumed"]
+
+
+def test_rounds_are_interleaved(tiny, tmp_path, tebench_cli):
+    out = tmp_path / "run"
+    tebench_cli("run", str(tiny), "--out", str(out), "--rounds", "2", "--only", "gpt/micro/PT-*",
+                "--no-report", check=True)
+    order = [(r["case_id"], r["round"]) for r in records(out) if r["type"] == "case"]
+    assert order == [("gpt/micro/PT-FP32", 0), ("gpt/micro/PT-AMP", 0),
+                     ("gpt/micro/PT-FP32", 1), ("gpt/micro/PT-AMP", 1)]
+    # With two rounds the reference is compared against the spread of its own rounds.
+    assert cases(out)["gpt/micro/PT-AMP"]["parity"]["reference_rounds"] == 2
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["run", "--preset", "nope", "--out", "x"], "no such preset"),
+    (["list", "missing.toml"], "missing.toml: [file]: cannot read"),
+    (["run", "--preset", "smoke", "--out", "x", "--shard", "3/2"], "need 1 <= I <= N"),
+    (["run", "--preset", "smoke", "--out", "x", "--rounds", "0"], "--rounds must be at least 1"),
+    (["run", "--preset", "smoke", "--out", "x", "--only", "nothing/*"], "no case of the matrix matches"),
+])
+def test_bad_input_exits_2_with_a_message(tebench_cli, args, fragment):
+    proc = tebench_cli(*args)
+    assert proc.returncode == 2 and fragment in proc.stderr, proc.stderr
+
+
+def test_broken_matrix_file_exits_2_and_runs_nothing(tmp_path, tebench_cli):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(TINY.replace("d_model = 32", "d_model = 33"))
+    proc = tebench_cli("run", str(bad), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert f"{bad}: [sizes.gpt.micro.d_model] = 33: d_model=33 is not divisible by heads=2" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_existing_results_need_resume_and_the_same_matrix(tiny, tmp_path, tebench_cli):
+    out = tmp_path / "run"
+    tebench_cli("run", str(tiny), "--out", str(out), "--only", "gpt/micro/PT-FP32", "--no-report", check=True)
+    again = tebench_cli("run", str(tiny), "--out", str(out), "--no-report")
+    assert again.returncode == 2 and "--resume" in again.stderr
+    other = tmp_path / "other.toml"
+    other.write_text(TINY.replace("steps = 6", "steps = 7"))
+    mismatch = tebench_cli("run", str(other), "--out", str(out), "--resume", "--no-report")
+    assert mismatch.returncode == 2 and "different matrix" in mismatch.stderr
+
+
+def test_list_and_env(tiny, tebench_cli):
+    listing = tebench_cli("list", str(tiny), check=True).stdout
+    assert "run  gpt/micro/PT-FP32" in listing and "skip gpt/micro/TE-BF16" in listing
+    assert "4 to run, 6 skipped" in listing
+    env = tebench_cli("env", check=True).stdout
+    assert "PT-FP32         runs" in env and "TE-FP8" in env
+    data = json.loads(tebench_cli("env", "--json", check=True).stdout)
+    assert data["device_type"] == "cpu" and data["python"]

@@ -1,0 +1,38 @@
+"""Shards are disjoint, complete, deterministic and balanced."""
+
+from __future__ import annotations
+
+import pytest
+
+from tebench import matrix, shard
+from tebench.matrix import iter_cases
+
+
+@pytest.mark.parametrize("preset", ["smoke", "tutorial", "nightly", "crossover", "gpu-smoke"])
+@pytest.mark.parametrize("n", [1, 2, 3, 7])
+def test_shards_partition_the_matrix(preset, n):
+    cases = matrix.reference_order(list(iter_cases(matrix.load(preset, is_preset=True))))
+    parts = [shard.select(cases, i, n) for i in range(1, n + 1)]
+    ids = [c.id for part in parts for c in part]
+    assert sorted(ids) == sorted(c.id for c in cases) and len(ids) == len(set(ids))
+    assert parts == [shard.select(list(reversed(cases)), i, n) and shard.select(cases, i, n)
+                     for i in range(1, n + 1)]
+
+
+def test_partition_does_not_depend_on_input_order():
+    cases = list(iter_cases(matrix.load("nightly", is_preset=True)))
+    a = [sorted(c.id for c in p) for p in shard.partition(cases, 3)]
+    b = [sorted(c.id for c in p) for p in shard.partition(list(reversed(cases)), 3)]
+    assert a == b
+
+
+def test_balance_is_within_the_largest_case():
+    cases = list(iter_cases(matrix.load("nightly", is_preset=True)))
+    loads = [sum(shard.estimate_cost(c) for c in p) for p in shard.partition(cases, 4)]
+    assert max(loads) - min(loads) <= max(shard.estimate_cost(c) for c in cases)
+
+
+@pytest.mark.parametrize("spec", ["0/2", "3/2", "1", "a/b", "1/0"])
+def test_bad_shard_spec(spec):
+    with pytest.raises(shard.ShardError):
+        shard.parse(spec)
