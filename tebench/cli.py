@@ -152,6 +152,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if (bad and args.strict) else 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """Render HTML and Markdown from stored results (tebench results or pytest-benchmark JSON)."""
+    import time
+
+    from tebench.report import render
+
+    t0 = time.perf_counter()
+    out = render(args.results, Path(args.out))
+    print(f"report: {out / 'index.html'}\n        {out / 'report.md'}  ({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tebench",
@@ -180,6 +192,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 1 when any case is not ok (skips excepted) or fails loss parity")
     p.add_argument("--quiet", action="store_true", help="no live progress line")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("report", help="render HTML + Markdown from stored results (no GPU, no re-run)")
+    p.add_argument("results", nargs="+", help="results.jsonl files, run directories or pytest-benchmark JSON; "
+                   "several from different machines are compared side by side")
+    p.add_argument("--out", required=True, help="directory for index.html, report.md and chart PNGs")
+    p.set_defaults(func=cmd_report)
 
     return parser
 

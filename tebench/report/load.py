@@ -1,0 +1,142 @@
+"""Read what a report is made of: tebench results files and pytest-benchmark JSON.
+
+Both become :class:`Source` objects holding result records in tebench's
+schema, so everything downstream handles one shape. A source is labelled by
+the device it ran on; two sources from the same device model get their run id
+appended, so a side-by-side comparison always has distinct columns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tebench import parity, results, stats
+
+
+@dataclass
+class Source:
+    """One results file (or pytest-benchmark file) in a report."""
+
+    path: str
+    kind: str
+    """``tebench`` or ``pytest-benchmark``."""
+    header: dict[str, Any]
+    records: list[dict[str, Any]]
+    label: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def env(self) -> dict[str, Any]:
+        return self.header.get("env", {})
+
+    @property
+    def device(self) -> str:
+        env = self.env
+        gpus = env.get("gpus") or []
+        if gpus:
+            return gpus[0]["name"]
+        return f"CPU ({env.get('cpu') or 'unknown'})"
+
+
+def _is_pytest_benchmark(path: Path) -> bool:
+    if path.is_dir() or path.suffix != ".json":
+        return False
+    try:
+        head = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    return isinstance(head, dict) and "benchmarks" in head and "machine_info" in head
+
+
+def _from_pytest_benchmark(path: Path) -> Source:
+    """Module benchmarks from ``pytest benchmarks/ --benchmark-json=FILE``.
+
+    Each benchmark's ``extra_info`` (written by ``benchmarks/test_modules.py``)
+    says which module, mode and shape it timed; its stats become a record.
+    """
+    data = json.loads(path.read_text())
+    machine = data.get("machine_info", {})
+    extra_env = data.get("benchmarks", [{}])[0].get("extra_info", {}).get("env", {}) if data.get("benchmarks") else {}
+    env = {
+        "device_type": extra_env.get("device_type", "cpu"),
+        "gpus": extra_env.get("gpus", []),
+        "cpu": machine.get("cpu", {}).get("brand_raw", machine.get("processor", "")),
+        "python": machine.get("python_version"),
+        "torch": extra_env.get("torch"),
+        "te": extra_env.get("te"),
+        "cuda": extra_env.get("cuda"),
+        "driver": extra_env.get("driver"),
+        "hostname": machine.get("node"),
+        "peak_tflops": extra_env.get("peak_tflops"),
+    }
+    records = []
+    for bench in data.get("benchmarks", []):
+        info = bench.get("extra_info", {})
+        if "module" not in info:
+            continue
+        st = bench["stats"]
+        samples = [v * 1000.0 for v in bench.get("stats", {}).get("data", [])]
+        summary = stats.summarize(samples) if samples else {
+            "n": st.get("rounds"), "median": st["median"] * 1000, "mean": st["mean"] * 1000,
+            "stdev": st.get("stddev", 0) * 1000, "min": st["min"] * 1000, "max": st["max"] * 1000,
+            "p25": st["q1"] * 1000, "p75": st["q3"] * 1000, "iqr": st["iqr"] * 1000,
+            "iqr_rel": st["iqr"] / st["median"] if st["median"] else None,
+        }
+        tokens, flops = info.get("tokens", 0), info.get("flops", 0.0)
+        case = {
+            "workload": "module", "size": f"{info['module']}.h{info.get('hidden')}.t{tokens}",
+            "mode": info.get("mode", "?"), "dims": {"module": info["module"], "hidden": info.get("hidden"),
+                                                   "tokens": tokens},
+            "fp8": info.get("fp8"), "graphs": False, "fp8_weights": False, "parallel": "single", "nproc": 1,
+            "settings": {},
+        }
+        record = {
+            "type": "case", "case_id": bench.get("fullname", bench["name"]), "round": 0, "case": case,
+            "status": "ok", "reason": None, "device": {"name": (env["gpus"] or [{}])[0].get("name", "cpu")},
+            "timing": {"samples_ms": samples, "stats": summary, "timer": "pytest-benchmark (forward+backward)"},
+            "throughput": stats.throughput(summary["median"], tokens, flops, env.get("peak_tflops")),
+        }
+        records.append(record)
+    header = {"type": "header", "run_id": path.stem, "created": data.get("datetime"), "env": env,
+              "command": ["pytest", "benchmarks/", f"--benchmark-json={path.name}"],
+              "matrix": {"name": "pytest-benchmark module suite", "source": str(path)}}
+    return Source(str(path), "pytest-benchmark", header, records)
+
+
+def load(path: str | Path) -> Source:
+    """Load one results file, run directory or pytest-benchmark JSON file."""
+    p = Path(path)
+    if _is_pytest_benchmark(p):
+        return _from_pytest_benchmark(p)
+    run = results.read(p)
+    latest_by_key = run.latest()
+    # Keep every round of each case (the report pools their samples), but
+    # only the last record of a (case, round) pair.
+    records = list(latest_by_key.values())
+    parity.attach(records)
+    src = Source(run.path, "tebench", run.header, records)
+    if run.skipped_lines:
+        src.notes.append(f"{run.skipped_lines} unreadable line(s) skipped (a run killed mid-write?)")
+    planned = set(run.header.get("case_ids") or [])
+    missing = sorted(planned - {r["case_id"] for r in records})
+    if missing:
+        src.notes.append(f"{len(missing)} planned case(s) have no result yet (partial run): "
+                         + ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else ""))
+    return src
+
+
+def load_all(paths: list[str | Path]) -> list[Source]:
+    """Load several sources and give each a distinct label."""
+    sources = [load(p) for p in paths]
+    counts = Counter(s.device for s in sources)
+    for s in sources:
+        s.label = s.device if counts[s.device] == 1 else f"{s.device} [{s.header.get('run_id') or Path(s.path).stem}]"
+    labels = Counter(s.label for s in sources)
+    for i, s in enumerate(sources):
+        if labels[s.label] > 1:
+            s.label = f"{s.label} #{i + 1}"
+    return sources
