@@ -164,6 +164,63 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _thresholds(items: list[str]) -> dict[str, float]:
+    from tebench.compare import DEFAULT_THRESHOLDS
+
+    out = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        if key not in DEFAULT_THRESHOLDS:
+            raise UsageError(f"--threshold {item}: unknown metric '{key}' (known: {', '.join(DEFAULT_THRESHOLDS)})")
+        try:
+            out[key] = float(value.rstrip("%")) / (100 if value.endswith("%") else 1)
+        except ValueError:
+            raise UsageError(f"--threshold {item}: expected METRIC=FRACTION, e.g. time=0.05 or time=5%") from None
+    return out
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Compare BASE and HEAD; exit 1 on a regression beyond threshold and noise."""
+    import os
+
+    from tebench.compare import CompareError, compare, to_markdown
+
+    try:
+        result = compare(args.base, args.head, _thresholds(args.threshold), args.count_env_changes)
+    except CompareError as exc:
+        raise UsageError(str(exc)) from None
+    text = result.to_json() if args.format == "json" else to_markdown(result)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    else:
+        print(text)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary and args.format == "markdown":
+        with open(summary, "a", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    return result.exit_code
+
+
+def cmd_history_add(args: argparse.Namespace) -> int:
+    from tebench import history
+
+    for path in args.results:
+        added = history.add(args.db, path)
+        state = "added" if added.new_run else ("updated" if added.new_cases else "already stored")
+        print(f"{path}: run {added.run_id} {state} ({added.new_cases} new case record(s), {added.total_cases} in all)")
+    return 0
+
+
+def cmd_history_report(args: argparse.Namespace) -> int:
+    from tebench import history
+
+    if not Path(args.db).is_file():
+        raise UsageError(f"{args.db}: no such history database (create it with 'tebench history add')")
+    out = history.report(args.db, args.out, args.window, _thresholds(args.threshold))
+    print(f"history: {out / 'history.html'}\n         {out / 'history.md'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tebench",
@@ -198,6 +255,30 @@ def build_parser() -> argparse.ArgumentParser:
                    "several from different machines are compared side by side")
     p.add_argument("--out", required=True, help="directory for index.html, report.md and chart PNGs")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("compare", help="compare two runs: regressions beyond threshold and noise (exit 1)")
+    p.add_argument("base", help="base results file or run directory")
+    p.add_argument("head", help="head results file or run directory")
+    p.add_argument("--threshold", action="append", default=[], metavar="METRIC=FRACTION",
+                   help="regression threshold per metric: time, memory (default 5%%), loss (default 10%%)")
+    p.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    p.add_argument("--out", help="write to this file instead of stdout")
+    p.add_argument("--count-env-changes", action="store_true",
+                   help="count regressions even when base and head ran in different environments")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("history", help="nightly history in SQLite: add runs, render trends")
+    hsub = p.add_subparsers(dest="history_command", required=True, metavar="ACTION")
+    h = hsub.add_parser("add", help="store results in the database (idempotent, safe concurrently)")
+    h.add_argument("results", nargs="+", help="results files or run directories")
+    h.add_argument("--db", required=True, help="SQLite database file (created if missing)")
+    h.set_defaults(func=cmd_history_add)
+    h = hsub.add_parser("report", help="trend charts, step changes, latest run vs recent baseline")
+    h.add_argument("--db", required=True)
+    h.add_argument("--out", required=True)
+    h.add_argument("--window", type=int, default=5, help="how many earlier runs form the baseline")
+    h.add_argument("--threshold", action="append", default=[], metavar="METRIC=FRACTION")
+    h.set_defaults(func=cmd_history_report)
 
     return parser
 

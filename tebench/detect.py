@@ -104,7 +104,7 @@ class Environment:
 
     @property
     def device_name(self) -> str:
-        """A short human-readable name of the device cases run on."""
+        """A short human-readable name of the device cases run on (as workers record it)."""
         return self.gpu.name if self.gpu else f"CPU ({self.cpu or platform.machine()})"
 
     def to_dict(self) -> dict[str, Any]:
@@ -128,6 +128,11 @@ def _cpu_model() -> str:
         return platform.processor() or platform.machine()
     match = re.search(r"^model name\s*:\s*(.+)$", text, re.M)
     return match.group(1).strip() if match else platform.machine()
+
+
+def cpu_device_name() -> str:
+    """How a CPU is named in results: the same in skip records and in measured ones."""
+    return f"CPU ({_cpu_model()})"
 
 
 def _git_state() -> tuple[str | None, bool | None]:

@@ -86,7 +86,9 @@ def _device(torch: Any) -> Any:
 
 def _device_info(torch: Any, device: Any) -> dict[str, Any]:
     if device.type != "cuda":
-        return {"type": "cpu", "name": "cpu", "index": None}
+        from tebench.detect import cpu_device_name
+
+        return {"type": "cpu", "name": cpu_device_name(), "index": None}
     props = torch.cuda.get_device_properties(device)
     return {
         "type": "cuda",

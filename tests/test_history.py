@@ -1,0 +1,101 @@
+"""Nightly history: idempotent, concurrent-safe adds; step changes; the trend report."""
+
+from __future__ import annotations
+
+import copy
+import json
+import multiprocessing
+from pathlib import Path
+
+import numpy as np
+
+from conftest import FIXTURES
+from tebench import history
+
+CPU = FIXTURES / "cpu-smoke.jsonl"
+
+
+def nightly(tmp_path: Path, n: int, slow_from: int | None = None, factor: float = 1.3) -> list[Path]:
+    """n synthetic nightly runs from the fixture; from run ``slow_from`` on, gpt/tiny/PT-AMP is slower."""
+    base = [json.loads(line) for line in CPU.read_text().splitlines()]
+    rng = np.random.default_rng(0)
+    paths = []
+    for i in range(n):
+        records = copy.deepcopy(base)
+        run_id = f"night-{i:02d}"
+        for r in records:
+            r["run_id"] = run_id
+            if r["type"] == "header":
+                r["created"] = f"2026-11-{i + 1:02d}T02:00:00+0000"
+            if r.get("timing"):
+                f = factor if (slow_from is not None and i >= slow_from and r["case_id"] == "gpt/tiny/PT-AMP") else 1.0
+                jitter = 1 + rng.normal(0, 0.01)
+                r["timing"]["samples_ms"] = [s * f * jitter for s in r["timing"]["samples_ms"]]
+                r["timing"]["stats"]["median"] = float(np.median(r["timing"]["samples_ms"]))
+        path = tmp_path / f"{run_id}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in records))
+        paths.append(path)
+    return paths
+
+
+def test_add_is_idempotent(tmp_path):
+    db = tmp_path / "h.db"
+    (path,) = nightly(tmp_path, 1)
+    first = history.add(db, path)
+    again = history.add(db, path)
+    assert first.new_run and first.new_cases == 11
+    assert not again.new_run and again.new_cases == 0 and again.total_cases == 11
+    assert len(history.frame(db)) == 11
+
+
+def _add(args):
+    db, path = args
+    return history.add(db, path).new_cases
+
+
+def test_concurrent_adds_lose_nothing(tmp_path):
+    db = tmp_path / "h.db"
+    paths = nightly(tmp_path, 8)
+    with multiprocessing.get_context("spawn").Pool(8) as pool:
+        counts = pool.map(_add, [(db, p) for p in paths + paths])  # every run added twice, at once
+    assert sum(counts) == 8 * 11
+    df = history.frame(db)
+    assert df["run_id"].nunique() == 8 and len(df) == 88
+
+
+def test_step_change_detection():
+    rng = np.random.default_rng(3)
+    flat = list(10 + rng.normal(0, 0.1, 12))
+    assert history.step_changes(flat) == []
+    stepped = list(10 + rng.normal(0, 0.1, 6)) + list(12 + rng.normal(0, 0.1, 6))
+    (change,) = history.step_changes(stepped)
+    assert change.index == 6 and 1.15 < change.ratio < 1.25
+    noisy = list(10 + rng.normal(0, 2.0, 12))
+    assert history.step_changes(noisy) == []
+
+
+def test_report_marks_the_step_and_flags_the_latest_run(tmp_path):
+    db = tmp_path / "h.db"
+    for path in nightly(tmp_path, 9, slow_from=6):
+        history.add(db, path)
+    deltas, info = history.latest_vs_recent(db, window=5)
+    flagged = {d.case_id for d in deltas if d.verdict == "regressed"}
+    assert flagged == {"gpt/tiny/PT-AMP"}
+    out = history.report(db, tmp_path / "hist")
+    html = (out / "history.html").read_text()
+    md = (out / "history.md").read_text()
+    assert "1 regression(s)" in md and "gpt/tiny/PT-AMP" in md
+    assert "night-06" in html  # the run where the step change happened
+    assert (out / "trends.png").is_file() and "data:image/png;base64," in html
+
+
+def test_cli_history(tmp_path, tebench_cli):
+    db = tmp_path / "h.db"
+    paths = nightly(tmp_path, 2)
+    proc = tebench_cli("history", "add", *map(str, paths), "--db", str(db), check=True)
+    assert proc.stdout.count("added") == 2
+    proc = tebench_cli("history", "add", str(paths[0]), "--db", str(db), check=True)
+    assert "already stored" in proc.stdout
+    tebench_cli("history", "report", "--db", str(db), "--out", str(tmp_path / "rep"), check=True)
+    missing = tebench_cli("history", "report", "--db", str(tmp_path / "none.db"), "--out", str(tmp_path / "x"))
+    assert missing.returncode == 2 and "no such history database" in missing.stderr
