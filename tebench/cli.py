@@ -221,6 +221,25 @@ def cmd_history_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_merge(args: argparse.Namespace) -> int:
+    """Join shard run directories into one run (and render its report)."""
+    from tebench.merge import MergeError, merge
+
+    try:
+        path, missing = merge(args.shards, Path(args.out))
+    except MergeError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"merged {len(args.shards)} shard(s) into {path}")
+    if missing:
+        print(f"missing shard(s): {', '.join(missing)}", file=sys.stderr)
+    if not args.no_report:
+        from tebench.report import render
+
+        out = render([path], Path(args.out) / "report")
+        print(f"report: {out / 'index.html'}")
+    return EXIT_BAD_INPUT if (missing and args.require_complete) else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tebench",
@@ -266,6 +285,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--count-env-changes", action="store_true",
                    help="count regressions even when base and head ran in different environments")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("merge", help="join shard results (tebench run --shard I/N) into one run")
+    p.add_argument("shards", nargs="+", help="shard run directories or results files")
+    p.add_argument("--out", required=True, help="directory for the merged results.jsonl and report/")
+    p.add_argument("--require-complete", action="store_true", help="exit 2 when a shard is missing")
+    p.add_argument("--no-report", action="store_true")
+    p.set_defaults(func=cmd_merge)
 
     p = sub.add_parser("history", help="nightly history in SQLite: add runs, render trends")
     hsub = p.add_subparsers(dest="history_command", required=True, metavar="ACTION")

@@ -164,7 +164,7 @@ def build_record(p: Planned, raw: dict[str, Any], env: Environment, run_id: str,
         "case": case.to_dict(),
         "status": raw.get("status", "failed"),
         "reason": raw.get("reason"),
-        "device": raw.get("device") or {"type": env.device_type, "name": env.device_name},
+        "device": {"type": env.device_type, "name": env.device_name, **(raw.get("device") or {})},
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
         "duration_s": round(duration, 3),
         "log": log,
@@ -300,6 +300,8 @@ class _Executor:
             tail = _tail(log_file, 8)
             raw = {"status": "failed", "reason": f"worker died with {how} before writing a result"
                    + (f"; log tail:\n{tail}" if tail else "")}
+        if device is not None:
+            raw.setdefault("device", {})["assigned"] = device  # the --devices slot that ran it
         return self.record(p, raw, started, rel_log)
 
     def kill_all(self) -> None:
