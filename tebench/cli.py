@@ -25,7 +25,7 @@ class UsageError(Exception):
 def _add_matrix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("matrix", nargs="?", help="a matrix file (TOML); default: --preset auto")
     p.add_argument("--preset", help="a shipped preset: auto (smoke on CPU, tutorial on a GPU), "
-                   "smoke, tutorial, large, nightly, crossover, modules, distributed")
+                   "smoke, tutorial, large, nightly, crossover, gpu-smoke, distributed")
     p.add_argument("--only", action="append", default=[], metavar="GLOB",
                    help="run only cases whose id matches (repeatable), e.g. 'gpt/*/TE-*'")
     p.add_argument("--shard", metavar="I/N", help="run shard I of N (cost-balanced, deterministic)")
@@ -325,3 +325,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # e.g. `tebench list | head`
+        sys.stderr.close()
+        return 0

@@ -265,8 +265,13 @@ def detect() -> Environment:
                 GPU(i, props.name, (props.major, props.minor), props.total_memory, props.multi_processor_count)
             )
         env.bf16 = bool(torch.cuda.is_bf16_supported())
-        if torch.backends.cudnn.is_available():
-            env.cudnn = str(torch.backends.cudnn.version())
+        try:
+            if torch.backends.cudnn.is_available():
+                env.cudnn = str(torch.backends.cudnn.version())
+        except RuntimeError as exc:
+            # Typically TE loaded a system cuDNN older than torch's own; cases
+            # still run, but the user should know (README: CUDNN_PATH).
+            env.cudnn = f"unusable by torch: {str(exc).splitlines()[0][:300]}"
         env.driver, env.gpu_clocks = _nvidia_smi()
         peak = peak_for(env.gpus[0].name)
         env.peak_tflops = peak.to_dict() if peak else None

@@ -175,7 +175,7 @@ def _presets_dir() -> Any:
     try:
         return resources.files("tebench.presets")
     except ModuleNotFoundError:  # running from a source tree that is not installed
-        return Path(__file__).resolve().parent.parent / "benchmarks"
+        return Path(__file__).resolve().parent.parent / "benchmarks" / "matrices"
 
 
 def preset_path(name: str) -> Path:

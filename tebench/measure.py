@@ -114,6 +114,20 @@ def gpu_busy(trainer: Trainer, batches: list, step_ms: float) -> dict[str, Any]:
     }
 
 
+def timed_steps(trainer: Trainer, batches: list, start: int, stop: int, losses: list[torch.Tensor],
+                after_step: Callable[[int], Any] | None = None) -> list[float]:
+    """Run and time steps ``start..stop-1``; returns per-step milliseconds (synchronizes once, at the end)."""
+    device = batches[0].inputs.device
+    timer = _CudaTimer(stop - start) if device.type == "cuda" else _CpuTimer(stop - start)
+    for i in range(start, stop):
+        timer.start()
+        losses.append(trainer.step(batches[i]))
+        timer.stop()
+        if after_step is not None:
+            after_step(i)
+    return timer.elapsed_ms()
+
+
 def _memory(device: torch.device) -> dict[str, Any]:
     if device.type == "cuda":
         return {
@@ -163,16 +177,9 @@ def run_case(case: Case, device: torch.device, progress: Progress,
     _sync(device)
     phases["warmup_s"] = time.perf_counter() - t
 
-    timer = _CudaTimer(st.steps) if device.type == "cuda" else _CpuTimer(st.steps)
     t = time.perf_counter()
-    for i in range(st.warmup, total):
-        timer.start()
-        losses.append(trainer.step(batches[i]))
-        timer.stop()
-        if i in sample_at:
-            recorder.sample(i)
-        progress("measure", i + 1, total)
-    samples = timer.elapsed_ms()  # synchronizes
+    samples = timed_steps(trainer, batches, st.warmup, total, losses,
+                          lambda i: (recorder.sample(i) if i in sample_at else None, progress("measure", i + 1, total)))
     wall = time.perf_counter() - t
     phases["measure_s"] = wall
     memory = _memory(device)

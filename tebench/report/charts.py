@@ -148,7 +148,9 @@ def loss_curves(sources: list[Any], df: pd.DataFrame) -> Figure | None:
 
 def scaling(df: pd.DataFrame) -> Figure | None:
     """Step time, tokens/s and MFU against model size, one line per mode (best variant at each size)."""
-    ok = df[(df["status"] == "ok") & (df["parallel"] == "single") & df["flops_per_step"].notna()]
+    # Module benchmarks mix module types under one workload: no size axis to scale along.
+    ok = df[(df["status"] == "ok") & (df["parallel"] == "single") & df["flops_per_step"].notna()
+            & (df["workload"] != "module")]
     series = []
     for (source, workload), g in ok.groupby(["source", "workload"], sort=False):
         if g["size"].nunique() < 2:
@@ -176,7 +178,7 @@ def scaling(df: pd.DataFrame) -> Figure | None:
             ax.grid(alpha=0.3)
         row[0].set_yscale("log")
         row[0].set_title(f"{workload} — {source}", fontsize=10, loc="left")
-        row[2].legend(fontsize=7)
+        row[0].legend(fontsize=7)
     fig.suptitle("Scaling with model size")
     return fig
 

@@ -190,7 +190,8 @@ def crossover(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     if df.empty:
         return pd.DataFrame(rows)
-    single = df[(df["status"] == "ok") & (df["parallel"] == "single") & ~df["fp8_weights"]]
+    single = df[(df["status"] == "ok") & (df["parallel"] == "single") & ~df["fp8_weights"]
+                & (df["workload"] != "module")]
     for source, sg in single.groupby("source", sort=False):
         for workload in sg["workload"].unique():
             sizes = [s for w, s in _order_sizes(sg[sg["workload"] == workload]) if w == workload]
