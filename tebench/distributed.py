@@ -19,8 +19,9 @@ from tebench.measure import Progress, run_case
 from tebench.workloads import WORKLOADS
 
 
-def _wrap(case: Case, device: torch.device):
+def _wrap(case: Case, device: torch.device, built: list[torch.nn.Module]):
     def wrap(model: torch.nn.Module) -> torch.nn.Module:
+        built.append(model)
         if case.parallel == "ddp":
             from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -46,7 +47,8 @@ def run_distributed(case: Case, device: torch.device, progress: Progress) -> dic
         rank, world = dist.get_rank(), dist.get_world_size()
         seed = case.settings.seed + 7_777 * rank
         group = dist.group.WORLD if case.fp8 is not None else None
-        raw = run_case(case, device, progress, wrap=_wrap(case, device), amax_group=group, data_seed=seed)
+        built: list[torch.nn.Module] = []
+        raw = run_case(case, device, progress, wrap=_wrap(case, device, built), amax_group=group, data_seed=seed)
         median = statistics.median(raw["timing"]["samples_ms"])
         tokens = WORKLOADS[case.workload].tokens_per_step(case.size_spec)
         mem = raw["memory"]
@@ -59,6 +61,11 @@ def run_distributed(case: Case, device: torch.device, progress: Progress) -> dic
             "peak_rss_bytes": mem.get("peak_rss_bytes"),
             "final_loss": raw["loss"]["per_step"][-1],
         }
+        if case.parallel == "ddp":
+            # DDP keeps full replicas: after training they must be identical on
+            # every rank, or gradients were not synchronised.
+            with torch.no_grad():
+                mine["param_checksum"] = float(sum(p.double().sum() for p in built[0].parameters()))
         gathered: list[Any] = [None] * world
         dist.all_gather_object(gathered, mine)
         raw["distributed"] = {
@@ -67,6 +74,8 @@ def run_distributed(case: Case, device: torch.device, progress: Progress) -> dic
             "backend": backend,
             "per_rank": gathered,
             "aggregate_tokens_per_s": sum(r["tokens_per_s"] for r in gathered),
+            "replicas_in_sync": (len({r["param_checksum"] for r in gathered}) == 1
+                                 if case.parallel == "ddp" else None),
             "note": "each rank processes its own batch of tokens_per_step; rank 0's loss curve is recorded",
         }
         dist.barrier()

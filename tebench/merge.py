@@ -51,11 +51,9 @@ def merge(paths: list[str | Path], out: str | Path) -> tuple[Path, list[str]]:
     records: list[dict[str, Any]] = []
     for run in runs:
         for rec in run.latest().values():
-            rec = dict(rec)
-            # A shard may have judged against a fallback reference (PT-AMP)
-            # because PT-FP32 ran in another shard: judge again over all shards.
-            rec.pop("parity", None)
-            records.append(rec)
+            records.append(dict(rec))
+    # A shard may have judged against a fallback reference (PT-AMP) because
+    # PT-FP32 ran in another shard: judge again over all shards.
     parity.attach(records)
     run_id = "merged-" + time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     header = {

@@ -186,7 +186,7 @@ batch = 8
 def test_real_runs_same_code_clean_and_injected_sleep_flagged(tmp_path, tebench_cli):
     matrix = tmp_path / "m.toml"
     matrix.write_text(textwrap.dedent(REAL))
-    for name, env in (("a", {}), ("b", {}), ("slow", {"TEBENCH_TEST_STEP_SLEEP_MS": "15"})):
+    for name, env in (("a", {}), ("b", {}), ("slow", {"TEBENCH_TEST_STEP_SLEEP_MS": "40"})):
         tebench_cli("run", str(matrix), "--out", str(tmp_path / name), "--rounds", "3", "--no-report",
                     env=env, check=True)
     clean = tebench_cli("compare", str(tmp_path / "a"), str(tmp_path / "b"))

@@ -14,7 +14,9 @@ from tebench import report
 from tebench.report import md_escape, md_table
 
 CPU = FIXTURES / "cpu-smoke.jsonl"
-H200 = FIXTURES / "h200-tutorial.jsonl"
+H200 = FIXTURES / "h200-crossover.jsonl"
+H200_DIST = FIXTURES / "h200x2-distributed.jsonl"
+H200_MODULES = FIXTURES / "h200-modules-benchmark.json"
 
 
 def lines(path: Path) -> list[dict]:
@@ -127,18 +129,34 @@ def test_unknown_schema_version_is_refused(tmp_path, tebench_cli):
     assert proc.returncode == 2 and "older than the oldest this tebench reads" in proc.stderr
 
 
-@pytest.mark.skipif(not H200.exists(), reason="H200 fixture not recorded yet")
 def test_render_h200_fixture(tmp_path):
+    """A real H200 run (crossover subset): crossover table, busy fractions, FP8 state charts."""
     out = report.render([H200], tmp_path / "rep")
     html = (out / "index.html").read_text()
     check_self_contained(html)
-    assert "NVIDIA H200" in html and "TE-FP8" in html and "MFU" in html
-    assert 'id="crossover"' in html or "FP8 scaling state" in html
+    assert "NVIDIA H200" in html and 'id="crossover"' in html and "CPU-bound" in html
+    assert (out / "fp8_state_0.png").is_file() and (out / "scaling.png").is_file()
     md = (out / "report.md").read_text()
-    assert "NVIDIA H200" in md
+    assert "Where FP8 starts to pay" in md and "| NVIDIA H200 | gpt | on | PT-AMP | s1024 |" in md
 
 
-@pytest.mark.skipif(not H200.exists(), reason="H200 fixture not recorded yet")
+def test_render_h200_distributed_fixture(tmp_path):
+    out = report.render([H200_DIST], tmp_path / "rep")
+    md = (out / "report.md").read_text()
+    assert "Multi-GPU scaling" in md
+    section = md.split("Multi-GPU scaling", 1)[1]
+    row = next(line for line in section.splitlines() if "gpt/d2048/PT-AMP/ddpx2" in line)
+    efficiency = float(re.findall(r"(\d+\.\d)%", row)[0])
+    assert 50 < efficiency <= 100
+
+
+def test_render_pytest_benchmark_json(tmp_path):
+    out = report.render([H200_MODULES], tmp_path / "rep")
+    md = (out / "report.md").read_text()
+    assert "module/layernorm\\_mlp.h4096.t16384/TE-FP8/delayed.HYBRID.h16.max" in md
+    assert "pytest-benchmark" in md
+
+
 def test_h200_vs_cpu_side_by_side(tmp_path):
     out = report.render([H200, CPU], tmp_path / "rep")
-    assert "Machines side by side" in (out / "report.md").read_text()
+    assert "different environments" in (out / "index.html").read_text()

@@ -43,7 +43,7 @@ class Chart:
 
 def _png(fig: Any) -> bytes:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
+    fig.savefig(buf, format="png", dpi=90)
     return buf.getvalue()
 
 
@@ -103,6 +103,7 @@ DIST_COLUMNS = [
     ("source", "machine", ""), ("case_id", "case", ""), ("status", "status", ""), ("ranks", "ranks", ""),
     ("per_rank_tokens_per_s", "tokens/s per rank", ""), ("aggregate_tokens_per_s", "aggregate tokens/s", "int"),
     ("one_gpu_tokens_per_s", "same case, 1 GPU", "int"), ("scaling_efficiency", "scaling efficiency", "pct"),
+    ("replicas_in_sync", "replicas identical (DDP)", ""), ("rank0_final_loss", "rank-0 final loss", "loss"),
 ]
 BUSY_COLUMNS = [
     ("source", "machine", ""), ("case_id", "case", ""), ("median_ms", "step ms", "ms"),

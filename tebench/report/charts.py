@@ -189,7 +189,11 @@ def fp8_state(record: dict[str, Any], max_layers: int = 12) -> Figure | None:
     if not state or not state.get("layers"):
         return None
     steps = state["steps"]
-    layers = list(state["layers"].items())[:max_layers]
+    # Quantizers that never saw a value (amax always 0, scale still 1: e.g. the
+    # attention core without FP8 attention) carry no information.
+    layers = [(name, {role: q for role, q in quantizers.items() if any(a > 0 for a in q["amax"])})
+              for name, quantizers in state["layers"].items()]
+    layers = [(name, q) for name, q in layers if q][:max_layers]
     roles = ["fwd.gemm1.input", "fwd.gemm1.weight", "bwd.gemm1.grad_output"]
     fig = Figure(figsize=(15, 3.6), layout="constrained")
     axes = fig.subplots(1, len(roles) + 1)

@@ -104,6 +104,7 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
                 "min_ms": summary.get("min"),
                 "max_ms": summary.get("max"),
                 "samples": len(samples),
+                "samples_ms": [r["timing"]["samples_ms"] for r in ok],
                 "round_medians_ms": [float(np.median(r["timing"]["samples_ms"])) for r in ok],
                 "tokens_per_s": tp.get("tokens_per_s"),
                 "tflops": tp.get("tflops"),
@@ -184,8 +185,8 @@ def crossover(df: pd.DataFrame) -> pd.DataFrame:
     """Per source, workload and graphs setting: the smallest size at which TE-FP8 beats each baseline.
 
     Sizes are ordered by FLOPs per step. "Beats" compares the best TE-FP8
-    variant's median step time with the baseline's median at the same size
-    and the same CUDA-graphs setting.
+    variant with the baseline at the same size and CUDA-graphs setting, and
+    counts only when the bootstrap interval of the speedup lies above 1.
     """
     rows = []
     if df.empty:
@@ -203,13 +204,18 @@ def crossover(df: pd.DataFrame) -> pd.DataFrame:
                     first, ratio, compared = None, None, []
                     for size in sizes:
                         at = g[g["size"] == size]
-                        fp8 = at[at["mode"] == "TE-FP8"]["median_ms"]
-                        base = at[at["mode"] == baseline]["median_ms"]
+                        fp8 = at[at["mode"] == "TE-FP8"]
+                        base = at[at["mode"] == baseline]
                         if fp8.empty or base.empty:
                             continue
-                        r = float(base.iloc[0] / fp8.min())
-                        compared.append(f"{size}: x{r:.2f}")
-                        if r > 1.0 and first is None:
+                        best = fp8.loc[fp8["median_ms"].idxmin()]
+                        # "Beats" means faster beyond noise: the bootstrap interval of
+                        # the step-time ratio must lie entirely above 1.
+                        r, lo, _ = stats.bootstrap_ratio(best["samples_ms"], base.iloc[0]["samples_ms"],
+                                                         resamples=400)
+                        wins = lo > 1.0
+                        compared.append(f"{size}: x{r:.2f}" + ("" if wins or r < 1 else " (within noise)"))
+                        if wins and first is None:
                             first, ratio = size, r
                     if not compared:
                         continue
@@ -237,9 +243,12 @@ def distributed(df: pd.DataFrame, sources: list[Source]) -> pd.DataFrame:
         one = float(single["tokens_per_s"].iloc[0]) if not single.empty else None
         agg = rec["distributed"]["aggregate_tokens_per_s"] if rec else None
         per_rank = ", ".join(f"{r['tokens_per_s']:,.0f}" for r in rec["distributed"]["per_rank"]) if rec else ""
+        sync = rec["distributed"].get("replicas_in_sync") if rec else None
         rows.append({
             "source": row["source"], "case_id": row["case_id"], "status": row["status"],
             "ranks": row["nproc"], "per_rank_tokens_per_s": per_rank, "aggregate_tokens_per_s": agg,
+            "replicas_in_sync": {True: "yes", False: "NO", None: "–"}[sync],
+            "rank0_final_loss": row["final_loss"],
             "one_gpu_tokens_per_s": one,
             "scaling_efficiency": agg / (row["nproc"] * one) if (agg and one) else None,
         })

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Set up tebench in ./.venv on a fresh machine.
+#
+#   bash scripts/bootstrap.sh          # the harness (torch + pandas/jinja2/matplotlib)
+#   bash scripts/bootstrap.sh --test   # plus pytest, pytest-benchmark, pyyaml
+#
+# torch: if the system Python already has one (an NGC container, a CUDA
+# machine set up by hand), the venv sees it and nothing is downloaded, so your
+# CUDA build and Transformer Engine are used as they are. Otherwise the CPU
+# build torch==${TEBENCH_TORCH_VERSION:-2.13.0} is installed; a GPU user without
+# torch should install the build for their CUDA first (https://pytorch.org).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+EXTRAS=""
+[ "${1:-}" = "--test" ] && EXTRAS="[test]"
+if [ ! -x .venv/bin/python ]; then
+  if "$PY" -c "import torch" >/dev/null 2>&1; then
+    echo "bootstrap: using the system torch ($("$PY" -c 'import torch; print(torch.__version__)'))"
+    "$PY" -m venv --system-site-packages .venv
+  else
+    "$PY" -m venv .venv
+  fi
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
+  echo "bootstrap: installing torch==${TEBENCH_TORCH_VERSION:-2.13.0} (CPU build where the index serves one)"
+  .venv/bin/python -m pip install -q "torch==${TEBENCH_TORCH_VERSION:-2.13.0}"
+fi
+.venv/bin/python -m pip install -q -e ".${EXTRAS}"
+.venv/bin/python -c "import transformer_engine.pytorch" >/dev/null 2>&1 \
+  && echo "bootstrap: Transformer Engine found" \
+  || echo "bootstrap: Transformer Engine not importable: TE modes will be reported as skipped (see README: Installing Transformer Engine)"
+echo "bootstrap: ready: .venv/bin/tebench"
