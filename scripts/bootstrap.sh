@@ -27,7 +27,10 @@ if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
   echo "bootstrap: installing torch==${TEBENCH_TORCH_VERSION:-2.13.0} (CPU build where the index serves one)"
   .venv/bin/python -m pip install -q "torch==${TEBENCH_TORCH_VERSION:-2.13.0}"
 fi
-.venv/bin/python -m pip install -q -e ".${EXTRAS}"
+# Build-backend chatter goes to a log; it is shown only if the install fails.
+if ! .venv/bin/python -m pip install -q -e ".${EXTRAS}" > .venv/install.log 2>&1; then
+  cat .venv/install.log; exit 1
+fi
 .venv/bin/python -c "import transformer_engine.pytorch" >/dev/null 2>&1 \
   && echo "bootstrap: Transformer Engine found" \
   || echo "bootstrap: Transformer Engine not importable: TE modes will be reported as skipped (see README: Installing Transformer Engine)"

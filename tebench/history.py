@@ -260,13 +260,13 @@ def report(db: str | Path, out: str | Path, window: int = 5, thresholds: dict[st
     """Render ``history.html`` and ``history.md`` (+ ``trends.png``) into ``out``."""
     import jinja2
 
-    from tebench.report import Chart, _png, _templates_dir, html_table, md_escape, md_table
+    from tebench.report import Chart, html_table, md_escape, md_table, png_bytes, templates_dir
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     df = frame(db)
     fig, changes = trend_figure(df, (thresholds or {}).get("time", compare.DEFAULT_THRESHOLDS["time"]))
-    chart = Chart("trends", "Trends", "", _png(fig)) if fig is not None else None
+    chart = Chart("trends", "Trends", "", png_bytes(fig)) if fig is not None else None
     if chart:
         (out / "trends.png").write_bytes(chart.png)
     deltas, info = latest_vs_recent(db, window, thresholds)
@@ -286,7 +286,7 @@ def report(db: str | Path, out: str | Path, window: int = 5, thresholds: dict[st
         "runs": {"html": html_table(runs), "md": md_table(runs)},
         "method": compare.METHOD,
     }
-    loader = jinja2.FileSystemLoader(str(_templates_dir()))
+    loader = jinja2.FileSystemLoader(str(templates_dir()))
     html_env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined)
     md_env = jinja2.Environment(loader=loader, autoescape=False, undefined=jinja2.StrictUndefined)
     md_env.filters["md"] = md_escape

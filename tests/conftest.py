@@ -41,6 +41,21 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason="needs Transformer Engine"))
 
 
+def read_jsonl(path: Path) -> list[dict]:
+    """Every record of a results file (or any JSON Lines file)."""
+    import json
+
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def write_jsonl(path: Path, records: list[dict]) -> Path:
+    """Write records as JSON Lines; returns the path."""
+    import json
+
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
 @pytest.fixture
 def tebench_cli(tmp_path):
     """Run the tebench CLI in a child process, as a user would; returns CompletedProcess."""

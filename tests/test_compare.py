@@ -11,18 +11,11 @@ import numpy as np
 import pytest
 
 from conftest import FIXTURES
+from conftest import read_jsonl as lines
+from conftest import write_jsonl as write
 from tebench.compare import compare
 
 CPU = FIXTURES / "cpu-smoke.jsonl"
-
-
-def lines(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def write(path: Path, records: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return path
 
 
 def variant(tmp_path: Path, name: str, edit) -> Path:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
-import json
 import re
 from pathlib import Path
 
 import pytest
 
 from conftest import FIXTURES
+from conftest import read_jsonl as lines
+from conftest import write_jsonl as write
 from tebench import report
 from tebench.report import md_escape, md_table
 
@@ -17,15 +18,6 @@ CPU = FIXTURES / "cpu-smoke.jsonl"
 H200 = FIXTURES / "h200-crossover.jsonl"
 H200_DIST = FIXTURES / "h200x2-distributed.jsonl"
 H200_MODULES = FIXTURES / "h200-modules-benchmark.json"
-
-
-def lines(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def write(path: Path, records: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return path
 
 
 def check_self_contained(html: str) -> None:

@@ -41,13 +41,15 @@ class Chart:
         return "data:image/png;base64," + base64.b64encode(self.png).decode()
 
 
-def _png(fig: Any) -> bytes:
+def png_bytes(fig: Any) -> bytes:
+    """A figure as PNG bytes (the resolution every report chart uses)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90)
     return buf.getvalue()
 
 
-def _templates_dir() -> Path:
+def templates_dir() -> Path:
+    """Where the Jinja2 templates are: inside the installed package, or templates/ of a checkout."""
     try:
         from importlib import resources
 
@@ -174,7 +176,7 @@ def build_context(sources: list[Source], out: Path) -> dict[str, Any]:
 
     def add(name: str, title: str, caption: str, fig: Any) -> None:
         if fig is not None:
-            charts_out.append(Chart(name, title, caption, _png(fig)))
+            charts_out.append(Chart(name, title, caption, png_bytes(fig)))
 
     fp8_charts: list[Chart] = []
     if not df.empty:
@@ -184,7 +186,9 @@ def build_context(sources: list[Source], out: Path) -> dict[str, Any]:
         add("step_time", "Train-step time", "Median of the timed steps (warm-up excluded); error bars span the "
             "25th to 75th percentile of the stored per-step samples.", charts.step_time(df))
         add("memory", "Peak memory", "CUDA max allocated over warm-up and timed steps (reset per case); on a CPU, "
-            "the case process's peak resident set.", charts.memory(df))
+            "the case process's peak resident set. With CUDA graphs, activations live in the graph's "
+            "private memory pool, set up before the reset: compare such cases by their peak reserved "
+            "memory (in the case table), not by this chart.", charts.memory(df))
         add("loss", "Loss curves", "Training loss at every step, warm-up included. Every mode starts from the "
             "same weights and sees the same batches; the grey band is the reference mode ± the parity tolerance.",
             charts.loss_curves(sources, df))
@@ -196,7 +200,7 @@ def build_context(sources: list[Source], out: Path) -> dict[str, Any]:
         for i, (src, rec) in enumerate(fp8_records[:MAX_FP8_CHARTS]):
             fig = charts.fp8_state(rec)
             if fig is not None:
-                fp8_charts.append(Chart(f"fp8_state_{i}", rec["case_id"], src.label, _png(fig)))
+                fp8_charts.append(Chart(f"fp8_state_{i}", rec["case_id"], src.label, png_bytes(fig)))
     fp8_flags = [(s.label, r["case_id"], flag) for s in sources for r in s.records
                  if r.get("fp8_state") for flag in r["fp8_state"].get("flags", [])]
     fp8_total = sum(1 for s in sources for r in s.records if r.get("fp8_state") and r.get("round", 0) == 0)
@@ -256,7 +260,7 @@ def render(paths: list[str | Path], out: str | Path) -> Path:
     ctx = build_context(sources, out)
     for chart in ctx["charts"] + ctx["fp8_charts"]:
         (out / f"{chart.name}.png").write_bytes(chart.png)
-    loader = jinja2.FileSystemLoader(str(_templates_dir()))
+    loader = jinja2.FileSystemLoader(str(templates_dir()))
     html_env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined)
     md_env = jinja2.Environment(loader=loader, autoescape=False, undefined=jinja2.StrictUndefined,
                                 keep_trailing_newline=True)

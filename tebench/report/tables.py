@@ -316,6 +316,7 @@ CASE_COLUMNS: list[tuple[str, str, str]] = [
     ("tflops", "TFLOP/s", ""),
     ("mfu", "MFU", "pct"),
     ("memory_bytes", "peak memory", "bytes"),
+    ("reserved_bytes", "peak reserved", "bytes"),
     ("gpu_busy", "GPU busy", "pct"),
     ("final_loss", "final loss", "loss"),
     ("parity", "parity", ""),
