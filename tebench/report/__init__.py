@@ -53,10 +53,10 @@ def templates_dir() -> Path:
     try:
         from importlib import resources
 
-        path = Path(str(resources.files("tebench.templates")))
+        path = Path(str(resources.files("tebench.templates").joinpath("report.html.j2"))).parent
         if (path / "report.html.j2").is_file():
             return path
-    except ModuleNotFoundError:
+    except (ModuleNotFoundError, TypeError):
         pass
     return Path(__file__).resolve().parent.parent.parent / "templates"
 

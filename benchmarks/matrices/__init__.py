@@ -1,0 +1,1 @@
+"""Matrix presets (installed as tebench.presets)."""

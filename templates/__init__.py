@@ -1,0 +1,1 @@
+"""Jinja2 templates of the reports (installed as tebench.templates)."""
