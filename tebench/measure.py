@@ -177,9 +177,13 @@ def run_case(case: Case, device: torch.device, progress: Progress,
     _sync(device)
     phases["warmup_s"] = time.perf_counter() - t
 
+    def after_step(i: int) -> None:
+        if i in sample_at:
+            recorder.sample(i)
+        progress("measure", i + 1, total)
+
     t = time.perf_counter()
-    samples = timed_steps(trainer, batches, st.warmup, total, losses,
-                          lambda i: (recorder.sample(i) if i in sample_at else None, progress("measure", i + 1, total)))
+    samples = timed_steps(trainer, batches, st.warmup, total, losses, after_step)
     wall = time.perf_counter() - t
     phases["measure_s"] = wall
     memory = _memory(device)
