@@ -77,8 +77,7 @@ def _side(records: list[dict[str, Any]]) -> Side:
     last = records[-1]
     bad = next((r for r in records if r["status"] != "ok"), None)
     samples = [s for r in ok for s in r["timing"]["samples_ms"]]
-    mems = [m for r in ok for m in [(r.get("memory") or {}).get("peak_allocated_bytes")
-                                    or (r.get("memory") or {}).get("peak_rss_bytes")] if m]
+    mems = [m for m in map(results.peak_memory, ok) if m]
     median = float(np.median(samples)) if samples else None
     tokens = (last.get("throughput") or {}).get("tokens_per_step")
     return Side(

@@ -88,12 +88,11 @@ def add(db: str | Path, path: str | Path) -> Added:
             new_cases = 0
             for rec in run.latest().values():
                 median = (rec.get("timing") or {}).get("stats", {}).get("median")
-                mem = rec.get("memory") or {}
                 cur = conn.execute(
                     "INSERT OR IGNORE INTO cases VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     (run.run_id, rec["case_id"], rec.get("round", 0), (rec.get("device") or {}).get("name"),
                      rec["status"], median, (rec.get("throughput") or {}).get("tokens_per_s"),
-                     mem.get("peak_allocated_bytes") or mem.get("peak_rss_bytes"),
+                     results.peak_memory(rec),
                      (rec.get("loss") or {}).get("final"), (rec.get("parity") or {}).get("verdict"),
                      json.dumps(rec)),
                 )

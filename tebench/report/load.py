@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tebench import parity, results, stats
+from tebench.matrix import Case
 
 
 @dataclass
@@ -94,12 +95,8 @@ def _from_pytest_benchmark(path: Path) -> Source:
             "fp8": info.get("fp8"), "graphs": False, "fp8_weights": False, "parallel": "single", "nproc": 1,
             "settings": {},
         }
-        fp8 = info.get("fp8")
-        variant = [info.get("mode", "?")] + ([".".join(str(fp8[k]) if k != "amax_history_len" else f"h{fp8[k]}"
-                                                       for k in ("recipe", "format", "amax_history_len",
-                                                                 "amax_compute_algo") if fp8.get(k))] if fp8 else [])
         record = {
-            "type": "case", "case_id": "/".join(["module", case["size"], *variant]), "round": 0, "case": case,
+            "type": "case", "case_id": Case.from_dict(case).id, "round": 0, "case": case,
             "benchmark": bench.get("fullname", bench["name"]),
             "status": "ok", "reason": None, "device": {"name": (env["gpus"] or [{}])[0].get("name", "cpu")},
             "timing": {"samples_ms": samples, "stats": summary, "timer": "pytest-benchmark (forward+backward)"},

@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tebench import stats
+from tebench import results, stats
+from tebench.matrix import Case
 from tebench.report.load import Source
 
 BASELINE = "PT-AMP"
@@ -23,27 +24,6 @@ CPU_BOUND_BELOW = 0.5
 STATUS_SEVERITY = ("failed", "timeout", "oom", "diverged", "ok", "skipped")
 
 
-def _variant(case: dict[str, Any]) -> str:
-    parts = [case["mode"]]
-    fp8 = case.get("fp8")
-    if fp8:
-        bits = [fp8["recipe"]] + [str(fp8[k]) if k != "amax_history_len" else f"h{fp8[k]}"
-                                  for k in ("format", "amax_history_len", "amax_compute_algo") if fp8.get(k)]
-        parts.append(".".join(bits))
-    if case.get("fp8_weights"):
-        parts.append("fp8-weights")
-    if case.get("graphs"):
-        parts.append("graphs")
-    if case.get("parallel", "single") != "single":
-        parts.append(f"{case['parallel']}x{case.get('nproc', 1)}")
-    return "/".join(parts)
-
-
-def _memory(rec: dict[str, Any]) -> tuple[float | None, float | None]:
-    mem = rec.get("memory") or {}
-    if "peak_allocated_bytes" in mem:
-        return mem["peak_allocated_bytes"], mem.get("peak_reserved_bytes")
-    return mem.get("peak_rss_bytes"), None
 
 
 def _validation(rec: dict[str, Any]) -> tuple[str | None, float | None]:
@@ -77,7 +57,7 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
             if summary.get("median") and tp.get("tokens_per_step"):
                 tp = stats.throughput(summary["median"], tp["tokens_per_step"], tp.get("flops_per_step") or 0.0,
                                       peak, case.get("nproc", 1))
-            mem, reserved = _memory(last)
+            mem, reserved = results.peak_memory(last), (last.get("memory") or {}).get("peak_reserved_bytes")
             par = last.get("parity") or {}
             metric, value = _validation(last)
             busy = (last.get("gpu_busy") or {}).get("busy_fraction")
@@ -87,7 +67,7 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
                 "workload": case["workload"],
                 "size": case["size"],
                 "mode": case["mode"],
-                "variant": _variant(case),
+                "variant": Case.from_dict(case).variant,
                 "case_id": case_id,
                 "recipe": fp8.get("recipe"),
                 "graphs": bool(case.get("graphs")),
