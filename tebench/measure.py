@@ -193,7 +193,9 @@ def run_case(case: Case, device: torch.device, progress: Progress,
     busy = None
     if device.type == "cuda" and st.profile_steps > 0:
         progress("profile", total, total)
+        t = time.perf_counter()
         busy = gpu_busy(trainer, batches[: min(st.profile_steps, len(batches))], statistics.median(samples))
+        phases["profile_s"] = time.perf_counter() - t
 
     validation: dict[str, Any] = {}
     if all(math.isfinite(v) for v in loss_values):
