@@ -161,9 +161,9 @@ class Matrix:
 
 TOP_KEYS = {"name", "description", "extends", "settings", "axes", "fp8", "sizes", "exclude"}
 AXIS_KEYS = {"workloads", "modes", "graphs", "fp8_weights", "parallel", "nproc"}
-FP8_KEYS = {"recipes", "formats", "amax_history_len", "amax_compute_algo"}
+FP8_KEYS = {"recipes", "formats", "amax_history_len", "amax_compute_algo", "calibration_steps"}
 EXCLUDE_KEYS = {"workload", "size", "mode", "recipe", "format", "amax_history_len", "amax_compute_algo",
-                "graphs", "fp8_weights", "parallel", "nproc", "reason"}
+                "calibration_steps", "graphs", "fp8_weights", "parallel", "nproc", "reason"}
 
 
 def preset_names() -> list[str]:
@@ -292,6 +292,7 @@ def _matches(rule: dict[str, Any], case: Case) -> bool:
         "recipe": fp8.recipe if fp8 else None, "format": fp8.format if fp8 else None,
         "amax_history_len": fp8.amax_history_len if fp8 else None,
         "amax_compute_algo": fp8.amax_compute_algo if fp8 else None,
+        "calibration_steps": fp8.calibration_steps if fp8 else None,
         "graphs": case.graphs, "fp8_weights": case.fp8_weights, "parallel": case.parallel, "nproc": case.nproc,
     }
     for key, want in rule.items():
@@ -348,8 +349,13 @@ def iter_cases(matrix: Matrix) -> Iterator[Case]:
         if h < 1:
             raise MatrixError(src, "fp8.amax_history_len", h, "must be at least 1")
     algos = _list(src, "fp8.amax_compute_algo", fp8.get("amax_compute_algo", ["max"]), str, AMAX_ALGOS)
+    calibrations = _list(src, "fp8.calibration_steps", fp8.get("calibration_steps", [0]), int)
+    for c in calibrations:
+        if c < 0:
+            raise MatrixError(src, "fp8.calibration_steps", c, "must be 0 (none) or more")
     fp8_points = list(dict.fromkeys(
-        FP8Options.normalized(r, f, h, a) for r, f, h, a in itertools.product(recipes, formats, histories, algos)
+        FP8Options.normalized(*point)
+        for point in itertools.product(recipes, formats, histories, algos, calibrations)
     ))
 
     rules = data.get("exclude", [])

@@ -27,7 +27,7 @@ class RecipeSpec:
     te_class: str
     """Class name in ``transformer_engine.common.recipe``."""
     options: tuple[str, ...]
-    """Which recipe axes apply (``format``, ``amax_history_len``, ``amax_compute_algo``)."""
+    """Which recipe axes apply (``format``, ``amax_history_len``, ``amax_compute_algo``, ``calibration_steps``)."""
     support: str
     """Which :class:`tebench.detect.Environment` support flag gates it."""
     stateful: bool
@@ -69,7 +69,8 @@ RECIPES: dict[str, RecipeSpec] = {
     spec.name: spec
     for spec in (
         RecipeSpec(
-            "delayed", "DelayedScaling", ("format", "amax_history_len", "amax_compute_algo"), "fp8", True,
+            "delayed", "DelayedScaling", ("format", "amax_history_len", "amax_compute_algo", "calibration_steps"),
+            "fp8", True,
             "per-tensor delayed scaling: scale from the amax history of earlier steps",
         ),
         RecipeSpec(
@@ -100,6 +101,11 @@ class FP8Options:
     format: str | None = "HYBRID"
     amax_history_len: int | None = 1024
     amax_compute_algo: str | None = "max"
+    calibration_steps: int | None = 0
+    """Forward+backward passes (no optimizer step) run before training, so that a
+    stateful recipe starts from measured amaxes. With 0, TE's first step
+    quantizes with the initial scale of 1: on the H200 that zeroed (E4M3) or
+    scrambled (HYBRID) the TE layers' first gradients (see README, "FP8 calibration")."""
 
     @property
     def spec(self) -> RecipeSpec:
@@ -114,11 +120,13 @@ class FP8Options:
             parts.append(f"h{self.amax_history_len}")
         if self.amax_compute_algo is not None:
             parts.append(self.amax_compute_algo)
+        if self.calibration_steps:
+            parts.append(f"cal{self.calibration_steps}")
         return ".".join(parts)
 
     @classmethod
     def normalized(cls, recipe: str, format: str | None, amax_history_len: int | None,
-                   amax_compute_algo: str | None) -> "FP8Options":
+                   amax_compute_algo: str | None, calibration_steps: int | None = 0) -> "FP8Options":
         """Drop the options that do not apply to ``recipe`` (they would only duplicate cases)."""
         spec = RECIPES[recipe]
         return cls(
@@ -126,4 +134,5 @@ class FP8Options:
             format=format if "format" in spec.options else None,
             amax_history_len=amax_history_len if "amax_history_len" in spec.options else None,
             amax_compute_algo=amax_compute_algo if "amax_compute_algo" in spec.options else None,
+            calibration_steps=calibration_steps if "calibration_steps" in spec.options else None,
         )

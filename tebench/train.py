@@ -82,10 +82,51 @@ def make_optimizer(model: torch.nn.Module, case: Case, device: torch.device) -> 
         # fp32 master weights, so the master-weight policy still holds.
         from transformer_engine.pytorch.optimizers import FusedAdam
 
-        return FusedAdam(params, lr=lr, weight_decay=0.0, master_weights=True), "te.FusedAdam(master_weights=fp32)"
+        optimizer = FusedAdam(params, lr=lr, weight_decay=0.0, master_weights=True)
+        seed_fp8_masters(optimizer, params)
+        return optimizer, "te.FusedAdam(master_weights=fp32, seeded from the exact initial values)"
     if device.type == "cuda":
         return torch.optim.AdamW(params, lr=lr, weight_decay=0.0, fused=True), "torch.optim.AdamW(fused=True)"
     return torch.optim.AdamW(params, lr=lr, weight_decay=0.0, foreach=True), "torch.optim.AdamW(foreach=True)"
+
+
+def seed_fp8_masters(optimizer: Any, params: list[torch.nn.Parameter]) -> None:
+    """Start FusedAdam's fp32 master weights from the exact initial values.
+
+    FusedAdam would otherwise copy them from the FP8 weights, and a delayed-scaling
+    weight is quantized at creation with the initial scale of 1: an init of std
+    0.02 keeps two or three significant bits, much of it flushed to zero, and the
+    run would start from different weights than every other mode.
+    """
+    for p in params:
+        exact = getattr(p, "tebench_init_fp32", None)
+        if exact is None:
+            continue
+        optimizer.initialize_state(p, False)
+        optimizer.set_scaled_state(p, "master_param", exact.to(p.device))
+
+
+def calibrate_fp8(trainer: "Trainer", batches: list[Batch], steps: int) -> None:
+    """Forward+backward ``steps`` times without an optimizer step, then drop the gradients.
+
+    A delayed-scaling recipe derives each tensor's scale from the amaxes of
+    earlier steps; at the first step there are none, TE uses a scale of 1, and
+    small tensors (gradients above all) underflow. Calibrating fills the amax
+    history first; the weights, the optimizer state and the batches the timed
+    run sees are unchanged. FP8 weights, quantized at creation with scale 1, are
+    quantized again from their exact values with the calibrated scale.
+    """
+    wl, model = trainer.workload, trainer.model
+    for i in range(steps):
+        with trainer.precision.forward_ctx():
+            loss = wl.loss(model, batches[i % len(batches)])
+        loss.backward()
+    trainer.optimizer.zero_grad(set_to_none=True)
+    with torch.no_grad():
+        for p in trainer.eager.parameters():
+            exact = getattr(p, "tebench_init_fp32", None)
+            if exact is not None:
+                p.quantize_(exact.to(p.device))
 
 
 @dataclass
@@ -179,6 +220,14 @@ def build_trainer(case: Case, device: torch.device, batches: list[Batch],
         **precision.describe(),
     }
     trainer = Trainer(case, wl, model, eager, optimizer, precision, setup)
+    calibration = case.fp8.calibration_steps if (case.fp8 and mode.fp8) else 0
+    if calibration:
+        calibrate_fp8(trainer, batches, calibration)
+        setup["fp8_calibration"] = (f"{calibration} forward+backward passes without optimizer steps before "
+                                    "training (fills the delayed-scaling amax history)")
+    for p in eager.parameters():
+        if hasattr(p, "tebench_init_fp32"):
+            del p.tebench_init_fp32
     if mode.compile:
         # "reduce-overhead" is torch.compile's own CUDA-graph mode.
         compile_mode = "reduce-overhead" if case.graphs else "default"

@@ -80,6 +80,12 @@ def init_canonical(
                 gen = torch.Generator(device=param.device).manual_seed(_param_seed(seed, name))
                 buf.normal_(0.0, std, generator=gen)
             param.copy_(buf)
+            if hasattr(param, "quantize_"):
+                # A TE quantized (FP8) weight keeps only the rounded value. Keep
+                # the exact one (on the CPU, like TE's own
+                # preserve_high_precision_init_val) to seed the optimizer's
+                # fp32 master weight; see tebench.train.seed_fp8_masters.
+                param.tebench_init_fp32 = buf.cpu()
 
 
 def translate_names(
