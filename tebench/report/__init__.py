@@ -211,6 +211,7 @@ def build_context(sources: list[Source], out: Path) -> dict[str, Any]:
     cross = tables.crossover(df)
     comp = tables.comparison(df)
     not_run = tables.not_run(df)
+    parity_bad = tables.parity_failures(df)
     envs_differ = len({(s.device, s.env.get("torch"), s.env.get("te"), s.env.get("cuda")) for s in sources}) > 1
 
     def both(frame: pd.DataFrame, columns=None) -> dict[str, str]:
@@ -244,6 +245,8 @@ def build_context(sources: list[Source], out: Path) -> dict[str, Any]:
         "not_run": both(not_run, [("source", "machine", ""), ("case_id", "case", ""), ("status", "status", ""),
                                   ("reason", "reason", "")]),
         "n_not_run": len(not_run),
+        "parity_failures": both(parity_bad, tables.PARITY_COLUMNS),
+        "n_parity_failures": len(parity_bad),
         "charts": charts_out,
         "fp8_charts": fp8_charts,
         "fp8_total": fp8_total,

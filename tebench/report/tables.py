@@ -98,6 +98,10 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
                 "parity_rel_diff": par.get("rel_diff"),
                 "parity_reason": par.get("reason"),
                 "curve_max_rel_dev": par.get("max_curve_rel_dev"),
+                "curve_dev_step": par.get("max_curve_dev_step"),
+                "reference_mode": par.get("reference_mode"),
+                "reference_final": par.get("reference_final"),
+                "parity_tolerance": par.get("tolerance"),
                 "gpu_busy": busy,
                 "bound": None if busy is None else ("CPU-bound" if busy < CPU_BOUND_BELOW else "GPU-bound"),
                 "validation_metric": metric,
@@ -249,6 +253,13 @@ def comparison(df: pd.DataFrame) -> pd.DataFrame:
     return pivot.reset_index()
 
 
+def parity_failures(df: pd.DataFrame) -> pd.DataFrame:
+    """Every case whose loss did not follow its reference, with the numbers and the reason."""
+    if df.empty or "parity" not in df:
+        return pd.DataFrame()
+    return df[df["parity"] == "fail"]
+
+
 def not_run(df: pd.DataFrame) -> pd.DataFrame:
     """Every case that did not finish ok, with its reason."""
     if df.empty:
@@ -301,7 +312,20 @@ CASE_COLUMNS: list[tuple[str, str, str]] = [
     ("final_loss", "final loss", "loss"),
     ("parity", "parity", ""),
     ("parity_rel_diff", "Δ loss vs ref", "pct"),
+    ("curve_max_rel_dev", "max curve Δ", "pct"),
     ("validation", "validation", "loss"),
+]
+
+PARITY_COLUMNS: list[tuple[str, str, str]] = [
+    ("source", "machine", ""),
+    ("case_id", "case", ""),
+    ("final_loss", "final loss", "loss"),
+    ("reference_mode", "reference", ""),
+    ("reference_final", "reference final", "loss"),
+    ("parity_tolerance", "tolerance", "loss"),
+    ("curve_max_rel_dev", "max curve Δ", "pct"),
+    ("curve_dev_step", "at step", "int"),
+    ("parity_reason", "why", ""),
 ]
 
 
