@@ -62,7 +62,9 @@ def tebench_cli(tmp_path):
     import subprocess
 
     def run(*args: str, env: dict | None = None, timeout: float = 600, check: bool = False):
-        full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+        # Prepend, not replace: a GPU machine may provide TE through PYTHONPATH.
+        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+        full_env = {**os.environ, "PYTHONPATH": path, **(env or {})}
         proc = subprocess.run([sys.executable, "-m", "tebench", *args], capture_output=True, text=True,
                               env=full_env, timeout=timeout, cwd=tmp_path)
         if check and proc.returncode != 0:

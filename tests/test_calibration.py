@@ -1,0 +1,143 @@
+"""FP8 calibration (``fp8.calibration_steps``) and FP8-weight master seeding.
+
+On an H200, delayed scaling's first step (no amax history, scale 1) zeroed or
+scrambled the TE layers' gradients and moved the tutorial loss curve far from
+every other mode's; these tests pin the option that removes that artefact and
+the pieces that make it safe. The GPU behaviour itself is in the README.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from tebench import matrix, parity
+from tebench.matrix import Case, MatrixError, Settings, iter_cases
+from tebench.train import build_trainer, calibrate_fp8, seed_fp8_masters
+from tebench.workloads import WORKLOADS
+from tebench.workloads.base import init_canonical
+from tebench.workloads.gpt import GPTSize
+
+from test_matrix import BASE, write
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _ids(path: Path) -> list[str]:
+    return [c.id for c in iter_cases(matrix.load(path))]
+
+
+def test_calibration_axis_applies_to_delayed_scaling_only(tmp_path):
+    text = BASE.replace('amax_compute_algo = ["max"]', 'amax_compute_algo = ["max"]\ncalibration_steps = [0, 8]')
+    ids = _ids(write(tmp_path, text))
+    assert "gpt/a/TE-FP8/delayed.HYBRID.h16.max.cal8" in ids
+    assert "gpt/a/TE-FP8/delayed.HYBRID.h16.max" in ids  # 0 keeps the old id
+    assert not any("current" in i and "cal" in i for i in ids)
+    assert sum("current" in i for i in ids) == 2  # E4M3, HYBRID: calibration does not multiply them
+
+
+def test_calibration_can_be_excluded_and_must_not_be_negative(tmp_path):
+    text = BASE.replace('amax_compute_algo = ["max"]', 'amax_compute_algo = ["max"]\ncalibration_steps = [0, 8]')
+    text += '\n[[exclude]]\ncalibration_steps = 8\namax_history_len = 1024\n'
+    ids = _ids(write(tmp_path, text))
+    assert not any(".h1024." in i and i.endswith("cal8") for i in ids)
+    assert any(".h16." in i and i.endswith("cal8") for i in ids)
+    bad = BASE.replace('amax_compute_algo = ["max"]', 'amax_compute_algo = ["max"]\ncalibration_steps = [-1]')
+    with pytest.raises(MatrixError) as err:
+        list(iter_cases(matrix.load(write(tmp_path, bad, "bad.toml"))))
+    assert err.value.key == "fp8.calibration_steps" and err.value.value == -1
+
+
+def test_old_records_without_the_field_keep_their_ids():
+    record = {"workload": "gpt", "size": "a", "mode": "TE-FP8", "dims": {"vocab": 32},
+              "fp8": {"recipe": "delayed", "format": "E4M3", "amax_history_len": 16, "amax_compute_algo": "max"}}
+    assert Case.from_dict(record).id == "gpt/a/TE-FP8/delayed.E4M3.h16.max"
+
+
+def _tiny_case(mode: str = "PT-AMP") -> Case:
+    size = GPTSize(vocab=32, d_model=32, heads=2, layers=1, ffn=64, seq=8, batch=2)
+    import dataclasses
+
+    return Case("gpt", "t", mode, tuple(dataclasses.asdict(size).items()), settings=Settings(steps=2, warmup=1))
+
+
+def test_calibration_changes_neither_weights_nor_optimizer_state():
+    case = _tiny_case()
+    device = torch.device("cpu")
+    batches = WORKLOADS["gpt"].batches(case.size_spec, 3, case.settings.seed, device)
+    trainer = build_trainer(case, device, batches)
+    before = {n: p.detach().clone() for n, p in trainer.eager.named_parameters()}
+    calibrate_fp8(trainer, batches, 3)
+    for name, p in trainer.eager.named_parameters():
+        assert torch.equal(p, before[name]), name
+        assert p.grad is None, name
+    assert not trainer.optimizer.state
+
+
+def test_plain_parameters_keep_no_init_copy():
+    """Only TE quantized weights carry their exact initial value (a plain tensor has .dequantize too)."""
+    params = [("w", torch.nn.Parameter(torch.empty(4, 4)))]
+    init_canonical(params, seed=1)
+    assert not hasattr(params[0][1], "tebench_init_fp32")
+
+
+def test_fp8_masters_start_from_the_exact_initial_values():
+    class Recorder:
+        def __init__(self):
+            self.calls = []
+
+        def initialize_state(self, p, remainders):
+            self.calls.append(("init", p, remainders))
+
+        def set_scaled_state(self, p, name, value):
+            self.calls.append(("set", name, value.clone()))
+
+    quantized, plain = torch.nn.Parameter(torch.zeros(3)), torch.nn.Parameter(torch.zeros(3))
+    quantized.tebench_init_fp32 = torch.tensor([0.01, -0.02, 0.003])
+    opt = Recorder()
+    seed_fp8_masters(opt, [quantized, plain])
+    assert [c[0] for c in opt.calls] == ["init", "set"] and opt.calls[0][1] is quantized
+    assert opt.calls[1][1] == "master_param" and torch.equal(opt.calls[1][2], quantized.tebench_init_fp32)
+
+
+def _record(mode: str, losses: list[float], fp8: dict | None = None) -> dict:
+    return {"status": "ok", "loss": {"per_step": losses},
+            "case": {"workload": "gpt", "size": "s", "mode": mode, "dims": {"d": 1}, "graphs": False,
+                     "parallel": "single", "fp8": fp8,
+                     "settings": {"seed": 1, "steps": 30, "warmup": 10, "lr": 1e-3, "parity_rtol": 0.1,
+                                  "parity_atol": 0.05}}}
+
+
+def test_parity_failure_of_uncalibrated_delayed_scaling_says_so():
+    ref = [4 - 3 * i / 39 for i in range(40)]
+    fast = [4 - 3.9 * i / 39 for i in range(40)]
+    delayed = {"recipe": "delayed", "format": "HYBRID", "amax_history_len": 16, "amax_compute_algo": "max"}
+    records = [_record("PT-FP32", ref), _record("TE-FP8", fast, delayed),
+               _record("TE-FP8", fast, {**delayed, "calibration_steps": 8}),
+               _record("TE-FP8", fast, {"recipe": "current", "format": "HYBRID"})]
+    parity.attach(records)
+    assert all(r["parity"]["verdict"] == "fail" for r in records[1:])
+    assert "uncalibrated delayed scaling" in records[1]["parity"]["reason"]
+    assert "uncalibrated" not in records[2]["parity"]["reason"]
+    assert "uncalibrated" not in records[3]["parity"]["reason"]
+
+
+def test_seed_spread_tool_runs_on_the_cpu(tmp_path):
+    out = tmp_path / "spread.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "seed_spread.py"), "--preset", "smoke", "--size", "tiny",
+         "--cases", "PT-FP32", "PT-AMP", "--seeds", "2", "--steps", "8", "--grad-check", "--calibrate", "2",
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert {(r["variant"], r["seed"]) for r in data["runs"]} == {
+        ("PT-FP32", 1234), ("PT-AMP", 1234), ("PT-FP32", 1235), ("PT-AMP", 1235)}
+    assert all(len(r["losses"]) == 8 for r in data["runs"])
+    grads = data["grads"]["PT-AMP@calibrate0"]
+    assert min(v["min_cos"] for v in grads.values()) > 0.99  # bf16 autocast: same gradients, rounded
