@@ -198,7 +198,7 @@ def crossover(df: pd.DataFrame) -> pd.DataFrame:
                         r, lo, _ = stats.bootstrap_ratio(best["samples_ms"], base.iloc[0]["samples_ms"],
                                                          resamples=400)
                         wins = lo > 1.0
-                        compared.append(f"{size}: x{r:.2f}" + ("" if wins or r < 1 else " (within noise)"))
+                        compared.append(f"{size}: ×{r:.2f}" + ("" if wins or r < 1 else " (within noise)"))
                         if wins and first is None:
                             first, ratio = size, r
                     if not compared:
