@@ -87,6 +87,29 @@ def compare_grads(ref: dict[str, torch.Tensor], other: dict[str, torch.Tensor]) 
             for k, v in sorted(kinds.items())}
 
 
+def paired_against_reference(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Each mode's final loss minus the reference's (PT-FP32, else PT-AMP) on the same seed.
+
+    The spread over seeds can dwarf a systematic difference; pairing by seed
+    does not: a mode that ends clearly lower than the reference on every
+    seed is training differently, however wide the spread.
+    """
+    by = {(r["variant"], r["seed"]): r["final"] for r in runs if math.isfinite(r["final"])}
+    variants = list(dict.fromkeys(r["variant"] for r in runs))
+    ref = next((m for m in ("PT-FP32", "PT-AMP") if m in variants), None)
+    if ref is None:
+        return None
+    modes = {}
+    for variant in variants:
+        if variant == ref:
+            continue
+        diffs = [by[(variant, s)] - by[(ref, s)] for (v, s) in by if v == variant and (ref, s) in by]
+        if diffs:
+            modes[variant] = {"seeds": len(diffs), "mean_diff": statistics.fmean(diffs),
+                              "lower": sum(d < 0 for d in diffs), "higher": sum(d > 0 for d in diffs)}
+    return {"reference": ref, "modes": modes}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", default="tutorial")
@@ -150,6 +173,14 @@ def main(argv: list[str] | None = None) -> int:
     for variant in dict.fromkeys(r["variant"] for r in out["runs"]):
         finals = [r["final"] for r in out["runs"] if r["variant"] == variant and math.isfinite(r["final"])]
         print(f"  {variant:<40} {statistics.fmean(finals):.4f}  [{min(finals):.4f} .. {max(finals):.4f}]")
+    out["paired"] = paired_against_reference(out["runs"])
+    if out["paired"]:
+        ref = out["paired"]["reference"]
+        print(f"\nagainst {ref} on the same seed (the same sign on every seed, at a size that matters, "
+              "is a systematic difference, not seed noise):")
+        for variant, p in out["paired"]["modes"].items():
+            print(f"  {variant:<40} mean diff {p['mean_diff']:+.4f}  lower on {p['lower']}/{p['seeds']} seeds, "
+                  f"higher on {p['higher']}/{p['seeds']}")
 
     if args.grad_check and args.workload == "gpt":
         ref_case = next((c for c in runnable if c.mode == "PT-FP32"), None)

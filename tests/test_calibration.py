@@ -139,5 +139,19 @@ def test_seed_spread_tool_runs_on_the_cpu(tmp_path):
     assert {(r["variant"], r["seed"]) for r in data["runs"]} == {
         ("PT-FP32", 1234), ("PT-AMP", 1234), ("PT-FP32", 1235), ("PT-AMP", 1235)}
     assert all(len(r["losses"]) == 8 for r in data["runs"])
+    paired = data["paired"]
+    assert paired["reference"] == "PT-FP32" and paired["modes"]["PT-AMP"]["seeds"] == 2
     grads = data["grads"]["PT-AMP@calibrate0"]
     assert min(v["min_cos"] for v in grads.values()) > 0.99  # bf16 autocast: same gradients, rounded
+
+
+def test_pairing_by_seed_sees_a_systematic_difference_inside_a_wide_spread():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from seed_spread import paired_against_reference
+
+    ref = {1: 0.40, 2: 2.62, 3: 1.11, 4: 3.98}  # the H200's PT-FP32 at 60 steps
+    fp8 = {1: 0.05, 2: 0.09, 3: 0.10, 4: 1.03}  # uncalibrated delayed HYBRID
+    runs = [{"variant": "PT-FP32", "seed": s, "final": v} for s, v in ref.items()]
+    runs += [{"variant": "TE-FP8", "seed": s, "final": v} for s, v in fp8.items()]
+    p = paired_against_reference(runs)["modes"]["TE-FP8"]
+    assert p["lower"] == 4 and p["higher"] == 0 and p["mean_diff"] < -1
