@@ -8,6 +8,7 @@ the pieces that make it safe. The GPU behaviour itself is in the README.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -146,8 +147,12 @@ def test_seed_spread_tool_runs_on_the_cpu(tmp_path):
 
 
 def test_pairing_by_seed_sees_a_systematic_difference_inside_a_wide_spread():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from seed_spread import paired_against_reference
+    # Loaded by path: putting benchmarks/ on sys.path would shadow tests/conftest.py
+    # (benchmarks/ has its own) in every process spawned after this test.
+    spec = importlib.util.spec_from_file_location("seed_spread", ROOT / "benchmarks" / "seed_spread.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    paired_against_reference = module.paired_against_reference
 
     ref = {1: 0.40, 2: 2.62, 3: 1.11, 4: 3.98}  # the H200's PT-FP32 at 60 steps
     fp8 = {1: 0.05, 2: 0.09, 3: 0.10, 4: 1.03}  # uncalibrated delayed HYBRID

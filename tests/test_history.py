@@ -57,7 +57,9 @@ def test_concurrent_adds_lose_nothing(tmp_path):
     db = tmp_path / "h.db"
     paths = nightly(tmp_path, 8)
     with multiprocessing.get_context("spawn").Pool(8) as pool:
-        counts = pool.map(_add, [(db, p) for p in paths + paths])  # every run added twice, at once
+        # A bounded wait: a worker that dies (e.g. cannot import this module) loses its
+        # task, and a plain map would then wait forever.
+        counts = pool.map_async(_add, [(db, p) for p in paths + paths]).get(timeout=300)  # every run twice, at once
     assert sum(counts) == 8 * 11
     df = history.frame(db)
     assert df["run_id"].nunique() == 8 and len(df) == 88
