@@ -12,15 +12,15 @@ of the last 10% of steps, as parity uses) and the workload's validation.
 ``--calibration N`` adds each delayed-scaling case calibrated for N steps.
 ``--grad-check`` also compares, for the GPT workload, each mode's gradients on
 one batch with PT-FP32's from the same weights, per parameter (cosine and norm
-ratio), both at the first step and after ``--calibrate`` steps at learning rate
-0 (so delayed-scaling FP8 has an amax history, and the weights are unchanged).
+ratio), both at the first step and after ``--calibrate`` forward+backward passes
+without an optimizer step (tebench's FP8 calibration: delayed-scaling FP8 then
+has an amax history, and the weights are unchanged).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import fnmatch
 import json
 import math
 import statistics
@@ -32,14 +32,15 @@ from typing import Any
 import torch
 
 
-def _select(cases: list, workload: str, size: str, patterns: list[str]) -> list:
-    out = []
-    for case in cases:
-        if case.workload != workload or case.size != size or case.graphs or case.parallel != "single":
-            continue
-        if any(fnmatch.fnmatchcase(case.variant, p) for p in patterns):
-            out.append(case)
-    return out
+def _select(preset: str, workload: str, size: str, patterns: list[str]) -> list:
+    """The preset's single-process, non-graphed cases of one workload and size whose variant matches."""
+    from tebench import matrix
+    from tebench.runner import select_cases
+
+    only = [f"{workload}/{size}/{p}" for p in patterns]
+    cases = select_cases(matrix.load(preset, is_preset=True), only)
+    return [c for c in cases if c.workload == workload and c.size == size
+            and not c.graphs and c.parallel == "single"]
 
 
 def _with(case, **settings: Any):
@@ -48,27 +49,18 @@ def _with(case, **settings: Any):
 
 def canonical_grads(case, device: torch.device, calibrate: int) -> dict[str, torch.Tensor]:
     """Gradients of one GPT train step on batch 0, keyed by canonical parameter name."""
-    from tebench.train import build_trainer
+    from tebench.train import build_trainer, calibrate_fp8
     from tebench.workloads import WORKLOADS
-    from tebench.workloads.base import canonical_shapes, translate_names
-    from tebench.workloads.gpt import TE_BLOCK_NAMES
 
     wl = WORKLOADS[case.workload]
     size = case.size_spec
     batches = wl.batches(size, calibrate + 1, case.settings.seed, device)
     trainer = build_trainer(case, device, batches)
-    for group in trainer.optimizer.param_groups:
-        group["lr"] = 0.0
-    for i in range(calibrate):  # fills FP8 amax histories; lr 0 keeps the weights
-        trainer.step(batches[i])
-    trainer.optimizer.zero_grad(set_to_none=True)
+    calibrate_fp8(trainer, batches, calibrate)  # fills FP8 amax histories; weights unchanged
     with trainer.precision.forward_ctx():
         loss = wl.loss(trainer.model, batches[0])
     loss.backward()
-    if trainer.setup["family"] == "te":
-        pairs = translate_names(trainer.eager, TE_BLOCK_NAMES, canonical_shapes(lambda: wl._pt(size)))
-    else:
-        pairs = list(trainer.eager.named_parameters())
+    pairs = wl.canonical_params(trainer.eager, size, trainer.setup["family"])
     return {name: p.grad.detach().float().clone() for name, p in pairs if p.grad is not None}
 
 
@@ -129,15 +121,14 @@ def main(argv: list[str] | None = None) -> int:
         import transformer_engine.pytorch  # noqa: F401
     except Exception:
         pass
-    from tebench import gates, matrix
+    from tebench import gates
     from tebench.detect import detect
     from tebench.measure import run_case
     from tebench.parity import final_loss
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     hw = detect()
-    cases = _select(list(matrix.iter_cases(matrix.load(args.preset, is_preset=True))),
-                    args.workload, args.size, args.cases)
+    cases = _select(args.preset, args.workload, args.size, args.cases)
     runnable = []
     for case in cases:
         reason = gates.gate_case(case, hw)

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from tebench.modes import REFERENCE_MODES
+from tebench.recipes import RECIPES
 
 # A loss that ends this many times above where it started has diverged.
 DIVERGED_FACTOR = 1.5
@@ -154,9 +155,11 @@ def judge(records: Sequence[dict[str, Any]], record: dict[str, Any]) -> dict[str
     settings = case["settings"]
     out = evaluate(record["loss"]["per_step"], curves, mode, settings["parity_rtol"], settings["parity_atol"])
     fp8 = case.get("fp8") or {}
-    if out["verdict"] == "fail" and fp8.get("recipe") == "delayed" and not fp8.get("calibration_steps"):
+    spec = RECIPES.get(fp8.get("recipe"))
+    if (out["verdict"] == "fail" and spec is not None and "calibration_steps" in spec.options
+            and not fp8.get("calibration_steps")):
         # Measured on an H200 (README, "FP8 calibration"): the uncalibrated first
         # step is what moved these curves, not FP8 precision as such.
-        out["reason"] += ("; uncalibrated delayed scaling: TE's first step quantizes with scale 1 "
+        out["reason"] += (f"; uncalibrated {spec.name} scaling: TE's first step quantizes with scale 1 "
                           "(compare the fp8.calibration_steps variant)")
     return out

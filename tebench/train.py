@@ -12,7 +12,7 @@ import contextlib
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import torch
 
@@ -90,6 +90,11 @@ def make_optimizer(model: torch.nn.Module, case: Case, device: torch.device) -> 
     return torch.optim.AdamW(params, lr=lr, weight_decay=0.0, foreach=True), "torch.optim.AdamW(foreach=True)"
 
 
+def _exact_inits(params: Iterable[torch.nn.Parameter]) -> list[tuple[torch.nn.Parameter, torch.Tensor]]:
+    """FP8 weights and the exact initial values init_canonical kept for them."""
+    return [(p, p.tebench_init_fp32) for p in params if hasattr(p, "tebench_init_fp32")]
+
+
 def seed_fp8_masters(optimizer: Any, params: list[torch.nn.Parameter]) -> None:
     """Start FusedAdam's fp32 master weights from the exact initial values.
 
@@ -98,10 +103,7 @@ def seed_fp8_masters(optimizer: Any, params: list[torch.nn.Parameter]) -> None:
     0.02 keeps two or three significant bits, much of it flushed to zero, and the
     run would start from different weights than every other mode.
     """
-    for p in params:
-        exact = getattr(p, "tebench_init_fp32", None)
-        if exact is None:
-            continue
+    for p, exact in _exact_inits(params):
         optimizer.initialize_state(p, False)
         optimizer.set_scaled_state(p, "master_param", exact.to(p.device))
 
@@ -123,10 +125,8 @@ def calibrate_fp8(trainer: "Trainer", batches: list[Batch], steps: int) -> None:
         loss.backward()
     trainer.optimizer.zero_grad(set_to_none=True)
     with torch.no_grad():
-        for p in trainer.eager.parameters():
-            exact = getattr(p, "tebench_init_fp32", None)
-            if exact is not None:
-                p.quantize_(exact.to(p.device))
+        for p, exact in _exact_inits(trainer.eager.parameters()):
+            p.quantize_(exact.to(p.device))
 
 
 @dataclass
@@ -225,9 +225,8 @@ def build_trainer(case: Case, device: torch.device, batches: list[Batch],
         calibrate_fp8(trainer, batches, calibration)
         setup["fp8_calibration"] = (f"{calibration} forward+backward passes without optimizer steps before "
                                     "training (fills the delayed-scaling amax history)")
-    for p in eager.parameters():
-        if hasattr(p, "tebench_init_fp32"):
-            del p.tebench_init_fp32
+    for p, _ in _exact_inits(eager.parameters()):
+        del p.tebench_init_fp32
     if mode.compile:
         # "reduce-overhead" is torch.compile's own CUDA-graph mode.
         compile_mode = "reduce-overhead" if case.graphs else "default"

@@ -175,12 +175,16 @@ class GPTWorkload:
         with torch.device(device):
             if family == "pt":
                 model = self._pt(s)
-                init_canonical(model.named_parameters(), seed, self._init_rule(s))
-                return model
-            model = GPT(s, nn.Sequential(*[te_block(s, i + 1, device) for i in range(s.layers)]))
-        pairs = translate_names(model, TE_BLOCK_NAMES, canonical_shapes(lambda: self._pt(s)))
-        init_canonical(pairs, seed, self._init_rule(s))
+            else:
+                model = GPT(s, nn.Sequential(*[te_block(s, i + 1, device) for i in range(s.layers)]))
+            init_canonical(self.canonical_params(model, s, family), seed, self._init_rule(s))
         return model
+
+    def canonical_params(self, model: GPT, s: GPTSize, family: str) -> list[tuple[str, torch.Tensor]]:
+        """``(canonical name, parameter)`` pairs of a model of either family (names checked)."""
+        if family == "pt":
+            return list(model.named_parameters())
+        return translate_names(model, TE_BLOCK_NAMES, canonical_shapes(lambda: self._pt(s)))
 
     @staticmethod
     def _init_rule(s: GPTSize):
