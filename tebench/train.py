@@ -108,6 +108,49 @@ def seed_fp8_masters(optimizer: Any, params: list[torch.nn.Parameter]) -> None:
         optimizer.set_scaled_state(p, "master_param", exact.to(p.device))
 
 
+def refresh_fp8_transposes(optimizer: torch.optim.Optimizer, params: list[torch.nn.Parameter],
+                           setup: dict[str, Any]) -> None:
+    """Keep the transposed copy of delayed-scaling FP8 weights in step with their data.
+
+    TE's FusedAdam updates a delayed-scaling FP8 weight with its fused FP8 kernel,
+    which writes the row-wise data only. On GPUs whose FP8 GEMMs need the TN
+    layout (Hopper), the backward's dgrad GEMM reads the weight's cached
+    transpose, which stays at the values it was created with and is still
+    flagged valid: every step after the first would back-propagate through
+    stale weights. After the first optimizer step this checks whether any
+    transpose is stale; if so it refreshes them (in place, so CUDA graphs see
+    it) after every step; either way ``setup`` says which it found.
+    """
+    from transformer_engine.pytorch.tensor.float8_tensor import Float8Quantizer, Float8Tensor
+
+    fused = [p for p in params if isinstance(p, Float8Tensor) and isinstance(p._quantizer, Float8Quantizer)]
+    if not fused:
+        return
+
+    def cached(p: torch.nn.Parameter) -> bool:
+        return getattr(p, "_transpose", None) is not None and not getattr(p, "_transpose_invalid", True)
+
+    # One hook that keeps its own state: torch iterates the live hook dict, so a
+    # hook must not remove or add hooks.
+    verdict: dict[str, bool] = {}
+
+    def after_step(*_: Any) -> None:
+        with torch.no_grad():
+            if "stale" not in verdict:
+                stale = [p for p in fused if cached(p) and not torch.equal(p._transpose, p._data.t())]
+                verdict["stale"] = bool(stale)
+                setup["fp8_weight_transpose"] = (
+                    f"refreshed after every optimizer step: TE's FusedAdam left the cached transpose of "
+                    f"{len(stale)} of {len(fused)} delayed-scaling FP8 weights stale (the dgrad GEMM reads it)"
+                    if stale else "kept in step by TE's FusedAdam; not refreshed")
+            if verdict["stale"]:
+                for p in fused:
+                    if cached(p):
+                        p._create_transpose()
+
+    optimizer.register_step_post_hook(after_step)
+
+
 def calibrate_fp8(trainer: "Trainer", batches: list[Batch], steps: int) -> None:
     """Forward+backward ``steps`` times without an optimizer step, then drop the gradients.
 
@@ -219,6 +262,8 @@ def build_trainer(case: Case, device: torch.device, batches: list[Batch],
         "tf32_matmul": torch.backends.cuda.matmul.allow_tf32 if device.type == "cuda" else None,
         **precision.describe(),
     }
+    if case.fp8_weights:
+        refresh_fp8_transposes(optimizer, list(eager.parameters()), setup)
     trainer = Trainer(case, wl, model, eager, optimizer, precision, setup)
     calibration = case.fp8.calibration_steps if (case.fp8 and mode.fp8) else 0
     if calibration:

@@ -108,6 +108,39 @@ def test_cuda_graphs_train_like_eager(mode, fp8):
     assert abs(graphed[-1] - eager[-1]) / eager[-1] < 0.05, (eager, graphed)
 
 
+def test_fp8_weight_transposes_follow_the_optimizer():
+    """After FusedAdam steps, every cached FP8 weight transpose equals its data, transposed.
+
+    TE's fused FP8 Adam kernel writes the row-wise data only; the dgrad GEMM on
+    Hopper reads the transpose, so a stale one silently trains the wrong model.
+    """
+    from transformer_engine.pytorch.tensor.float8_tensor import Float8Tensor
+
+    from tebench.train import build_trainer
+
+    case = _case("TE-FP8", FP8Options("delayed", "HYBRID", 16, "max"), fp8_weights=True)
+    batches = WORKLOADS["gpt"].batches(case.size_spec, 3, 1, DEV)
+    trainer = build_trainer(case, DEV, batches)
+    for b in batches:
+        trainer.step(b)
+    weights = [p for p in trainer.eager.parameters() if isinstance(p, Float8Tensor)]
+    cached = [p for p in weights if p._transpose is not None and not p._transpose_invalid]
+    assert weights and "fp8_weight_transpose" in trainer.setup
+    assert all(torch.equal(p._transpose, p._data.t()) for p in cached), trainer.setup
+
+
+@pytest.mark.parametrize("graphs", [False, True])
+def test_fp8_weights_train_like_high_precision_weights(graphs):
+    """Delayed-scaling FP8 weights must follow the same case with fp32 weights, step by step."""
+    from tebench.measure import run_case
+
+    fp8 = FP8Options("delayed", "HYBRID", 16, "max")
+    ref = run_case(_case("TE-FP8", fp8, graphs=graphs), DEV, lambda *a: None)["loss"]["per_step"]
+    got = run_case(_case("TE-FP8", fp8, graphs=graphs, fp8_weights=True), DEV, lambda *a: None)["loss"]["per_step"]
+    worst = max(abs(g - r) / r for g, r in zip(got, ref))
+    assert worst < 0.05, (ref, got)
+
+
 def test_cli_runs_gpu_cases_end_to_end(tmp_path, tebench_cli):
     out = tmp_path / "run"
     proc = tebench_cli("run", "--preset", "gpu-smoke", "--out", str(out), "--no-report",
