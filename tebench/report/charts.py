@@ -2,8 +2,9 @@
 
 The caller decides where a figure goes (a PNG file next to the Markdown, a
 data URI inside the HTML). Figures are built with the object-oriented
-matplotlib API (no pyplot state). Every mode has one colour in every chart;
-CUDA-graph variants are hatched.
+matplotlib API (no pyplot state). Every mode has one colour in every chart
+(variants of one mode in one panel get shades of it); CUDA-graph variants are
+hatched or dashed.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
 
 MODE_COLORS = {
@@ -27,6 +29,18 @@ FALLBACK = "#9467bd"
 
 def color(mode: str) -> str:
     return MODE_COLORS.get(mode, FALLBACK)
+
+
+def shades(mode: str, n: int) -> list[str]:
+    """``n`` shades of the mode's colour, dark to light, so that its variants stay apart."""
+    if n <= 1:
+        return [color(mode)]
+    base = np.array(to_rgb(color(mode)))
+    out = []
+    for t in np.linspace(-0.5, 0.55, n):
+        rgb = base * (1 + t) if t < 0 else base + (1 - base) * t
+        out.append(to_hex(np.clip(rgb, 0, 1)))
+    return out
 
 
 def _grid(n: int, cols: int = 2) -> tuple[int, int]:
@@ -125,13 +139,16 @@ def loss_curves(sources: list[Any], df: pd.DataFrame) -> Figure | None:
             steps = np.arange(len(losses))
             ax.fill_between(steps, losses - tol, losses + tol, color="#cccccc", alpha=0.6,
                             label=f"parity band ({ref['case']['mode']} ± tolerance)")
+        per_mode: dict[str, list[dict[str, Any]]] = {}
         for rec in recs:
-            losses = rec["loss"]["per_step"]
-            case = rec["case"]
-            verdict = (rec.get("parity") or {}).get("verdict", "")
-            style = "--" if case.get("graphs") else "-"
-            label = rec["case_id"].split("/", 2)[2] + (f" ({verdict})" if verdict and verdict != "reference" else "")
-            ax.plot(range(len(losses)), losses, style, color=color(case["mode"]), linewidth=1.1, label=label)
+            per_mode.setdefault(rec["case"]["mode"], []).append(rec)
+        for mode, variants in per_mode.items():
+            for rec, shade in zip(variants, shades(mode, len(variants))):
+                losses = rec["loss"]["per_step"]
+                verdict = (rec.get("parity") or {}).get("verdict", "")
+                style = "--" if rec["case"].get("graphs") else "-"
+                label = rec["case_id"].split("/", 2)[2] + (f" ({verdict})" if verdict and verdict != "reference" else "")
+                ax.plot(range(len(losses)), losses, style, color=shade, linewidth=1.1, label=label)
         warm = recs[0]["loss"].get("warmup_steps")
         if warm:
             ax.axvline(warm - 0.5, color="black", linewidth=0.6, linestyle=":")
