@@ -54,6 +54,9 @@ class Settings:
     """Seed of weights and data: every mode of a workload sees the same ones."""
     lr: float = 1e-3
     """AdamW learning rate."""
+    lr_warmup: int = 0
+    """Steps of linear learning-rate warm-up, from lr/lr_warmup up to lr (0: constant lr).
+    Wide models need it: at d_model 4096 a full-size first Adam step drives the loss up."""
     timeout_s: float = 900.0
     """Wall-clock limit of one case's process, start-up included."""
     parity_rtol: float = 0.10

@@ -113,7 +113,8 @@ def reference_for(records: Sequence[dict[str, Any]], case: dict[str, Any]) -> tu
                 and other["settings"]["seed"] == case["settings"]["seed"]
                 and other["settings"]["steps"] + other["settings"]["warmup"]
                 == case["settings"]["steps"] + case["settings"]["warmup"]
-                and other["settings"]["lr"] == case["settings"]["lr"])
+                and other["settings"]["lr"] == case["settings"]["lr"]
+                and other["settings"].get("lr_warmup", 0) == case["settings"].get("lr_warmup", 0))
 
     for mode in REFERENCE_MODES:
         curves = [r["loss"]["per_step"] for r in records

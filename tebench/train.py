@@ -186,6 +186,8 @@ class Trainer:
     precision: Precision
     setup: dict[str, Any] = field(default_factory=dict)
     sleep_s: float = 0.0
+    scheduler: Any = None
+    """Learning-rate schedule stepped after every optimizer step (None: constant lr)."""
 
     def step(self, batch: Batch) -> torch.Tensor:
         """Forward, loss, backward, optimizer step. Returns the detached loss (no sync)."""
@@ -200,6 +202,8 @@ class Trainer:
         else:
             loss.backward()
             self.optimizer.step()
+        if self.scheduler is not None:
+            self.scheduler.step()
         if self.sleep_s:
             if batch.inputs.is_cuda:
                 torch.cuda._sleep(int(self.sleep_s * 1.4e9))  # ~cycles at H100/H200 clocks; test hook only
@@ -265,6 +269,10 @@ def build_trainer(case: Case, device: torch.device, batches: list[Batch],
     if case.fp8_weights:
         refresh_fp8_transposes(optimizer, list(eager.parameters()), setup)
     trainer = Trainer(case, wl, model, eager, optimizer, precision, setup)
+    if case.settings.lr_warmup:
+        n = case.settings.lr_warmup
+        trainer.scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / n))
+        setup["lr_schedule"] = f"linear warm-up over {n} steps to {case.settings.lr:g}, then constant"
     calibration = case.fp8.calibration_steps if (case.fp8 and mode.fp8) else 0
     if calibration:
         calibrate_fp8(trainer, batches, calibration)

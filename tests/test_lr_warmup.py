@@ -1,0 +1,68 @@
+"""Learning-rate warm-up: a per-size setting, applied by the trainer, part of what parity compares."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from tebench import matrix, parity
+from tebench.matrix import Case, MatrixError, Settings, iter_cases
+from tebench.train import build_trainer
+from tebench.workloads import WORKLOADS
+from tebench.workloads.gpt import GPTSize
+
+from test_matrix import BASE, write
+
+
+def test_lr_warmup_is_a_per_size_setting(tmp_path):
+    text = BASE + "\n[sizes.gpt.wide]\nvocab = 32\nd_model = 64\nheads = 2\nlayers = 1\nffn = 128\nseq = 16\nbatch = 2\nlr_warmup = 16\n"
+    cases = list(iter_cases(matrix.load(write(tmp_path, text))))
+    assert {c.settings.lr_warmup for c in cases if c.size == "wide"} == {16}
+    assert {c.settings.lr_warmup for c in cases if c.size != "wide"} == {0}
+    bad = BASE.replace("[settings]", "[settings]\nlr_warmup = -2")
+    with pytest.raises(MatrixError) as err:
+        list(iter_cases(matrix.load(write(tmp_path, bad, "bad.toml"))))
+    assert err.value.key == "settings.lr_warmup"
+
+
+def _case(lr_warmup: int) -> Case:
+    size = GPTSize(vocab=32, d_model=32, heads=2, layers=1, ffn=64, seq=8, batch=2)
+    return Case("gpt", "t", "PT-FP32", tuple(dataclasses.asdict(size).items()),
+                settings=Settings(steps=5, warmup=1, lr=1e-3, lr_warmup=lr_warmup))
+
+
+def test_trainer_ramps_the_learning_rate_then_holds_it():
+    case, device = _case(4), torch.device("cpu")
+    batches = WORKLOADS["gpt"].batches(case.size_spec, 6, case.settings.seed, device)
+    trainer = build_trainer(case, device, batches)
+    seen = []
+    for batch in batches:
+        seen.append(trainer.optimizer.param_groups[0]["lr"])
+        trainer.step(batch)
+    assert seen == pytest.approx([2.5e-4, 5e-4, 7.5e-4, 1e-3, 1e-3, 1e-3])
+    assert trainer.setup["lr_schedule"].startswith("linear warm-up over 4 steps")
+
+
+def test_no_warmup_keeps_a_constant_rate():
+    case, device = _case(0), torch.device("cpu")
+    batches = WORKLOADS["gpt"].batches(case.size_spec, 2, case.settings.seed, device)
+    trainer = build_trainer(case, device, batches)
+    for batch in batches:
+        trainer.step(batch)
+    assert trainer.optimizer.param_groups[0]["lr"] == 1e-3 and "lr_schedule" not in trainer.setup
+
+
+def test_a_reference_with_another_warmup_is_not_the_same_training():
+    def record(mode: str, lr_warmup: int | None) -> dict:
+        settings = {"seed": 1, "steps": 30, "warmup": 10, "lr": 1e-3, "parity_rtol": 0.1, "parity_atol": 0.05}
+        if lr_warmup is not None:  # None: a record from before the setting existed
+            settings["lr_warmup"] = lr_warmup
+        return {"status": "ok", "loss": {"per_step": [4.0] * 40},
+                "case": {"workload": "gpt", "size": "s", "mode": mode, "dims": {"d": 1}, "graphs": False,
+                         "parallel": "single", "settings": settings}}
+
+    assert parity.reference_for([record("PT-FP32", 16)], record("TE-FP8", 0)["case"])[0] is None
+    assert parity.reference_for([record("PT-FP32", None)], record("TE-FP8", 0)["case"])[0] == "PT-FP32"
+    assert parity.reference_for([record("PT-FP32", 16)], record("TE-FP8", 16)["case"])[0] == "PT-FP32"
