@@ -10,6 +10,7 @@ most the cases in flight, and ``--resume`` picks up from there.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -302,7 +303,11 @@ class _Executor:
                    + (f"; log tail:\n{tail}" if tail else "")}
         if device is not None:
             raw.setdefault("device", {})["assigned"] = device  # the --devices slot that ran it
-        return self.record(p, raw, started, rel_log)
+        rec = self.record(p, raw, started, rel_log)
+        # The record is on disk now; the hand-off files only duplicate it.
+        case_file.unlink(missing_ok=True)
+        result_file.unlink(missing_ok=True)
+        return rec
 
     def kill_all(self) -> None:
         with self.lock:
@@ -378,6 +383,8 @@ def run(matrix: Matrix, env: Environment, opts: RunOptions,
             ex.kill_all()
             sys.stderr.write(f"\ninterrupted; results so far are in {path} (continue with --resume)\n")
             raise
+    with contextlib.suppress(OSError):
+        (opts.out / ".work").rmdir()  # only if empty
     return path
 
 

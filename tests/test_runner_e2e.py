@@ -88,6 +88,7 @@ def test_run_records_everything_and_skips_te_with_reasons(tiny, tmp_path, tebenc
     assert got["gpt/micro/PT-AMP"]["parity"]["reference_mode"] == "PT-FP32"
     assert "greedy_accuracy" in got["gpt/micro/PT-FP32"]["validation"]
     assert "ok" in proc.stderr and "skipped" in proc.stderr
+    assert not (out / ".work").exists(), "hand-off files must not outlive their records"
 
 
 def test_failures_are_recorded_and_the_matrix_goes_on(tiny, tmp_path, tebench_cli):
