@@ -182,12 +182,13 @@ def test_real_runs_same_code_clean_and_injected_sleep_flagged(tmp_path, tebench_
     for name, env in (("a", {}), ("b", {}), ("slow", {"TEBENCH_TEST_STEP_SLEEP_MS": "40"})):
         tebench_cli("run", str(matrix), "--out", str(tmp_path / name), "--rounds", "3", "--no-report",
                     env=env, check=True)
-    # Two runs of a tiny model on a shared 2-core CI machine drift by 10-25% between
-    # runs when anything else is busy (seen here), and the three rounds of each run
-    # share that drift; a 30% threshold separates such drift from the injected
-    # 40 ms sleep (a several-fold slowdown). The same threshold judges both.
-    clean = tebench_cli("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--threshold", "time=30%")
+    # Two runs of a tiny model (a few ms a step) on a 2-core CI machine drift apart,
+    # and the three rounds of each run share that drift: 10-25% with other work
+    # running, and once +36% (95% CI +28..+60%) with nothing else running. A 100%
+    # threshold separates such drift from the injected 40 ms sleep, a several-fold
+    # slowdown. The same threshold judges both.
+    clean = tebench_cli("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--threshold", "time=100%")
     assert clean.returncode == 0, clean.stdout
-    slow = tebench_cli("compare", str(tmp_path / "a"), str(tmp_path / "slow"), "--threshold", "time=30%")
+    slow = tebench_cli("compare", str(tmp_path / "a"), str(tmp_path / "slow"), "--threshold", "time=100%")
     assert slow.returncode == 1, slow.stdout
     assert "2 regression(s)" in slow.stdout
