@@ -24,8 +24,6 @@ CPU_BOUND_BELOW = 0.5
 STATUS_SEVERITY = ("failed", "timeout", "oom", "diverged", "ok", "skipped")
 
 
-
-
 def _validation(rec: dict[str, Any]) -> tuple[str | None, float | None]:
     v = rec.get("validation") or {}
     metric = v.get("metric")
