@@ -30,7 +30,7 @@ from tebench import parity, results, shard, stats
 from tebench.detect import Environment
 from tebench.gates import gate_case
 from tebench.matrix import Case, Matrix, iter_cases, reference_order
-from tebench.workloads import WORKLOADS
+from tebench.workloads import SPECS
 
 LOG_TAIL_LINES = 25
 
@@ -177,7 +177,7 @@ def build_record(p: Planned, raw: dict[str, Any], env: Environment, run_id: str,
     if timing:
         summary = stats.summarize(timing["samples_ms"])
         record["timing"] = {**timing, "stats": summary}
-        wl = WORKLOADS[case.workload]
+        wl = SPECS[case.workload]
         size = case.size_spec
         tokens = wl.tokens_per_step(size) * case.nproc
         flops = wl.flops_per_step(size) * case.nproc

@@ -13,12 +13,19 @@ def header() -> dict:
     return {"type": "header", "run_id": "r1", "env": {"device_type": "cpu"}}
 
 
+def case(case_id: str, status: str = "ok", **extra) -> dict:
+    """A minimal well-formed case record."""
+    workload, size, mode = case_id.split("/")[:3] if case_id.count("/") >= 2 else ("gpt", case_id, "PT-FP32")
+    return {"type": "case", "case_id": case_id, "round": 0, "status": status,
+            "case": {"workload": workload, "size": size, "mode": mode, "dims": {}}, **extra}
+
+
 def test_roundtrip_and_latest(tmp_path):
     path = tmp_path / "results.jsonl"
     with results.Writer(path) as w:
         w.append(header())
-        w.append({"type": "case", "case_id": "a", "round": 0, "status": "failed"})
-        w.append({"type": "case", "case_id": "a", "round": 0, "status": "ok"})
+        w.append(case("a", "failed"))
+        w.append(case("a"))
     run = results.read(tmp_path)
     assert run.run_id == "r1" and len(run.cases) == 2
     assert run.latest()[("a", 0)]["status"] == "ok"
@@ -29,13 +36,13 @@ def test_partial_last_line_is_skipped_and_appends_start_clean(tmp_path):
     path = tmp_path / "results.jsonl"
     with results.Writer(path) as w:
         w.append(header())
-        w.append({"type": "case", "case_id": "a", "round": 0, "status": "ok"})
+        w.append(case("a"))
     with path.open("a") as fh:
         fh.write('{"schema": "tebench.results", "schema_ver')  # killed mid-write
     with pytest.warns(UserWarning, match="unreadable"):
         assert len(results.read(path).cases) == 1
     with results.Writer(path) as w:
-        w.append({"type": "case", "case_id": "b", "round": 0, "status": "ok"})
+        w.append(case("b"))
     with pytest.warns(UserWarning):
         run = results.read(path)
     assert [c["case_id"] for c in run.cases] == ["a", "b"]
