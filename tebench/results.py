@@ -271,8 +271,6 @@ def read(path: str | Path) -> Run:
             try:
                 record = json.loads(raw.decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-                if not seen_record and lineno == 1 and not _looks_like_json(raw):
-                    raise SchemaError(f"{where}: not a tebench results file (not JSON Lines text)") from None
                 # A process killed mid-write leaves a partial line; the case it
                 # belonged to simply has no record and is re-run by --resume.
                 problems.append(f"{where}: {'not UTF-8 text' if isinstance(exc, UnicodeDecodeError) else 'not JSON'}")
@@ -302,12 +300,9 @@ def read(path: str | Path) -> Run:
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
         warnings.warn(f"{file}: skipped {len(problems)} unreadable line(s): {shown}", stacklevel=2)
     if not run.headers:
-        raise SchemaError(f"{file}: no readable header record; not a tebench results file")
+        why = f" ({len(problems)} line(s) unreadable, first {problems[0]})" if problems else ""
+        raise SchemaError(f"{file}: no header record{why}; not a tebench results file")
     return run
-
-
-def _looks_like_json(raw: bytes) -> bool:
-    return raw.lstrip()[:1] in (b"{", b"[")
 
 
 def sanitize(obj: Any, path: tuple = (), notes: list[dict[str, Any]] | None = None) -> Any:
