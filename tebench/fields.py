@@ -56,8 +56,12 @@ def _kind(value: Any) -> str:
     return "a boolean" if isinstance(value, bool) else type(value).__name__
 
 
-def check_value(cls: type, name: str, value: Any) -> Any:
-    """``value`` checked (and an int given for a float converted) for field ``name`` of ``cls``."""
+def check_value(cls: type, name: str, value: Any, limits: bool = True) -> Any:
+    """``value`` checked (and an int given for a float converted) for field ``name`` of ``cls``.
+
+    ``limits=False`` checks type and finiteness only (reading old records,
+    whose values were valid under the limits of their day).
+    """
     fld = next(f for f in dataclasses.fields(cls) if f.name == name)
     want = _types(cls)[name]
     meta = fld.metadata
@@ -80,6 +84,8 @@ def check_value(cls: type, name: str, value: Any) -> Any:
             value = float(value)
         if not math.isfinite(value):
             raise FieldError(name, value, "must be a finite number")
+    if not limits:
+        return value
     lo, hi = meta.get("min"), meta.get("max")
     if lo is not None and value < lo:
         raise FieldError(name, value, f"must be at least {lo}" + (f" (at most {hi})" if hi is not None else ""))
@@ -91,7 +97,8 @@ def check_value(cls: type, name: str, value: Any) -> Any:
     return value
 
 
-def build(cls: type, data: dict[str, Any], *, require_all: bool = True, base: Any = None) -> Any:
+def build(cls: type, data: dict[str, Any], *, require_all: bool = True, base: Any = None,
+          limits: bool = True) -> Any:
     """An instance of ``cls`` from a table, every value checked against its field's metadata.
 
     ``require_all``: every non-optional field must be present (a size table that
@@ -102,7 +109,7 @@ def build(cls: type, data: dict[str, Any], *, require_all: bool = True, base: An
     for key, value in data.items():
         if key not in known:
             raise FieldError(key, value, f"unknown key (known: {', '.join(known)})")
-    values = {key: check_value(cls, key, value) for key, value in data.items()}
+    values = {key: check_value(cls, key, value, limits) for key, value in data.items()}
     if require_all:
         missing = [f.name for f in dataclasses.fields(cls)
                    if f.name not in data and not f.metadata.get("optional")]

@@ -152,12 +152,20 @@ def _check_case(record: dict[str, Any]) -> None:
     if rnd is not None and rnd < 0:
         raise RecordError("round", rnd, "must be 0 or more")
     case = _expect(record, "case", (dict,), required=True)
-    from tebench.matrix import Case  # torch-free; imported here to keep results.py a leaf module
+    # torch-free; imported here to keep results.py a leaf module
+    from tebench.fields import FieldError, build
+    from tebench.matrix import Case, Settings
 
     try:
         normal = Case.from_dict(case).to_dict()
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise RecordError("case", case, f"not a case description ({type(exc).__name__}: {exc})") from None
+    try:
+        build(Settings, normal["settings"], require_all=False, limits=False)
+    except FieldError as exc:
+        raise RecordError(f"case.settings.{exc.key}", exc.value, str(exc)) from None
+    if not isinstance(normal["dims"], dict) or not isinstance(normal["nproc"], int):
+        raise RecordError("case.dims", normal["dims"], "must be an object (and case.nproc an integer)")
     for key in ("workload", "size", "mode", "parallel"):
         if not isinstance(normal[key], str):
             raise RecordError(f"case.{key}", normal[key], "must be a string")
