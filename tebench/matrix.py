@@ -137,8 +137,8 @@ def check_name(name: Any) -> str | None:
         return "must be a non-empty name without leading or trailing spaces"
     if len(name) > NAME_MAX:
         return f"is longer than {NAME_MAX} characters"
-    if "/" in name or "\\" in name:
-        return 'must not contain "/" or "\\" (it would split the case id)'
+    if "/" in name:
+        return 'must not contain "/" (it would split the case id)'
     if any(unicodedata.category(ch).startswith("C") for ch in name):
         return "must not contain control or invisible characters"
     return None

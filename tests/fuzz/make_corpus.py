@@ -109,7 +109,7 @@ def cases() -> dict[str, tuple[str, str, str, str | None]]:
                                 f"sizes.module.m.{key}", "", None)
     out["module_missing_hidden"] = (matrix(axes=module_axes, sizes=size_table("module", "m", {"module": "linear"})),
                                     "sizes.module.m", "missing key(s) hidden, tokens", None)
-    for i, name in enumerate(["a/b", "tab\there", "bell\x07", "", " padded", "x" * 65, "back\\slash",
+    for i, name in enumerate(["a/b", "tab\there", "bell\x07", "", " padded", "x" * 65,
                               "zero\u200bwidth", "nl\nname"]):
         out[f"size_name_{i}"] = (matrix(sizes=size_table("gpt", name, GPT)), "sizes.gpt", "size name", None)
     out["matrix_name_slash"] = (matrix(top='name = "a/b"\n'), "name", "split the case id", None)
