@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -17,6 +16,9 @@ from typing import Any, Sequence
 from tebench import __version__
 
 EXIT_BAD_INPUT = 2
+# Far beyond any real use; they bound what a typo (an extra zero or ten) can allocate.
+MAX_ROUNDS = 1000
+MAX_SHARDS = 10_000
 
 
 class UsageError(Exception):
@@ -57,7 +59,10 @@ def _is_auto(args: argparse.Namespace) -> bool:
 def _shard(args: argparse.Namespace) -> tuple[int, int] | None:
     from tebench import shard
 
-    return shard.parse(args.shard) if args.shard else None
+    spec = shard.parse(args.shard) if args.shard else None
+    if spec and spec[1] > MAX_SHARDS:
+        raise UsageError(f"--shard {args.shard}: at most {MAX_SHARDS} shards")
+    return spec
 
 
 def cmd_env(args: argparse.Namespace) -> int:
@@ -127,10 +132,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     from tebench.detect import probe
 
     # Everything that can be checked without the hardware is checked first.
-    if args.rounds < 1:
-        raise UsageError(f"--rounds {args.rounds}: must be at least 1")
-    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
-        raise UsageError(f"--timeout {args.timeout}: must be a positive number of seconds")
+    if not 1 <= args.rounds <= MAX_ROUNDS:
+        raise UsageError(f"--rounds {args.rounds}: must be 1 to {MAX_ROUNDS}")
+    if args.timeout is not None:
+        from tebench.fields import FieldError, check_value
+        from tebench.matrix import Settings
+
+        try:  # the same limits as a matrix file's timeout_s
+            check_value(Settings, "timeout_s", args.timeout)
+        except FieldError as exc:
+            raise UsageError(f"--timeout {args.timeout}: {exc} (seconds)") from None
     devices = [d.strip() for d in args.devices.split(",")] if args.devices else None
     if devices and not all(d.isdigit() for d in devices):
         raise UsageError(f"--devices {args.devices}: expected comma-separated GPU indices, e.g. 0,1")
@@ -266,6 +277,8 @@ def cmd_history_report(args: argparse.Namespace) -> int:
     from tebench import history
 
     _check_db(args.db, must_exist=True)
+    if not 1 <= args.window <= MAX_ROUNDS:
+        raise UsageError(f"--window {args.window}: must be 1 to {MAX_ROUNDS}")
     out = history.report(args.db, args.out, args.window, _thresholds(args.threshold))
     print(f"history: {out / 'history.html'}\n         {out / 'history.md'}")
     return 0
