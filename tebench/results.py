@@ -119,6 +119,9 @@ def _expect(record: dict[str, Any], key: str, kinds: tuple[type, ...], where: st
     if key not in record or record[key] is None:
         if required:
             raise RecordError(path, None, "missing")
+        if dict in kinds or list in kinds:
+            # Readers write record.get("timing", {}): an explicit null must read as absent.
+            record.pop(key, None)
         return None
     value = record[key]
     if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):

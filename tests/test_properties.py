@@ -141,6 +141,7 @@ def test_results_with_one_value_replaced_read_or_are_refused(data, tmp_path_fact
     assert code in (0, 1, 2)
     if code != 2:
         json.loads(file.with_suffix(".json").read_text(), parse_constant=_no_nan)
+    assert cli.main(["merge", str(file), "--out", str(file.parent / "merged"), "--no-report"]) == 0
 
 
 def _no_nan(name: str):
