@@ -76,10 +76,11 @@ class Settings:
                           min=0, max=1_000_000)
     timeout_s: float = knob(900.0, "Wall-clock limit of one case's process in seconds, start-up included.",
                             min=1.0, max=7 * 86400.0)
-    parity_rtol: float = knob(0.10, "Loss parity: relative tolerance on the final loss against the reference mode.",
-                              min=0.0, max=10.0)
-    parity_atol: float = knob(0.05, "Loss parity: absolute tolerance (for losses near zero, where relative ones "
-                              "explode).", min=0.0, max=1e6)
+    parity_rtol: float = knob(0.15, "Loss parity: the narrowest the band around the reference curve gets "
+                              "(relative); measured noise widens it. 0.15 because PT-AMP ended 9% off PT-FP32 "
+                              "on a tiny GPT on an H200.", min=0.0, max=10.0)
+    parity_atol: float = knob(0.05, "Loss parity: losses below this count as equal; capped at a tenth of the "
+                              "reference's final loss.", min=0.0, max=1e6)
     profile_steps: int = knob(3, "Extra steps run under the profiler on CUDA to measure how busy the GPU is "
                               "(not timed).", min=0, max=10_000)
     scaling_samples: int = knob(8, "How many times over the run FP8 scaling state is sampled.", min=0, max=10_000)
