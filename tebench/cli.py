@@ -128,7 +128,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a matrix, write results.jsonl as cases finish, then a report."""
-    from tebench import runner
     from tebench.detect import probe
 
     # Everything that can be checked without the hardware is checked first.
@@ -147,7 +146,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"--devices {args.devices}: expected comma-separated GPU indices, e.g. 0,1")
     shard_spec = _shard(args)
     mat = None if _is_auto(args) else _load_matrix(args)
+    from tebench import runner  # numpy and the rest: only once the input is known to be good
+
     runner.check_out_dir(Path(args.out))
+    with runner.lock_out(Path(args.out)):
+        pass  # refuse at once if another run holds OUT; run() takes the lock for good after the probe
     env = probe()
     mat = mat or _load_matrix(args, env)
     if devices and env.device_type == "cuda":
@@ -383,14 +386,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tebench`` console script."""
     import warnings
 
+    parser = build_parser()
+    args = parser.parse_args(argv)  # --help and usage errors end here, before any other import
+
     from tebench.detect import ProbeError
+    from tebench.errors import RunError
     from tebench.matrix import MatrixError
     from tebench.results import SchemaError
-    from tebench.runner import RunError
     from tebench.shard import ShardError
-
-    parser = build_parser()
-    args = parser.parse_args(argv)
     warnings.showwarning = _warn
     try:
         return args.func(args)

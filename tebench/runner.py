@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterator
 import tebench
 from tebench import parity, results, shard, stats
 from tebench.detect import Environment
+from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, caught by the CLI)
 from tebench.gates import gate_case
 from tebench.matrix import Case, Matrix, iter_cases, reference_order
 from tebench.workloads import SPECS
@@ -40,18 +41,6 @@ from tebench.workloads import SPECS
 from tebench.worker import EXIT_STORAGE
 
 LOG_TAIL_LINES = 25
-
-
-class RunError(RuntimeError):
-    """A run that cannot start (e.g. --resume against a different matrix)."""
-
-
-class StorageError(RunError):
-    """OUT cannot be written (full disk, read-only file system, a file in the way).
-
-    Raised before a case's record would be lost or mislabelled: the run stops,
-    every finished case stays in results.jsonl, and ``--resume`` re-runs the rest.
-    """
 
 
 LOCK_NAME = ".lock"
