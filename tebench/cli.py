@@ -132,7 +132,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     # Everything that can be checked without the hardware is checked first.
     if not 1 <= args.rounds <= MAX_ROUNDS:
-        raise UsageError(f"--rounds {args.rounds}: must be 1 to {MAX_ROUNDS}")
+        raise UsageError(f"--rounds must be at least 1 and at most {MAX_ROUNDS}, not {args.rounds}")
     if args.timeout is not None:
         from tebench.fields import FieldError, check_value
         from tebench.matrix import Settings

@@ -20,8 +20,8 @@ def no_probe(monkeypatch):
 
 
 @pytest.mark.parametrize("args,fragment", [
-    (["--rounds", "0"], "--rounds 0: must be 1 to 1000"),
-    (["--rounds", "100000000"], "--rounds 100000000: must be 1 to 1000"),
+    (["--rounds", "0"], "--rounds must be at least 1 and at most 1000, not 0"),
+    (["--rounds", "100000000"], "--rounds must be at least 1 and at most 1000, not 100000000"),
     (["--timeout", "nan"], "--timeout nan: must be a finite number"),
     (["--timeout", "-1"], "--timeout -1.0: must be at least 1.0"),
     (["--timeout", "1e12"], "must be at most 604800.0"),
