@@ -326,7 +326,7 @@ def _resolve(path: Path, source: str, seen: tuple[str, ...] = ()) -> tuple[dict[
     if parent is None:
         own.update({f"exclude[{i}]": source for i in range(_exclude_count(data))})
         return data, own
-    if not isinstance(parent, str) or check_name(parent.removesuffix(".toml").replace("/", "_")) is not None:
+    if not isinstance(parent, str) or not parent.strip() or any(unicodedata.category(ch) == "Cc" for ch in parent):
         raise MatrixError(source, "extends", parent, "must be a preset name or a path to a .toml file")
     candidate = path.parent / (parent if parent.endswith(".toml") else f"{parent}.toml")
     if not candidate.is_file():
