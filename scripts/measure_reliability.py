@@ -110,7 +110,8 @@ def concurrent(tmp: Path) -> dict[str, str]:
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 300
-        while time.time() < deadline and not ((out / ".lock").is_file() and (out / ".lock").read_text()):
+        # The first run is under way (and holds the lock) once its first case's worker has started.
+        while time.time() < deadline and not list(out.glob(".work/*.case.json")):
             time.sleep(0.2)
         seconds, second = timed(["run", str(matrix), "--out", str(out), "--quiet", "--no-report", "--resume"])
     finally:
@@ -118,7 +119,7 @@ def concurrent(tmp: Path) -> dict[str, str]:
         first.wait()
     refused = second.returncode == 2 and "in use by another tebench run" in second.stderr
     return {"2 concurrent writers on one OUT": ("one refused" if refused else f"NOT refused: {second.stderr[-300:]}")
-            + f" (exit {second.returncode}, {seconds:.1f} s including its hardware probe)"}
+            + f" (exit {second.returncode} after {seconds:.2f} s)"}
 
 
 def disk_full(tmp: Path) -> dict[str, str]:
@@ -144,7 +145,7 @@ def disk_full(tmp: Path) -> dict[str, str]:
         runner.run(mat, env, runner.RunOptions(out=out, live=False))
         stopped = "did not stop"
     except runner.StorageError as exc:
-        stopped = f"stopped: {str(exc)[:90]}..."
+        stopped = "stopped with exit 2: " + str(exc).split(". Finished")[0].split(" in /")[0] + ", ENOSPC"
     finally:
         results.Writer.append = original
     kept = results.read(out).latest()

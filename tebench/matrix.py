@@ -539,7 +539,7 @@ def _expand(data: Any) -> list[Case]:
         raise _Bad("sizes", _MISSING, "no sizes: add at least one [sizes.<workload>.<name>] table")
     for wl, table in sizes.items():
         if wl not in SPECS:
-            raise _Bad(f"sizes.{wl}", _MISSING, f"unknown workload (known: {', '.join(SPECS)})")
+            raise _Bad(f"sizes.{wl}", table, f"unknown workload '{wl}' (known: {', '.join(SPECS)})")
         if not isinstance(table, dict):
             raise _Bad(f"sizes.{wl}", table, "must be a table of named sizes")
     axes = _axes(data, sizes)
