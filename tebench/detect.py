@@ -380,7 +380,12 @@ def _run_probe(timeout: float, python: str | None) -> tuple[Environment, bool]:
     except OSError as exc:
         raise ProbeError(f"hardware detection could not start {cmd[0]}: {exc}") from None
     if proc.returncode != 0:
-        raise ProbeError(f"hardware detection failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+        # The child's last line says why (e.g. "ModuleNotFoundError: No module named 'torch'");
+        # its whole traceback is one command away, not printed as if tebench had crashed.
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        why = lines[-1].strip() if lines else f"exit {proc.returncode}"
+        raise ProbeError(f"hardware detection in a child process failed: {why} "
+                         f"(details: {cmd[0]} -m tebench.detect)")
     try:
         return Environment.from_dict(json.loads(proc.stdout.strip().splitlines()[-1])), True
     except (ValueError, IndexError, TypeError, KeyError) as exc:

@@ -121,3 +121,12 @@ def test_spec_modules_are_torch_free(module):
     code = f"import sys, tebench.workloads.{module}_spec; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "False"
+
+
+def test_a_probe_child_without_torch_is_reported_in_one_line(monkeypatch):
+    stderr = 'Traceback (most recent call last):\n  File "x", line 1\nModuleNotFoundError: No module named \'torch\'\n'
+    monkeypatch.setattr(detect.subprocess, "run",
+                        lambda *a, **k: subprocess.CompletedProcess(a, 1, stdout="", stderr=stderr))
+    with pytest.raises(detect.ProbeError) as err:
+        detect._run_probe(10, None)
+    assert "No module named 'torch'" in str(err.value) and "Traceback" not in str(err.value)
