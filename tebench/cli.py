@@ -126,11 +126,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    """Run a matrix, write results.jsonl as cases finish, then a report."""
-    from tebench.detect import probe
-
-    # Everything that can be checked without the hardware is checked first.
+def _check_run_args(args: argparse.Namespace) -> tuple[list[str] | None, tuple[int, int] | None]:
+    """UsageError for run options that are wrong on any machine; returns (devices, shard)."""
     if not 1 <= args.rounds <= MAX_ROUNDS:
         raise UsageError(f"--rounds must be at least 1 and at most {MAX_ROUNDS}, not {args.rounds}")
     if args.timeout is not None:
@@ -144,7 +141,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     devices = [d.strip() for d in args.devices.split(",")] if args.devices else None
     if devices and not all(d.isdigit() for d in devices):
         raise UsageError(f"--devices {args.devices}: expected comma-separated GPU indices, e.g. 0,1")
-    shard_spec = _shard(args)
+    return devices, _shard(args)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run a matrix, write results.jsonl as cases finish, then a report."""
+    from tebench.detect import probe
+
+    # Everything that can be checked without the hardware is checked first.
+    devices, shard_spec = _check_run_args(args)
     mat = None if _is_auto(args) else _load_matrix(args)
     from tebench import runner  # numpy and the rest: only once the input is known to be good
 
