@@ -9,6 +9,7 @@ stays intact.
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from pathlib import Path
 def write_bytes(path: str | Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (and durably: fsync before the rename)."""
     path = Path(path)
+    if path.is_dir():  # say so about the target, not about the temporary file
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with tmp.open("wb") as fh:
