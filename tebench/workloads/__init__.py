@@ -14,6 +14,7 @@ import torch
 from tebench.workloads.base import Batch, SizeError
 from tebench.workloads.distill import DistillWorkload
 from tebench.workloads.gpt import GPTWorkload
+from tebench.workloads.llama import LlamaWorkload
 from tebench.workloads.modules import ModuleWorkload
 
 
@@ -37,6 +38,6 @@ class Workload(Protocol):
                  forward_ctx: Any) -> dict[str, Any]: ...
 
 
-WORKLOADS: dict[str, Workload] = {w.name: w for w in (GPTWorkload(), DistillWorkload(), ModuleWorkload())}
+WORKLOADS: dict[str, Workload] = {w.name: w for w in (GPTWorkload(), LlamaWorkload(), DistillWorkload(), ModuleWorkload())}
 
 __all__ = ["WORKLOADS", "Workload", "Batch", "SizeError"]

@@ -1,0 +1,309 @@
+"""The Llama workload: a Llama-style causal LM on the GPT workload's arithmetic task.
+
+The architecture is the Llama family's: RMSNorm before attention and MLP,
+rotary position embeddings (RoPE) instead of learned positions, grouped-query
+attention (``kv_heads`` key/value heads shared by ``heads / kv_heads`` query
+heads each), a SwiGLU MLP, no biases, and an untied LM head. The task, the
+batches, the loss and the validation (greedy generation must continue the
+stride) are the GPT workload's, inherited unchanged, so loss parity and the
+validation verdict judge both workloads the same way.
+
+The two families compute one function from the same canonical weights:
+
+- ``pt``: :class:`PTBlock`, plain PyTorch with fused SDPA (``enable_gqa``);
+- ``te``: ``te.TransformerLayer(normalization="RMSNorm", activation="swiglu",
+  num_gqa_groups=kv_heads, bias=False)`` fed ``[batch, seq, hidden]`` with
+  ``attn_input_format="bshd"`` and the rotary angles passed as ``rotary_pos_emb``.
+
+Conventions that must agree between the two (checked on the GPU by
+``tests/test_gpu.py``, on the CPU against a hand-written reference by
+``tests/test_llama.py``):
+
+- fused QKV weight, ``[(heads + 2 * kv_heads) * head_dim, d_model]``, rows
+  ordered ``[q heads; k heads; v heads]`` (TE: ``fuse_qkv_params=True``,
+  ``qkv_weight_interleaved=False``);
+- query head ``h`` attends with key/value head ``h // (heads // kv_heads)``
+  (``repeat_interleave``; SDPA's ``enable_gqa`` and TE's kernels both do this);
+- RoPE in the "rotate half" (non-interleaved) form: dimension ``i`` of a head
+  pairs with ``i + head_dim / 2``, angle ``pos * rope_theta ** (-2i / head_dim)``
+  (TE's ``RotaryPositionEmbedding`` default, and Hugging Face Llama's);
+- SwiGLU fc1 weight ``[2 * ffn, d_model]``: the first half is the gate,
+  ``silu(first half) * second half`` (TE applies the gating to the first half);
+- RMSNorm ``x / sqrt(mean(x^2) + 1e-5) * weight`` (TE's default epsilon,
+  ``zero_centered_gamma=False``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tebench.workloads.base import (
+    SizeError,
+    canonical_shapes,
+    default_init,
+    divisible_by_16,
+    init_canonical,
+    positive,
+    translate_names,
+)
+from tebench.workloads.gpt import MAX_STRIDE, GPTWorkload
+
+RMS_EPS = 1e-5
+"""RMSNorm epsilon: TE's default ``layernorm_epsilon``, and Llama 2/3's ``rms_norm_eps``."""
+
+
+@dataclass(frozen=True)
+class LlamaSize:
+    """Shape of a Llama case. The defaults are a ~1B shape (d2048, 16 layers, 32/8 heads, ffn 8192)."""
+
+    vocab: int = 32000
+    d_model: int = 2048
+    heads: int = 32
+    kv_heads: int = 8
+    """Key/value heads (grouped-query attention); ``heads`` must be a multiple of it."""
+    layers: int = 16
+    ffn: int = 8192
+    """Width of the SwiGLU MLP (each of its gate and up projections)."""
+    seq: int = 2048
+    batch: int = 4
+    rope_theta: float = 500000.0
+    """RoPE base: 10000 in Llama 2, 500000 in Llama 3."""
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.heads
+
+
+def rope_angles(s: LlamaSize) -> torch.Tensor:
+    """Rotary angles ``[seq, 1, 1, head_dim]`` (fp32), exactly as TE's RotaryPositionEmbedding makes them.
+
+    ``angle[p, i] = p * rope_theta ** (-2 (i mod head_dim/2) / head_dim)``: the
+    two halves of a head repeat the same frequencies (non-interleaved form).
+    """
+    inv_freq = 1.0 / (s.rope_theta ** (torch.arange(0, s.head_dim, 2, dtype=torch.float32) / s.head_dim))
+    freqs = torch.outer(torch.arange(s.seq, dtype=torch.float32), inv_freq)
+    return torch.cat((freqs, freqs), dim=-1).reshape(s.seq, 1, 1, s.head_dim)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate ``x`` ``[batch, heads, seq, head_dim]`` in the rotate-half form, computed in fp32.
+
+    fp32 like TE's fused RoPE kernel, which rotates in fp32 and rounds the result once.
+    """
+    xf = x.float()
+    x1, x2 = xf.chunk(2, dim=-1)
+    return (xf * cos + torch.cat((-x2, x1), dim=-1) * sin).to(x.dtype)
+
+
+class RMSNorm(nn.Module):
+    """RMSNorm with a weight and no bias: ``x / sqrt(mean(x^2) + eps) * weight``."""
+
+    def __init__(self, dim: int, eps: float = RMS_EPS):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
+
+
+def _sdpa_gqa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Causal fused attention with fewer key/value heads than query heads."""
+    try:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    except TypeError:  # torch < 2.5 has no enable_gqa: expand the heads the same way
+        group = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+class PTBlock(nn.Module):
+    """Llama decoder block in plain PyTorch, laid out like te.TransformerLayer (see the module docstring)."""
+
+    def __init__(self, s: LlamaSize):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = s.heads, s.kv_heads, s.head_dim
+        q_dim, kv_dim = s.heads * s.head_dim, s.kv_heads * s.head_dim
+        self.ln1 = RMSNorm(s.d_model)
+        # One fused projection, output ordered [q; k; v] like TE's non-interleaved layout.
+        self.qkv = nn.Linear(s.d_model, q_dim + 2 * kv_dim, bias=False)
+        self.proj = nn.Linear(q_dim, s.d_model, bias=False)
+        self.ln2 = RMSNorm(s.d_model)
+        # Gate and up projections fused, gate first, like TE's fc1_weight for "swiglu".
+        self.fc1 = nn.Linear(s.d_model, 2 * s.ffn, bias=False)
+        self.fc2 = nn.Linear(s.ffn, s.d_model, bias=False)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        b, t, _ = x.shape
+        hd = self.head_dim
+        q, k, v = self.qkv(self.ln1(x)).split([self.heads * hd, self.kv_heads * hd, self.kv_heads * hd], dim=-1)
+        q = q.view(b, t, self.heads, hd).transpose(1, 2)
+        k = k.view(b, t, self.kv_heads, hd).transpose(1, 2)
+        v = v.view(b, t, self.kv_heads, hd).transpose(1, 2)
+        attn = _sdpa_gqa(apply_rope(q, cos, sin), apply_rope(k, cos, sin), v)
+        x = x + self.proj(attn.transpose(1, 2).reshape(b, t, self.heads * hd))
+        gate, up = self.fc1(self.ln2(x)).chunk(2, dim=-1)
+        return x + self.fc2(F.silu(gate) * up)
+
+
+class LlamaStack(nn.ModuleList):
+    """The decoder blocks of either family, with the rotary angles they share.
+
+    ``forward(x)`` takes only the hidden states, so CUDA graphs capture the
+    stack exactly as they capture the GPT workload's ``nn.Sequential``.
+    """
+
+    def __init__(self, s: LlamaSize, blocks: list[nn.Module], family: str):
+        super().__init__(blocks)
+        self.family = family
+        # Not a parameter and not saved: derived from the size, identical in both families.
+        self.register_buffer("rope", rope_angles(s), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.family == "te":
+            for block in self:
+                x = block(x, rotary_pos_emb=self.rope)
+            return x
+        angles = self.rope[: x.shape[1], 0, 0]
+        cos, sin = angles.cos(), angles.sin()
+        for block in self:
+            x = block(x, cos, sin)
+        return x
+
+
+# te.TransformerLayer parameter suffix -> canonical (PTBlock) suffix. RMSNorm and
+# bias=False leave TE no bias parameters to map.
+TE_BLOCK_NAMES = {
+    "self_attention.layernorm_qkv.layer_norm_weight": "ln1.weight",
+    "self_attention.layernorm_qkv.weight": "qkv.weight",
+    "self_attention.proj.weight": "proj.weight",
+    "layernorm_mlp.layer_norm_weight": "ln2.weight",
+    "layernorm_mlp.fc1_weight": "fc1.weight",
+    "layernorm_mlp.fc2_weight": "fc2.weight",
+}
+
+
+def te_block(s: LlamaSize, layer_number: int, device: torch.device) -> nn.Module:
+    """One te.TransformerLayer configured to compute what PTBlock computes."""
+    import transformer_engine.pytorch as te
+
+    return te.TransformerLayer(
+        hidden_size=s.d_model,
+        ffn_hidden_size=s.ffn,
+        num_attention_heads=s.heads,
+        num_gqa_groups=s.kv_heads,
+        layernorm_epsilon=RMS_EPS,
+        hidden_dropout=0.0,
+        attention_dropout=0.0,
+        self_attn_mask_type="causal",
+        normalization="RMSNorm",
+        activation="swiglu",
+        bias=False,
+        fuse_qkv_params=True,
+        qkv_weight_interleaved=False,
+        attn_input_format="bshd",
+        layer_number=layer_number,
+        params_dtype=torch.float32,
+        device=device,
+    )
+
+
+class Llama(nn.Module):
+    """Token embedding, a stack of blocks, final RMSNorm and an untied LM head (no positions: RoPE)."""
+
+    def __init__(self, s: LlamaSize, blocks: LlamaStack):
+        super().__init__()
+        self.embed = nn.Embedding(s.vocab, s.d_model)
+        self.blocks = blocks
+        self.ln_f = RMSNorm(s.d_model)
+        self.head = nn.Linear(s.d_model, s.vocab, bias=False)
+
+    def embed_tokens(self, idx: torch.Tensor) -> torch.Tensor:
+        return self.embed(idx)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        return self.head(self.ln_f(self.blocks(self.embed_tokens(idx))))
+
+
+class LlamaWorkload(GPTWorkload):
+    """The Llama causal-LM workload: the GPT workload's task on a Llama-style model.
+
+    Batches, loss, CUDA-graph inputs and validation are inherited from
+    :class:`GPTWorkload` (they use only ``vocab``, ``seq`` and ``batch``).
+    """
+
+    name = "llama"
+    size_type = LlamaSize
+    description = "Llama-style causal LM (RMSNorm, RoPE, GQA, SwiGLU) on arithmetic sequences; greedy generation"
+
+    def check(self, s: LlamaSize) -> None:
+        positive(s, "vocab", "d_model", "heads", "kv_heads", "layers", "ffn", "seq", "batch")
+        if s.d_model % s.heads:
+            raise SizeError("d_model", s.d_model, f"d_model={s.d_model} is not divisible by heads={s.heads}")
+        if s.heads % s.kv_heads:
+            raise SizeError("kv_heads", s.kv_heads, f"heads={s.heads} is not divisible by kv_heads={s.kv_heads}")
+        if s.head_dim % 2:
+            raise SizeError("heads", s.heads, f"head_dim = d_model/heads = {s.head_dim} must be even for RoPE")
+        theta = s.rope_theta
+        if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 1:
+            raise SizeError("rope_theta", theta, f"'rope_theta' must be a number above 1, got {theta!r}")
+        if s.vocab <= MAX_STRIDE:
+            raise SizeError("vocab", s.vocab, f"vocab must exceed the largest stride ({MAX_STRIDE})")
+        if s.seq < 4:
+            raise SizeError("seq", s.seq, "seq must be at least 4 (the validation prompts half of it)")
+
+    def fp8_problem(self, s: LlamaSize) -> str | None:
+        return divisible_by_16(tokens=s.batch * s.seq, d_model=s.d_model, ffn=s.ffn,
+                               qkv=(s.heads + 2 * s.kv_heads) * s.head_dim)
+
+    def flops_per_step(self, s: LlamaSize) -> float:
+        """Training FLOPs per step: 6 x matmul parameters x tokens, plus attention.
+
+        Matmul parameters per layer are the real ones: Q and the output
+        projection ``d_model x heads*head_dim`` each, K and V only
+        ``d_model x kv_heads*head_dim`` each (GQA), and SwiGLU's three
+        ``d_model x ffn`` matrices; plus the LM head. Attention scores and the
+        weighted sum are counted for every query head, 12 * layers * seq *
+        heads*head_dim per token (PaLM, appendix B, without halving for the
+        causal mask): sharing K/V saves projections, not attention FLOPs.
+        """
+        q_dim, kv_dim = s.heads * s.head_dim, s.kv_heads * s.head_dim
+        per_layer = 2 * s.d_model * q_dim + 2 * s.d_model * kv_dim + 3 * s.d_model * s.ffn
+        matmul_params = s.layers * per_layer + s.d_model * s.vocab
+        tokens = self.tokens_per_step(s)
+        return 6.0 * matmul_params * tokens + 12.0 * s.layers * q_dim * s.seq * tokens
+
+    def params(self, s: LlamaSize) -> int:
+        return sum(math.prod(shape) for shape in canonical_shapes(lambda: self._pt(s)).values())
+
+    def _pt(self, s: LlamaSize) -> Llama:
+        return Llama(s, LlamaStack(s, [PTBlock(s) for _ in range(s.layers)], "pt"))
+
+    def build(self, s: LlamaSize, family: str, device: torch.device, seed: int) -> Llama:
+        """Build the model of ``family`` (pt|te) on ``device`` with the canonical weights."""
+        with torch.device(device):
+            if family == "pt":
+                model = self._pt(s)
+            else:
+                blocks = [te_block(s, i + 1, device) for i in range(s.layers)]
+                model = Llama(s, LlamaStack(s, blocks, "te"))
+            init_canonical(self.canonical_params(model, s, family), seed, self._init_rule(s))
+        return model
+
+    def canonical_params(self, model: nn.Module, s: LlamaSize, family: str) -> list[tuple[str, torch.Tensor]]:
+        """``(canonical name, parameter)`` pairs of a model of either family (names and shapes checked)."""
+        if family == "pt":
+            return list(model.named_parameters())
+        return translate_names(model, TE_BLOCK_NAMES, canonical_shapes(lambda: self._pt(s)))
+
+    @staticmethod
+    def _init_rule(s: LlamaSize):
+        # GPT-2 style, as in the GPT workload: norms one, normal(0, 0.02), and the
+        # projections into the residual stream (proj, fc2) scaled by 1/sqrt(2 * layers).
+        return lambda name, shape: default_init(name, shape, residual_layers=s.layers)
+
