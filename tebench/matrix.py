@@ -26,6 +26,7 @@ except ModuleNotFoundError:  # Python 3.10
 from tebench.modes import MODES
 from tebench.recipes import AMAX_ALGOS, FORMATS, RECIPES, FP8Options
 from tebench.workloads import WORKLOADS, SizeError
+from tebench.workloads.plugins import PluginError, load as load_workload
 
 PARALLEL = ("single", "ddp", "fsdp2")
 
@@ -327,8 +328,10 @@ def iter_cases(matrix: Matrix) -> Iterator[Case]:
     if not sizes:
         raise MatrixError(src, "sizes", _MISSING, "no sizes: add at least one [sizes.<workload>.<name>] table")
     for wl in sizes:
-        if wl not in WORKLOADS:
-            raise MatrixError(src, f"sizes.{wl}", _MISSING, f"unknown workload (known: {', '.join(WORKLOADS)})")
+        try:
+            load_workload(wl)  # built in, or a user workload: imported and checked before any case runs
+        except PluginError as exc:
+            raise MatrixError(src, f"sizes.{wl}", _MISSING, str(exc)) from None
     workloads = _list(src, "axes.workloads", axes.get("workloads", list(sizes)), str, list(WORKLOADS))
     for wl in workloads:
         if not sizes.get(wl):

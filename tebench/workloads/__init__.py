@@ -38,6 +38,20 @@ class Workload(Protocol):
                  forward_ctx: Any) -> dict[str, Any]: ...
 
 
-WORKLOADS: dict[str, Workload] = {w.name: w for w in (GPTWorkload(), LlamaWorkload(), DistillWorkload(), ModuleWorkload())}
+class _Registry(dict):
+    """Built-in workloads by name; a name not built in is resolved as a user workload on first use.
+
+    So a worker process finds the same user workload (an import path or an
+    entry point, see :mod:`tebench.workloads.plugins`) that its matrix named.
+    """
+
+    def __missing__(self, name: str) -> Workload:
+        from tebench.workloads.plugins import load
+
+        return load(name)
+
+
+WORKLOADS: dict[str, Workload] = _Registry(
+    {w.name: w for w in (GPTWorkload(), LlamaWorkload(), DistillWorkload(), ModuleWorkload())})
 
 __all__ = ["WORKLOADS", "Workload", "Batch", "SizeError"]
