@@ -25,7 +25,7 @@ def rotate(x: torch.Tensor, theta: float, rope: str) -> torch.Tensor:
     out = torch.empty_like(x)
     for i in range(hd // 2):
         freq = theta ** (-2.0 * i / hd)
-        angle = torch.arange(t, dtype=torch.float64) * freq
+        angle = torch.arange(t, dtype=torch.float64, device=x.device) * freq
         cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
         a, b = (i, i + hd // 2) if rope == "half" else (2 * i, 2 * i + 1)
         out[:, :, a] = x[:, :, a] * cos - x[:, :, b] * sin
@@ -39,7 +39,7 @@ def logits(params: dict[str, torch.Tensor], s, idx: torch.Tensor, grouping: str 
     hd = s.d_model // s.heads
     group = s.heads // s.kv_heads
     x = params["embed.weight"][idx]
-    causal = torch.ones(idx.shape[1], idx.shape[1], dtype=torch.bool).tril()
+    causal = torch.ones(idx.shape[1], idx.shape[1], dtype=torch.bool, device=idx.device).tril()
     for layer in range(s.layers):
         p = {k[len(f"blocks.{layer}."):]: v for k, v in params.items() if k.startswith(f"blocks.{layer}.")}
         h = rms_norm(x, p["ln1.weight"])
