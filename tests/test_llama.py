@@ -161,3 +161,29 @@ def test_training_lowers_the_loss_and_validation_reports_accuracy():
     assert WL.loss(model, batches[0]).item() < first - 0.5
     out = WL.validate(model, SIZE, 1, CPU, contextlib.nullcontext)
     assert out["metric"] == "greedy_accuracy" and 0.0 <= out["greedy_accuracy"] <= 1.0
+
+
+@pytest.mark.parametrize("preset", ["nightly", "crossover"])
+def test_presets_carry_the_llama_shapes_of_the_issue(preset):
+    from tebench import matrix
+    from tebench.matrix import iter_cases
+
+    cases = [c for c in iter_cases(matrix.load(preset, is_preset=True)) if c.workload == "llama"]
+    shapes = {(d["d_model"], d["layers"], d["heads"], d["kv_heads"], d["ffn"]) for d in (dict(c.dims) for c in cases)}
+    assert (2048, 16, 32, 8, 8192) in shapes and any(s[0] == 4096 and s[2:] == (32, 8, 14336) for s in shapes)
+    assert {c.mode for c in cases} >= {"PT-AMP", "PT-AMP+compile", "TE-BF16", "TE-FP8"}
+    assert all(WL.fp8_problem(c.size_spec) is None for c in cases)
+    assert all(dict(c.dims)["vocab"] >= 32000 for c in cases)
+
+
+def test_task_vocab_narrows_the_sequences_not_the_model():
+    import dataclasses
+
+    s = dataclasses.replace(SIZE, vocab=1000, task_vocab=40)
+    batch = WL.batches(s, 1, 3, CPU)[0]
+    assert int(batch.inputs.max()) < 40 and int(batch.targets.max()) < 40
+    assert WL.build(s, "pt", CPU, seed=1).head.out_features == 1000
+    steps = (batch.targets - batch.inputs) % 40
+    assert torch.all(steps == steps[:, :1])
+    with pytest.raises(SizeError, match="task_vocab"):
+        WL.check(dataclasses.replace(s, task_vocab=2000))

@@ -73,6 +73,10 @@ class LlamaSize:
     batch: int = 4
     rope_theta: float = 500000.0
     """RoPE base: 10000 in Llama 2, 500000 in Llama 3."""
+    task_vocab: int = 0
+    """Tokens the arithmetic sequences use, counting from 0 (0: all of ``vocab``). The model
+    still predicts over all of ``vocab`` (the LM head's cost is the vocabulary's), but a few
+    dozen steps cannot teach the successor of each of 32k tokens: each is seen too rarely."""
 
     @property
     def head_dim(self) -> int:
@@ -234,7 +238,7 @@ class LlamaWorkload(GPTWorkload):
     """The Llama causal-LM workload: the GPT workload's task on a Llama-style model.
 
     Batches, loss, CUDA-graph inputs and validation are inherited from
-    :class:`GPTWorkload` (they use only ``vocab``, ``seq`` and ``batch``).
+    :class:`GPTWorkload`; only the sequence generator is overridden, for ``task_vocab``.
     """
 
     name = "llama"
@@ -254,8 +258,20 @@ class LlamaWorkload(GPTWorkload):
             raise SizeError("rope_theta", theta, f"'rope_theta' must be a number above 1, got {theta!r}")
         if s.vocab <= MAX_STRIDE:
             raise SizeError("vocab", s.vocab, f"vocab must exceed the largest stride ({MAX_STRIDE})")
+        if s.task_vocab and not MAX_STRIDE < s.task_vocab <= s.vocab:
+            raise SizeError("task_vocab", s.task_vocab,
+                            f"task_vocab must be 0 (all of vocab) or between {MAX_STRIDE + 1} and vocab={s.vocab}")
         if s.seq < 4:
             raise SizeError("seq", s.seq, "seq must be at least 4 (the validation prompts half of it)")
+
+    @staticmethod
+    def _sequences(s: LlamaSize, seed: int, length: int) -> torch.Tensor:
+        """The GPT workload's sequences, modulo ``task_vocab`` when it is set (identical when it is not)."""
+        modulus = s.task_vocab or s.vocab
+        gen = torch.Generator().manual_seed(seed)
+        phase = torch.randint(0, modulus, (s.batch, 1), generator=gen)
+        stride = torch.randint(1, MAX_STRIDE + 1, (s.batch, 1), generator=gen)
+        return (phase + stride * torch.arange(length)) % modulus
 
     def fp8_problem(self, s: LlamaSize) -> str | None:
         return divisible_by_16(tokens=s.batch * s.seq, d_model=s.d_model, ffn=s.ffn,
