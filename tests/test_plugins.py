@@ -50,6 +50,13 @@ def test_import_path_resolves_to_a_checked_instance(example_on_path):
     assert load(SPEC) is wl  # imported once
 
 
+def test_import_path_is_found_from_the_current_directory(monkeypatch):
+    # The installed `tebench` script has its own directory, not the current one, on sys.path.
+    monkeypatch.chdir(EXAMPLE)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", ".", str(EXAMPLE))])
+    assert type(load(SPEC)).__name__ == "RegressionWorkload"
+
+
 def test_unknown_names_resolve_on_first_lookup_as_a_worker_does(example_on_path):
     # The worker never loads the matrix: WORKLOADS[name] must resolve by itself.
     assert type(WORKLOADS[SPEC]).__name__ == "RegressionWorkload"
