@@ -202,7 +202,8 @@ def test_llama_te_layer_computes_the_reference_and_not_its_mistakes():
         for name, p in params.items():
             if name.endswith(("qkv.weight", "fc1.weight")):
                 p.mul_(6.0)
-    idx = torch.randint(0, size.vocab, (2, size.seq), device=DEV, generator=torch.Generator(device=DEV).manual_seed(0))
+    gen = torch.Generator(device=DEV).manual_seed(0)
+    idx = torch.randint(0, size.vocab, (2, size.seq), device=DEV, generator=gen)
     with torch.no_grad():
         with torch.autocast("cuda", dtype=torch.bfloat16):
             got = te_model(idx).float()

@@ -187,3 +187,15 @@ def test_task_vocab_narrows_the_sequences_not_the_model():
     assert torch.all(steps == steps[:, :1])
     with pytest.raises(SizeError, match="task_vocab"):
         WL.check(dataclasses.replace(s, task_vocab=2000))
+
+
+def test_older_torch_gqa_fallback_computes_the_same(monkeypatch):
+    import tebench.workloads.llama as llama
+
+    model = WL.build(SIZE, "pt", CPU, seed=2)
+    idx = WL.batches(SIZE, 1, 1, CPU)[0].inputs
+    with torch.no_grad():
+        fused = model(idx)
+        monkeypatch.setattr(llama, "_SDPA_GQA", False)
+        expanded = model(idx)
+    torch.testing.assert_close(expanded, fused, rtol=1e-5, atol=1e-6)

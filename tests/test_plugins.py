@@ -125,8 +125,9 @@ def test_a_half_implemented_workload_is_refused_before_any_case(tmp_path, monkey
 def test_user_size_tables_are_validated_like_built_in_ones(example_on_path, tmp_path):
     m = tmp_path / "m.toml"
     m.write_text(f'[sizes."{SPEC}".x]\ndim = 64\nwidth = 3\n')
-    with pytest.raises(MatrixError, match=r"\[sizes\.tinyreg\.workload:RegressionWorkload\.x\.width\] = 3: unknown key"):
+    with pytest.raises(MatrixError) as err:
         list(iter_cases(matrix.load(m)))
+    assert f"[sizes.{SPEC}.x.width] = 3: unknown key" in str(err.value)
 
 
 def _cli(args: list[str], cwd, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -116,14 +116,18 @@ class RMSNorm(nn.Module):
         return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
 
 
+# SDPA shares key/value heads itself from torch 2.5 (enable_gqa); decided once, not
+# with try/except inside a function that torch.compile traces.
+_SDPA_GQA = torch.__version__ >= (2, 5)
+
+
 def _sdpa_gqa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Causal fused attention with fewer key/value heads than query heads."""
-    try:
+    if _SDPA_GQA:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-    except TypeError:  # torch < 2.5 has no enable_gqa: expand the heads the same way
-        group = q.shape[1] // k.shape[1]
-        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    group = q.shape[1] // k.shape[1]  # expand the heads as enable_gqa would: head h reads h // group
+    k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
 class PTBlock(nn.Module):
