@@ -199,3 +199,14 @@ def test_older_torch_gqa_fallback_computes_the_same(monkeypatch):
         monkeypatch.setattr(llama, "_SDPA_GQA", False)
         expanded = model(idx)
     torch.testing.assert_close(expanded, fused, rtol=1e-5, atol=1e-6)
+
+
+def test_no_causal_mutation_lets_positions_see_later_tokens():
+    model = WL.build(SIZE, "pt", CPU, seed=2)
+    idx = WL.batches(SIZE, 1, 1, CPU)[0].inputs
+    changed = idx.clone()
+    changed[:, -1] = (changed[:, -1] + 1) % SIZE.vocab
+    with torch.no_grad():
+        assert torch.allclose(model(idx)[:, :-1], model(changed)[:, :-1], atol=1e-6)  # causal: last token unseen
+        assert WL.mutate(model, "no-causal", "pt") and not WL.mutate(model, "freeze-layer", "pt")
+        assert not torch.allclose(model(idx)[:, :-1], model(changed)[:, :-1])

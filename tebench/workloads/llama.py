@@ -121,13 +121,13 @@ class RMSNorm(nn.Module):
 _SDPA_GQA = torch.__version__ >= (2, 5)
 
 
-def _sdpa_gqa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """Causal fused attention with fewer key/value heads than query heads."""
+def _sdpa_gqa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = True) -> torch.Tensor:
+    """Fused attention (causal unless told otherwise) with fewer key/value heads than query heads."""
     if _SDPA_GQA:
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
     group = q.shape[1] // k.shape[1]  # expand the heads as enable_gqa would: head h reads h // group
     k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
 class PTBlock(nn.Module):
@@ -146,14 +146,14 @@ class PTBlock(nn.Module):
         self.fc1 = nn.Linear(s.d_model, 2 * s.ffn, bias=False)
         self.fc2 = nn.Linear(s.ffn, s.d_model, bias=False)
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, causal: bool = True) -> torch.Tensor:
         b, t, _ = x.shape
         hd = self.head_dim
         q, k, v = self.qkv(self.ln1(x)).split([self.heads * hd, self.kv_heads * hd, self.kv_heads * hd], dim=-1)
         q = q.view(b, t, self.heads, hd).transpose(1, 2)
         k = k.view(b, t, self.kv_heads, hd).transpose(1, 2)
         v = v.view(b, t, self.kv_heads, hd).transpose(1, 2)
-        attn = _sdpa_gqa(apply_rope(q, cos, sin), apply_rope(k, cos, sin), v)
+        attn = _sdpa_gqa(apply_rope(q, cos, sin), apply_rope(k, cos, sin), v, causal)
         x = x + self.proj(attn.transpose(1, 2).reshape(b, t, self.heads * hd))
         gate, up = self.fc1(self.ln2(x)).chunk(2, dim=-1)
         return x + self.fc2(F.silu(gate) * up)
@@ -169,18 +169,21 @@ class LlamaStack(nn.ModuleList):
     def __init__(self, s: LlamaSize, blocks: list[nn.Module], family: str):
         super().__init__(blocks)
         self.family = family
+        self.causal = True
+        """False only under the ``no-causal`` self-test mutation (tebench.mutations)."""
         # Not a parameter and not saved: derived from the size, identical in both families.
         self.register_buffer("rope", rope_angles(s), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.family == "te":
+            mask = None if self.causal else "no_mask"  # None: the layer's own "causal"
             for block in self:
-                x = block(x, rotary_pos_emb=self.rope)
+                x = block(x, rotary_pos_emb=self.rope, self_attn_mask_type=mask)
             return x
         angles = self.rope[: x.shape[1], 0, 0]
         cos, sin = angles.cos(), angles.sin()
         for block in self:
-            x = block(x, cos, sin)
+            x = block(x, cos, sin, self.causal)
         return x
 
 
@@ -276,6 +279,16 @@ class LlamaWorkload(GPTWorkload):
         phase = torch.randint(0, modulus, (s.batch, 1), generator=gen)
         stride = torch.randint(1, MAX_STRIDE + 1, (s.batch, 1), generator=gen)
         return (phase + stride * torch.arange(length)) % modulus
+
+    def mutate(self, model: Llama, kind: str, family: str) -> bool:
+        """The ``no-causal`` self-test mutation (tebench.mutations): attention also sees later tokens.
+
+        The other mutations act on an ``nn.Sequential`` stack and refuse this one.
+        """
+        if kind != "no-causal":
+            return False
+        model.blocks.causal = False
+        return True
 
     def fp8_problem(self, s: LlamaSize) -> str | None:
         return divisible_by_16(tokens=s.batch * s.seq, d_model=s.d_model, ffn=s.ffn,
