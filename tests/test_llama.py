@@ -210,3 +210,16 @@ def test_no_causal_mutation_lets_positions_see_later_tokens():
         assert torch.allclose(model(idx)[:, :-1], model(changed)[:, :-1], atol=1e-6)  # causal: last token unseen
         assert WL.mutate(model, "no-causal", "pt") and not WL.mutate(model, "freeze-layer", "pt")
         assert not torch.allclose(model(idx)[:, :-1], model(changed)[:, :-1])
+
+
+def test_rms_norm_fallback_for_older_torch_computes_the_same(monkeypatch):
+    from tebench.workloads.llama import RMSNorm
+
+    norm = RMSNorm(16)
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 1.5)
+    x = torch.randn(3, 5, 16)
+    fused = norm(x)
+    monkeypatch.delattr(torch.nn.functional, "rms_norm")
+    torch.testing.assert_close(norm(x), fused)
+    torch.testing.assert_close(fused, ref.rms_norm(x, norm.weight))

@@ -113,7 +113,10 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
+        if hasattr(F, "rms_norm"):  # torch >= 2.4
+            return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
 
 
 # SDPA shares key/value heads itself from torch 2.5 (enable_gqa); decided once, not
@@ -159,15 +162,16 @@ class PTBlock(nn.Module):
         return x + self.fc2(F.silu(gate) * up)
 
 
-class LlamaStack(nn.ModuleList):
+class LlamaStack(nn.Sequential):
     """The decoder blocks of either family, with the rotary angles they share.
 
     ``forward(x)`` takes only the hidden states, so CUDA graphs capture the
-    stack exactly as they capture the GPT workload's ``nn.Sequential``.
+    stack exactly as they capture the GPT workload's ``nn.Sequential`` (and
+    indexing, iteration and parameter names are a Sequential's).
     """
 
     def __init__(self, s: LlamaSize, blocks: list[nn.Module], family: str):
-        super().__init__(blocks)
+        super().__init__(*blocks)
         self.family = family
         self.causal = True
         """False only under the ``no-causal`` self-test mutation (tebench.mutations)."""
