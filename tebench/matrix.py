@@ -29,6 +29,7 @@ from tebench.fields import FieldError, knob
 from tebench.modes import MODES
 from tebench.recipes import AMAX_ALGOS, FORMATS, RECIPES, FP8Options
 from tebench.workloads import SPECS, SizeError
+from tebench.workloads.plugins import PluginError
 from tebench.workloads.spec import size_from_dict
 
 PARALLEL = ("single", "ddp", "fsdp2")
@@ -94,7 +95,8 @@ class Settings:
 class AxisValue:
     """One value of each ``[axes]`` list (and of the ``[[exclude]]`` keys that name them)."""
 
-    workloads: str = knob("gpt", "A workload.", choices=tuple(SPECS))
+    workloads: str = knob("gpt", "A workload: built in (gpt, llama, distill, module), or a user workload's "
+                                 "import path or entry-point name (checked where its sizes are).")
     modes: str = knob("PT-FP32", "A precision mode.", choices=tuple(MODES))
     graphs: bool = knob(False, "Capture the model's layer stack in CUDA graphs.")
     fp8_weights: bool = knob(False, "Keep weights in FP8 (TE-FP8 only).")
@@ -538,8 +540,10 @@ def _expand(data: Any) -> list[Case]:
     if not sizes:
         raise _Bad("sizes", _MISSING, "no sizes: add at least one [sizes.<workload>.<name>] table")
     for wl, table in sizes.items():
-        if wl not in SPECS:
-            raise _Bad(f"sizes.{wl}", table, f"unknown workload '{wl}' (known: {', '.join(SPECS)})")
+        try:
+            SPECS[wl]  # built in, or a user workload: imported and protocol-checked before any case runs
+        except PluginError as exc:
+            raise _Bad(f"sizes.{wl}", _MISSING, str(exc)) from None
         if not isinstance(table, dict):
             raise _Bad(f"sizes.{wl}", table, "must be a table of named sizes")
     axes = _axes(data, sizes)

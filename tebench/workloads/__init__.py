@@ -5,7 +5,11 @@ checks, FLOP and token counts) and imports no torch, so the CLI, the matrix
 loader, ``list``, ``report``, ``compare`` and ``history`` stay fast and work
 where torch is not installed. :data:`WORKLOADS` adds the model code (build,
 batches, loss, validation; see :mod:`tebench.workloads.base`) and is loaded on
-first use, in the worker.
+first use, in the worker. A name that is not built in is a user workload (an
+import path or an entry point, :mod:`tebench.workloads.plugins`): both
+registries resolve it on first use, so a worker finds the same user workload
+its matrix named. A user workload is one object, spec and model code together,
+so resolving it imports whatever its module imports.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tebench.workloads.distill_spec import DistillSpec
 from tebench.workloads.gpt_spec import GPTSpec
+from tebench.workloads.llama_spec import LlamaSpec
 from tebench.workloads.modules_spec import ModuleSpec
 from tebench.workloads.spec import SizeError, WorkloadSpec
 
@@ -35,7 +40,17 @@ class Workload(WorkloadSpec, Protocol):
                  forward_ctx: Any) -> dict[str, Any]: ...
 
 
-SPECS: dict[str, WorkloadSpec] = {s.name: s for s in (GPTSpec(), DistillSpec(), ModuleSpec())}
+class _Registry(dict):
+    """Built-ins by name; any other name is resolved as a user workload on first use."""
+
+    def __missing__(self, name: str) -> Any:
+        from tebench.workloads.plugins import load
+
+        return load(name)
+
+
+SPECS: dict[str, WorkloadSpec] = _Registry({s.name: s for s in (GPTSpec(), LlamaSpec(), DistillSpec(), ModuleSpec())})
+"""Built-in workload specs (torch-free); user workloads resolve on first lookup."""
 
 
 def __getattr__(name: str) -> Any:
@@ -44,9 +59,11 @@ def __getattr__(name: str) -> Any:
     if name == "WORKLOADS":
         from tebench.workloads.distill import DistillWorkload
         from tebench.workloads.gpt import GPTWorkload
+        from tebench.workloads.llama import LlamaWorkload
         from tebench.workloads.modules import ModuleWorkload
 
-        workloads = {w.name: w for w in (GPTWorkload(), DistillWorkload(), ModuleWorkload())}
+        workloads = _Registry({w.name: w for w in (GPTWorkload(), LlamaWorkload(), DistillWorkload(),
+                                                   ModuleWorkload())})
         globals()["WORKLOADS"] = workloads
         return workloads
     if name == "Batch":
