@@ -226,7 +226,7 @@ class LlamaWorkload(LlamaSpec, GPTWorkload):
     :class:`GPTWorkload`; only the sequence generator is overridden, for ``task_vocab``.
     """
 
-
+    @staticmethod
     def _sequences(s: LlamaSize, seed: int, length: int) -> torch.Tensor:
         """The GPT workload's sequences, modulo ``task_vocab`` when it is set (identical when it is not)."""
         modulus = s.task_vocab or s.vocab

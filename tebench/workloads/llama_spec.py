@@ -60,12 +60,9 @@ class LlamaSpec(GPTSpec):
         if s.seq < 4:
             raise SizeError("seq", s.seq, "seq must be at least 4 (the validation prompts half of it)")
 
-    @staticmethod
-
     def fp8_problem(self, s: LlamaSize) -> str | None:
         return divisible_by_16(tokens=s.batch * s.seq, d_model=s.d_model, ffn=s.ffn,
                                qkv=(s.heads + 2 * s.kv_heads) * s.head_dim)
-
 
     def flops_per_step(self, s: LlamaSize) -> float:
         """Training FLOPs per step: 6 x matmul parameters x tokens, plus attention.
