@@ -70,6 +70,6 @@ def test_shell_recipes_parse_and_use_real_commands(path):
 def test_github_workflows_have_jobs_with_steps():
     for path in (EXAMPLES / "github-actions").glob("*.yml"):
         doc = yaml.safe_load(path.read_text())
-        assert doc["jobs"] and True in doc or "on" in doc, path  # PyYAML reads the key 'on' as True
+        assert doc["jobs"] and (True in doc or "on" in doc), path  # PyYAML reads the key 'on' as True
         for job in doc["jobs"].values():
             assert job["steps"] and "runs-on" in job

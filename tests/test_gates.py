@@ -87,8 +87,22 @@ def test_graphs_and_parallel_gates():
 
 
 @pytest.mark.parametrize("name", list(MODES))
-def test_every_mode_has_a_gate_answer(name):
-    fp8 = FP8Options() if MODES[name].fp8 else None
-    for env in (Environment(device_type="cpu", compile=Support(True)), gpu_env()):
-        answer = gate_case(case(name, fp8), env)
-        assert answer is None or (isinstance(answer, str) and answer)
+def test_every_mode_has_the_gate_answer_its_registry_entry_implies(name):
+    mode = MODES[name]
+    fp8 = FP8Options() if mode.fp8 else None
+    cpu = Environment(device_type="cpu", compile=Support(True))
+    no_te = gpu_env()
+    no_te.te, no_te.te_error = None, "No module named 'transformer_engine'"
+    if mode.family == "pt":
+        # Plain PyTorch runs anywhere its compiler (if any) works.
+        assert gate_case(case(name, fp8), cpu) is None
+        assert gate_case(case(name, fp8), no_te) is None
+    else:
+        assert gate_case(case(name, fp8), cpu) == f"{name} needs a CUDA GPU; none was detected"
+        assert gate_case(case(name, fp8), no_te) == (
+            f"{name} needs Transformer Engine: No module named 'transformer_engine'")
+    # An H200 with TE and FP8 runs every mode (the default delayed recipe included).
+    assert gate_case(case(name, fp8), gpu_env()) is None
+    if mode.compile:
+        broken = Environment(device_type="cpu", compile=Support(False, "no C++ compiler"))
+        assert gate_case(case(name, fp8), broken) == "no C++ compiler"

@@ -14,9 +14,17 @@ def test_shards_partition_the_matrix(preset, n):
     cases = matrix.reference_order(list(iter_cases(matrix.load(preset, is_preset=True))))
     parts = [shard.select(cases, i, n) for i in range(1, n + 1)]
     ids = [c.id for part in parts for c in part]
-    assert sorted(ids) == sorted(c.id for c in cases) and len(ids) == len(set(ids))
-    assert parts == [shard.select(list(reversed(cases)), i, n) and shard.select(cases, i, n)
-                     for i in range(1, n + 1)]
+    assert sorted(ids) == sorted(c.id for c in cases)
+    assert len(ids) == len(set(ids))
+    # Deterministic: the same cases give the same shards, in the same order.
+    assert parts == [shard.select(cases, i, n) for i in range(1, n + 1)]
+    # Membership does not depend on the input order (every job must agree on it) ...
+    reordered = [shard.select(list(reversed(cases)), i, n) for i in range(1, n + 1)]
+    assert [sorted(c.id for c in p) for p in parts] == [sorted(c.id for c in p) for p in reordered]
+    # ... and within a shard the cases keep the order they were given in (references first).
+    position = {c.id: k for k, c in enumerate(cases)}
+    for part in parts:
+        assert [position[c.id] for c in part] == sorted(position[c.id] for c in part)
 
 
 def test_partition_does_not_depend_on_input_order():
