@@ -27,14 +27,15 @@ class PeakRates:
 
 
 # Order matters: the first substring that matches wins, so specific names
-# (H100 PCIe, H100 NVL) come before the generic ones.
+# (GH200 before H200, H100 PCIe and H100 NVL before H100) come before the
+# names they contain.
 PEAKS: tuple[PeakRates, ...] = (
+    PeakRates("GH200", 989.4, 1978.9, 66.9, "NVIDIA GH200 datasheet"),
     PeakRates("H200", 989.4, 1978.9, 66.9, "NVIDIA H200 SXM datasheet"),
     PeakRates("H100 PCIe", 756.0, 1513.0, 51.2, "NVIDIA H100 PCIe datasheet"),
     PeakRates("H100 NVL", 835.0, 1670.0, 60.0, "NVIDIA H100 NVL datasheet"),
     PeakRates("H100", 989.4, 1978.9, 66.9, "NVIDIA H100 SXM datasheet"),
     PeakRates("H800", 989.4, 1978.9, 66.9, "NVIDIA H800 SXM datasheet"),
-    PeakRates("GH200", 989.4, 1978.9, 66.9, "NVIDIA GH200 datasheet"),
     PeakRates("B200", 2250.0, 4500.0, 80.0, "NVIDIA B200 datasheet (HGX)"),
     PeakRates("A100", 312.0, None, 19.5, "NVIDIA A100 datasheet"),
     PeakRates("A800", 312.0, None, 19.5, "NVIDIA A800 datasheet"),

@@ -76,6 +76,22 @@ def _sample_points(total: int, count: int) -> set[int]:
     return {round(k * (total - 1) / (count - 1)) for k in range(count)}
 
 
+def union_length(spans: list[tuple[float, float]]) -> float:
+    """Total length covered by ``(start, end)`` intervals, overlaps counted once.
+
+    Kernels on concurrent streams overlap in time; summing their durations
+    would count the same busy microsecond twice and report a GPU busier than
+    the wall clock allows.
+    """
+    total, end = 0.0, -math.inf
+    for start, stop in sorted(spans):
+        if stop <= end:
+            continue
+        total += stop - max(start, end)
+        end = stop
+    return total
+
+
 def gpu_busy(trainer: Trainer, batches: list, step_ms: float) -> dict[str, Any]:
     """Fraction of the step the GPU spends in kernels (and copies).
 
@@ -95,15 +111,8 @@ def gpu_busy(trainer: Trainer, batches: list, step_ms: float) -> dict[str, Any]:
             for batch in batches:
                 trainer.step(batch)
             _sync(device)
-    spans = sorted((e.time_range.start, e.time_range.end) for e in prof.events()
-                   if e.device_type == DeviceType.CUDA)
-    busy_us, end = 0.0, -math.inf
-    for start, stop in spans:
-        if stop <= end:
-            continue
-        busy_us += stop - max(start, end)
-        end = stop
-    kernel_ms = busy_us / 1000.0 / len(batches)
+    spans = [(e.time_range.start, e.time_range.end) for e in prof.events() if e.device_type == DeviceType.CUDA]
+    kernel_ms = union_length(spans) / 1000.0 / len(batches)
     return {
         "kernel_ms_per_step": kernel_ms,
         "busy_fraction": min(1.0, kernel_ms / step_ms) if step_ms > 0 else None,
