@@ -305,6 +305,14 @@ def test_recipe_build_names_the_missing_class_and_the_release(monkeypatch):
                                "recipe 'nvfp4' needs a release that provides it")
 
 
+def test_the_probe_looks_for_every_registered_recipe_class():
+    # The gate refuses a recipe whose class the probe did not find in TE, so a recipe
+    # missing from the probe's list would be skipped on every machine.
+    from tebench.detect import TE_RECIPE_CLASSES
+
+    assert {spec.te_class for spec in RECIPES.values()} <= set(TE_RECIPE_CLASSES)
+
+
 # --- hardware.peak_for: the first matching name wins --------------------------------------------
 
 @pytest.mark.parametrize("device_name, source", [
