@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
+
+from tebench.detect import Environment, Support
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -72,3 +78,96 @@ def tebench_cli(tmp_path):
         return proc
 
     return run
+
+
+# A stand-in for ``python -m tebench.worker`` (passed as ``RunOptions.python``):
+# it answers the runner's worker contract at once, with plausible numbers and
+# without torch, so tests of the runner, the CLI, shards, merge and resume do
+# not pay for a model they do not look at. ``STUB_FAULT="GLOB=KIND;..."``
+# makes matching cases misbehave: ``enospc`` (the worker could not write its
+# result), ``die`` (exit 3), ``hang`` (until the runner that started it is gone,
+# as the real worker's watchdog does).
+STUB_WORKER = """
+import argparse, fnmatch, json, os, sys, time
+args = sys.argv[1:]
+if args[:2] == ["-m", "tebench.worker"]:
+    args = args[2:]
+p = argparse.ArgumentParser()
+p.add_argument("--case"); p.add_argument("--result"); p.add_argument("--progress", action="store_true")
+a = p.parse_args(args)
+case = json.load(open(a.case))
+case_id = "/".join([case["workload"], case["size"], case["mode"]])
+for item in filter(None, os.environ.get("STUB_FAULT", "").split(";")):
+    pattern, _, kind = item.rpartition("=")
+    if fnmatch.fnmatchcase(case_id, pattern):
+        if kind == "enospc":
+            print("OSError: [Errno 28] No space left on device", file=sys.stderr)
+            sys.exit(75)
+        if kind == "die":
+            sys.exit(3)
+        if kind == "hang":
+            parent = int(os.environ["TEBENCH_PARENT_PID"])
+            while True:
+                time.sleep(0.2)
+                try:
+                    os.kill(parent, 0)
+                except ProcessLookupError:
+                    sys.exit(3)
+steps = case["settings"]["steps"]
+warmup = case["settings"]["warmup"]
+json.dump({"status": "ok", "device": {"type": "cpu", "name": "stub"},
+           "timing": {"samples_ms": [1.0 + 0.01 * i for i in range(steps)]},
+           "loss": {"per_step": [2.0 - 0.1 * i for i in range(warmup + steps)], "warmup_steps": warmup},
+           "memory": {"kind": "cpu", "peak_rss_bytes": 1000}}, open(a.result, "w"))
+"""
+
+CPU_ENV = Environment(device_type="cpu", compile=Support(False, "no compiler in this test"), bf16=True, cpu="test")
+"""What the stub runs report as the machine: a CPU, no TE, no torch.compile."""
+
+
+@pytest.fixture
+def stub_worker(tmp_path) -> str:
+    """An executable that stands in for the worker's Python (``RunOptions.python``)."""
+    path = tmp_path / "stub-python"
+    path.write_text(f"#!{sys.executable}\n" + textwrap.dedent(STUB_WORKER))
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.fixture
+def stub_cli(stub_worker, monkeypatch, capsys):
+    """Run ``tebench ARGS`` in this process with the stub worker and :data:`CPU_ENV` (no probe).
+
+    For CLI tests whose subject is the runner, shards, merge or resume rather
+    than a model: no interpreter start, no torch import, no real training.
+    Returns a CompletedProcess like ``tebench_cli``.
+    """
+    from tebench import cli, detect, runner
+
+    monkeypatch.setattr(runner, "RunOptions", functools.partial(runner.RunOptions, python=stub_worker))
+    monkeypatch.setattr(detect, "probe", lambda *a, **k: dataclasses.replace(CPU_ENV))
+
+    def run(*args: str, check: bool = False) -> subprocess.CompletedProcess:
+        code = cli.main(list(args))
+        out, err = capsys.readouterr()
+        if check and code != 0:
+            raise AssertionError(f"tebench {' '.join(args)} exited {code}\n{out}\n{err}")
+        return subprocess.CompletedProcess(list(args), code, out, err)
+
+    return run
+
+
+STUB_CLI = """
+import dataclasses, functools, sys
+from tebench import cli, detect, runner
+from conftest import CPU_ENV
+runner.RunOptions = functools.partial(runner.RunOptions, python=sys.argv[1])
+detect.probe = lambda *a, **k: dataclasses.replace(CPU_ENV)
+sys.exit(cli.main(sys.argv[2:]))
+"""
+
+
+@pytest.fixture
+def stub_cli_command(stub_worker) -> list[str]:
+    """The argv of a ``tebench`` child process that uses the stub worker (for tests that kill it)."""
+    return [sys.executable, "-c", STUB_CLI, stub_worker]

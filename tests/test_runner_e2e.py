@@ -2,7 +2,9 @@
 
 Failures are produced with the documented test hook TEBENCH_TEST_FAULT
 ("GLOB=crash|hang|oom|diverge"), so the runner's handling of each is real:
-a real SIGSEGV, a real hang killed by the timeout.
+a real SIGSEGV, a real hang killed by the timeout. Tests whose subject is the
+runner (resume, rounds, refusals) rather than the model use the stub worker of
+``conftest`` (``stub_cli``), which answers at once without torch.
 """
 
 from __future__ import annotations
@@ -110,10 +112,11 @@ def test_failures_are_recorded_and_the_matrix_goes_on(tiny, tmp_path, tebench_cl
     assert "4 case(s) not ok" in proc.stderr
 
 
-def test_resume_after_kill_9_loses_only_the_case_in_flight(tiny, tmp_path):
+def test_resume_after_kill_9_loses_only_the_case_in_flight(tiny, tmp_path, stub_cli_command):
     out = tmp_path / "run"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TEBENCH_TEST_FAULT": "distill/micro/PT-AMP=hang"}
-    cmd = [sys.executable, "-m", "tebench", "run", str(tiny), "--out", str(out), "--no-report", "--quiet"]
+    path = os.pathsep.join((str(ROOT), str(ROOT / "tests")))
+    env = {**os.environ, "PYTHONPATH": path, "STUB_FAULT": "distill/micro/PT-AMP=hang"}
+    cmd = [*stub_cli_command, "run", str(tiny), "--out", str(out), "--no-report", "--quiet"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while time.time() < deadline:
@@ -126,7 +129,7 @@ def test_resume_after_kill_9_loses_only_the_case_in_flight(tiny, tmp_path):
     before = cases(out)
     assert "distill/micro/PT-AMP" not in before and len(before) == 6
     time.sleep(1.5)  # the orphaned worker notices its runner is gone
-    env.pop("TEBENCH_TEST_FAULT")
+    env.pop("STUB_FAULT")
     resumed = subprocess.run(cmd + ["--resume"], env=env, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming run" in resumed.stderr
@@ -139,10 +142,25 @@ def test_resume_after_kill_9_loses_only_the_case_in_flight(tiny, tmp_path):
     assert len(heads) == 2 and heads[1]["resumed"]
 
 
-def test_rounds_are_interleaved(tiny, tmp_path, tebench_cli):
+def test_an_orphaned_worker_exits_when_its_runner_is_gone(tiny, tmp_path):
+    # The real worker, hanging on purpose (before it imports torch), under a runner pid that is gone.
+    from tebench import matrix
+
+    case = next(c for c in matrix.iter_cases(matrix.load(tiny)) if c.mode == "PT-FP32")
+    (tmp_path / "case.json").write_text(json.dumps(case.to_dict()))
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TEBENCH_PARENT_PID": str(gone.pid),
+           "TEBENCH_TEST_FAULT": f"{case.id}=hang"}
+    worker = subprocess.run([sys.executable, "-m", "tebench.worker", "--case", str(tmp_path / "case.json"),
+                             "--result", str(tmp_path / "result.json")], env=env, timeout=60)
+    assert worker.returncode == 3 and not (tmp_path / "result.json").exists()
+
+
+def test_rounds_are_interleaved(tiny, tmp_path, stub_cli):
     out = tmp_path / "run"
-    tebench_cli("run", str(tiny), "--out", str(out), "--rounds", "2", "--only", "gpt/micro/PT-*",
-                "--no-report", check=True)
+    stub_cli("run", str(tiny), "--out", str(out), "--rounds", "2", "--only", "gpt/micro/PT-*",
+             "--no-report", check=True)
     order = [(r["case_id"], r["round"]) for r in records(out) if r["type"] == "case"]
     assert order == [("gpt/micro/PT-FP32", 0), ("gpt/micro/PT-AMP", 0),
                      ("gpt/micro/PT-FP32", 1), ("gpt/micro/PT-AMP", 1)]
@@ -171,14 +189,14 @@ def test_broken_matrix_file_exits_2_and_runs_nothing(tmp_path, tebench_cli):
     assert not (tmp_path / "out").exists()
 
 
-def test_existing_results_need_resume_and_the_same_matrix(tiny, tmp_path, tebench_cli):
+def test_existing_results_need_resume_and_the_same_matrix(tiny, tmp_path, stub_cli):
     out = tmp_path / "run"
-    tebench_cli("run", str(tiny), "--out", str(out), "--only", "gpt/micro/PT-FP32", "--no-report", check=True)
-    again = tebench_cli("run", str(tiny), "--out", str(out), "--no-report")
+    stub_cli("run", str(tiny), "--out", str(out), "--only", "gpt/micro/PT-FP32", "--no-report", check=True)
+    again = stub_cli("run", str(tiny), "--out", str(out), "--no-report")
     assert again.returncode == 2 and "--resume" in again.stderr
     other = tmp_path / "other.toml"
     other.write_text(TINY.replace("steps = 6", "steps = 7"))
-    mismatch = tebench_cli("run", str(other), "--out", str(out), "--resume", "--no-report")
+    mismatch = stub_cli("run", str(other), "--out", str(out), "--resume", "--no-report")
     assert mismatch.returncode == 2 and "different matrix" in mismatch.stderr
 
 

@@ -1,5 +1,9 @@
 """Scale-out on the CPU: shards run and merge back, --devices runs cases concurrently,
-and data-parallel GPT cases run under torchrun with the gloo backend and 2 processes."""
+and data-parallel GPT cases run under torchrun with the gloo backend and 2 processes.
+
+Shards, merge and --devices are the runner's business, not the model's: they run
+with the stub worker of ``conftest`` (``stub_cli``). The data-parallel test runs
+real workers under torchrun."""
 
 from __future__ import annotations
 
@@ -45,16 +49,16 @@ def case_records(path: Path) -> list[dict]:
     return [r for r in map(json.loads, path.read_text().splitlines()) if r["type"] == "case"]
 
 
-def test_shards_then_merge_round_trip(matrix, tmp_path, tebench_cli):
-    whole = tebench_cli("list", str(matrix), check=True).stdout
+def test_shards_then_merge_round_trip(matrix, tmp_path, stub_cli):
+    whole = stub_cli("list", str(matrix), check=True).stdout
     listed = {line.split()[1] for line in whole.splitlines() if line.startswith("  ")}
     for i in (1, 2):
-        tebench_cli("run", str(matrix), "--out", str(tmp_path / f"s{i}"), "--shard", f"{i}/2", "--no-report",
-                    check=True)
+        stub_cli("run", str(matrix), "--out", str(tmp_path / f"s{i}"), "--shard", f"{i}/2", "--no-report",
+                 check=True)
     ids = [{r["case_id"] for r in case_records(tmp_path / f"s{i}" / "results.jsonl")} for i in (1, 2)]
     assert ids[0] and ids[1] and not ids[0] & ids[1] and ids[0] | ids[1] == listed
-    proc = tebench_cli("merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out", str(tmp_path / "m"),
-                       check=True)
+    proc = stub_cli("merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out", str(tmp_path / "m"),
+                    check=True)
     merged = case_records(tmp_path / "m" / "results.jsonl")
     assert {r["case_id"] for r in merged} == listed and len(merged) == len(listed)
     assert len({r["run_id"] for r in merged}) == 1
@@ -66,26 +70,26 @@ def test_shards_then_merge_round_trip(matrix, tmp_path, tebench_cli):
     assert (tmp_path / "m" / "report" / "index.html").is_file() and "missing" not in proc.stderr
 
 
-def test_merge_refuses_mismatched_and_reports_missing(matrix, tmp_path, tebench_cli):
-    tebench_cli("run", str(matrix), "--out", str(tmp_path / "a"), "--shard", "1/3", "--no-report", check=True)
+def test_merge_refuses_mismatched_and_reports_missing(matrix, tmp_path, stub_cli):
+    stub_cli("run", str(matrix), "--out", str(tmp_path / "a"), "--shard", "1/3", "--no-report", check=True)
     other = tmp_path / "other.toml"
     other.write_text(textwrap.dedent(MATRIX).replace("steps = 5", "steps = 4"))
-    tebench_cli("run", str(other), "--out", str(tmp_path / "b"), "--shard", "2/3", "--no-report", check=True)
-    proc = tebench_cli("merge", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "m"))
+    stub_cli("run", str(other), "--out", str(tmp_path / "b"), "--shard", "2/3", "--no-report", check=True)
+    proc = stub_cli("merge", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "m"))
     assert proc.returncode == 2 and "matrix differs" in proc.stderr
-    proc = tebench_cli("merge", str(tmp_path / "a"), str(tmp_path / "a"), "--out", str(tmp_path / "m"))
+    proc = stub_cli("merge", str(tmp_path / "a"), str(tmp_path / "a"), "--out", str(tmp_path / "m"))
     assert proc.returncode == 2 and "given twice" in proc.stderr
-    proc = tebench_cli("merge", str(tmp_path / "a"), "--out", str(tmp_path / "m"), "--no-report")
+    proc = stub_cli("merge", str(tmp_path / "a"), "--out", str(tmp_path / "m"), "--no-report")
     assert proc.returncode == 0 and "missing shard(s): 2/3, 3/3" in proc.stderr
     header = json.loads((tmp_path / "m" / "results.jsonl").read_text().splitlines()[0])
     assert header["missing_shards"] == ["2/3", "3/3"]
-    proc = tebench_cli("merge", str(tmp_path / "a"), "--out", str(tmp_path / "m2"), "--no-report",
-                       "--require-complete")
+    proc = stub_cli("merge", str(tmp_path / "a"), "--out", str(tmp_path / "m2"), "--no-report",
+                    "--require-complete")
     assert proc.returncode == 2
 
 
-def test_devices_run_cases_concurrently_and_record_the_slot(matrix, tmp_path, tebench_cli):
-    tebench_cli("run", str(matrix), "--out", str(tmp_path / "r"), "--devices", "0,1", "--no-report", check=True)
+def test_devices_run_cases_concurrently_and_record_the_slot(matrix, tmp_path, stub_cli):
+    stub_cli("run", str(matrix), "--out", str(tmp_path / "r"), "--devices", "0,1", "--no-report", check=True)
     recs = [r for r in case_records(tmp_path / "r" / "results.jsonl") if r["status"] == "ok"]
     assert {r["device"]["assigned"] for r in recs} == {"0", "1"}
     assert len(recs) == 4

@@ -1,8 +1,8 @@
 """Storage failures and concurrent writers: nothing finished is lost or mislabelled.
 
-Runs use a stub worker (``RunOptions.python``): a tiny script that answers the
-runner's worker contract instantly, so the runner's own behaviour is tested
-without torch. Disk-full and read-only file systems are injected (monkeypatched
+Runs use the stub worker of ``conftest`` (``RunOptions.python``): a tiny script
+that answers the runner's worker contract instantly, so the runner's own
+behaviour is tested without torch. Disk-full and read-only file systems are injected (monkeypatched
 writes raising ENOSPC / EROFS), since no size-limited file system is available.
 """
 
@@ -11,14 +11,13 @@ from __future__ import annotations
 import errno
 import json
 import os
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from tebench import atomic, cli, matrix, results, runner, worker
-from tebench.detect import Environment, Support
+from conftest import CPU_ENV
 
 MATRIX = """
 name = "storage"
@@ -44,40 +43,12 @@ seq = 8
 batch = 4
 """
 
-STUB = """
-import argparse, fnmatch, json, os, sys
-args = sys.argv[1:]
-if args[:2] == ["-m", "tebench.worker"]:
-    args = args[2:]
-p = argparse.ArgumentParser()
-p.add_argument("--case"); p.add_argument("--result"); p.add_argument("--progress", action="store_true")
-a = p.parse_args(args)
-case = json.load(open(a.case))
-case_id = "/".join([case["workload"], case["size"], case["mode"]])
-for item in filter(None, os.environ.get("STUB_FAULT", "").split(";")):
-    pattern, _, kind = item.rpartition("=")
-    if fnmatch.fnmatchcase(case_id, pattern):
-        if kind == "enospc":
-            print("OSError: [Errno 28] No space left on device", file=sys.stderr)
-            sys.exit(75)
-        if kind == "die":
-            sys.exit(3)
-steps = case["settings"]["steps"]
-json.dump({"status": "ok", "device": {"type": "cpu", "name": "stub"},
-           "timing": {"samples_ms": [1.0 + 0.01 * i for i in range(steps)]},
-           "loss": {"per_step": [2.0 - 0.1 * i for i in range(steps)]},
-           "memory": {"kind": "cpu", "peak_rss_bytes": 1000}}, open(a.result, "w"))
-"""
-
-ENV = Environment(device_type="cpu", compile=Support(False, "no compiler in this test"), bf16=True, cpu="test")
+ENV = CPU_ENV
 
 
 @pytest.fixture
-def stub(tmp_path) -> str:
-    path = tmp_path / "stub-python"
-    path.write_text(f"#!{sys.executable}\n" + textwrap.dedent(STUB))
-    path.chmod(0o755)
-    return str(path)
+def stub(stub_worker) -> str:
+    return stub_worker
 
 
 @pytest.fixture
