@@ -153,6 +153,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     mat = None if _is_auto(args) else _load_matrix(args)
     from tebench import runner  # numpy and the rest: only once the input is known to be good
 
+    if mat is not None and not runner.select_cases(mat, args.only, shard_spec):
+        raise UsageError("no case of the matrix matches --only / --shard")  # before the probe, too
     runner.check_out_dir(Path(args.out))
     with runner.lock_out(Path(args.out)):
         pass  # refuse at once if another run holds OUT; run() takes the lock for good after the probe
