@@ -118,8 +118,12 @@ batch = 4
 def test_distributed_gpt_with_gloo_two_processes(tmp_path, tebench_cli):
     path = tmp_path / "d.toml"
     path.write_text(textwrap.dedent(DIST))
-    tebench_cli("run", str(path), "--out", str(tmp_path / "r"), check=True)
+    # One DDP and one FSDP2 case (each is a torchrun of 2 workers), and their single-process twins.
+    only = ["gpt/micro/PT-FP32", "gpt/micro/PT-AMP", "gpt/micro/PT-AMP/ddpx2", "gpt/micro/PT-FP32/fsdp2x2"]
+    tebench_cli("run", str(path), "--out", str(tmp_path / "r"), *(a for cid in only for a in ("--only", cid)),
+                check=True)
     recs = {r["case_id"]: r for r in case_records(tmp_path / "r" / "results.jsonl")}
+    assert set(recs) == set(only)
     for cid in ("gpt/micro/PT-AMP/ddpx2", "gpt/micro/PT-FP32/fsdp2x2"):
         rec = recs[cid]
         assert rec["status"] == "ok", rec.get("reason")
