@@ -6,12 +6,9 @@ import subprocess
 import sys
 import zipfile
 
-import pytest
-
 from conftest import ROOT
 
 
-@pytest.mark.slow
 def test_wheel_ships_templates_and_presets(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(ROOT)],
                    check=True, capture_output=True)
