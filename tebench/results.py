@@ -140,10 +140,21 @@ def _numbers(values: Any, path: str, *, allow_none: bool, finite: bool) -> None:
             raise RecordError(f"{path}[{i}]", v, "must be a finite number")
 
 
-def _number_table(table: dict[str, Any], path: str) -> None:
-    """A table of measured values: numbers must be finite (None means 'not measured')."""
+def _number_table(table: dict[str, Any], path: str, text: tuple[str, ...] = ()) -> None:
+    """A table of measured values: finite numbers, or None for 'not measured'; ``text`` keys hold strings.
+
+    Readers do arithmetic on these values: a string where a number belongs
+    must be refused here, not raise a TypeError in compare or the report.
+    """
     for key, v in table.items():
-        if _is_number(v) and not math.isfinite(v):
+        if v is None:
+            continue
+        if key in text:
+            if not isinstance(v, str):
+                raise RecordError(f"{path}.{key}", v, "must be a string or null")
+        elif not _is_number(v):
+            raise RecordError(f"{path}.{key}", v, "must be a number or null")
+        elif not math.isfinite(v):
             raise RecordError(f"{path}.{key}", v, "must be a finite number or null")
 
 
@@ -180,10 +191,14 @@ def _check_case(record: dict[str, Any]) -> None:
     for key in ("device", "memory", "validation", "gpu_busy", "setup", "phases", "distributed", "throughput",
                 "parity", "fp8_state"):
         _expect(record, key, (dict,) if key != "fp8_state" else (dict, list))
+    if record.get("device"):
+        # Readers key cases by device name: it must be hashable text.
+        for key in ("type", "name"):
+            _expect(record["device"], key, (str,), "device.")
     if record.get("throughput"):
-        _number_table(record["throughput"], "throughput")
+        _number_table(record["throughput"], "throughput", text=("mfu_basis",))
     if record.get("memory"):
-        _number_table(record["memory"], "memory")
+        _number_table(record["memory"], "memory", text=("kind",))
     timing = _expect(record, "timing", (dict,))
     if timing is not None:
         samples = _expect(timing, "samples_ms", (list,), "timing.", required=True)

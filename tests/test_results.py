@@ -114,6 +114,25 @@ def test_nan_timing_is_skipped_naming_file_line_and_key(tmp_path):
     assert len(run.cases) == 1 and run.problems
 
 
+@pytest.mark.parametrize("extra, message", [
+    # Both were found by tests/test_properties.py: compare raised a TypeError on them.
+    ({"throughput": {"tokens_per_step": "0", "mfu_basis": "dense BF16"}},
+     r"\[throughput.tokens_per_step\] = '0': must be a number or null"),
+    ({"device": {"type": "cpu", "name": [None]}}, r"\[device.name\] = \[None\]: must be str"),
+    ({"memory": {"kind": 3, "peak_rss_bytes": 1}}, r"\[memory.kind\] = 3: must be a string or null"),
+])
+def test_values_readers_compute_with_must_have_their_type(tmp_path, extra, message):
+    path = tmp_path / "results.jsonl"
+    with results.Writer(path) as w:
+        w.append(header())
+        w.append(case("a", throughput={"tokens_per_step": 64, "mfu_basis": None},
+                      device={"type": "cpu", "name": "x"}, memory={"kind": "cpu", "peak_rss_bytes": 1}))
+        w.append(case("b", **extra))
+    with pytest.warns(UserWarning, match=r"results.jsonl:3: " + message):
+        run = results.read(path)
+    assert [c["case_id"] for c in run.cases] == ["a"]
+
+
 def test_dumps_strict():
     assert results.dumps_strict({"a": float("nan"), "b": [float("-inf"), 1.5]}) == '{"a": null, "b": [null, 1.5]}'
 
