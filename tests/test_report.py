@@ -366,3 +366,13 @@ def test_parallel_and_serial_drawing_give_the_same_bytes(tmp_path, monkeypatch):
     two = report.render([CPU], tmp_path / "two")
     for png in one.glob("*.png"):
         assert png.read_bytes() == (two / png.name).read_bytes(), png.name
+
+
+def test_compare_names_a_missing_commit_in_words(tmp_path):
+    from tebench import compare
+
+    records = lines(CPU)
+    records[0]["env"]["git_commit"] = None
+    path = write(tmp_path / "nogit.jsonl", records)
+    md = compare.to_markdown(compare.compare(path, path))
+    assert "commit None" not in md and "commit unknown: not run from a git checkout" in md
