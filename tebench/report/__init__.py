@@ -217,14 +217,14 @@ def _fp8_selection(sources: list[Source], df: pd.DataFrame) -> tuple[list[tuple[
         total += len(with_state)
         largest: dict[str, float] = {}
         for r in with_state:
-            key = sizes.get((r["case"]["workload"], r["case"]["size"]), 0.0)
+            key = sizes.get((r["case"]["workload"], r["case"]["size"]), (0.0, 0.0))[0]  # FLOPs: the model's size
             largest[r["case"]["workload"]] = max(largest.get(r["case"]["workload"], -math.inf), key)
         refs = {(r["case"]["workload"], r["case"]["size"]): r for r in recs
                 if (r.get("parity") or {}).get("verdict") == "reference" and r.get("loss")}
         for r in with_state:
             c = r["case"]
             why = []
-            if sizes.get((c["workload"], c["size"]), 0.0) == largest[c["workload"]]:
+            if sizes.get((c["workload"], c["size"]), (0.0, 0.0))[0] == largest[c["workload"]]:
                 why.append("largest size")
             ref = refs.get((c["workload"], c["size"]))
             if ref is not None and r.get("loss"):

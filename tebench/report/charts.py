@@ -153,7 +153,9 @@ def _dress(ax: Any, title: str | None = None, xlabel: str | None = None, ylabel:
 
 
 def _suptitle(fig: Figure, text: str) -> None:
-    fig.suptitle(text, fontsize=11, y=1 - 0.12 / fig.get_figheight(), va="top")
+    """The figure's title, left-aligned over the first panel (a narrow figure must not clip it)."""
+    fig.suptitle(text, fontsize=11, x=min(0.1, 0.2 / fig.get_figwidth() * 3), y=1 - 0.12 / fig.get_figheight(),
+                 va="top", ha="left")
 
 
 def _groups(df: pd.DataFrame) -> list[tuple[tuple[str, str, str], pd.DataFrame]]:
@@ -163,7 +165,7 @@ def _groups(df: pd.DataFrame) -> list[tuple[tuple[str, str, str], pd.DataFrame]]
 
 def _title(key: tuple[str, str, str], multi_source: bool) -> str:
     source, workload, size = key
-    return f"{workload} / {size}" + (f" — {source}" if multi_source else "")
+    return f"{workload} / {size}" + (f"\n{source}" if multi_source else "")
 
 
 def _bars(df: pd.DataFrame, value: str, xlabel: str, title: str, err: tuple[str, str] | None = None,
@@ -174,12 +176,13 @@ def _bars(df: pd.DataFrame, value: str, xlabel: str, title: str, err: tuple[str,
     if not groups:
         return None
     multi = df["source"].nunique() > 1
-    cols = min(2, len(groups))
-    rows = math.ceil(len(groups) / cols)
     longest = max(len(str(v)) for _, g in groups for v in g["variant"])
+    label_w = min(4.2, longest * CHAR_IN + 0.2)
+    # Two panels side by side only while the chart stays within a page (~12.5 in at 110 dpi).
+    cols = 2 if len(groups) > 1 and 2 * (label_w + 4.6) + 0.6 <= 12.5 else 1
+    rows = math.ceil(len(groups) / cols)
     # Each row of panels is as tall as its longest panel needs: bars keep one thickness everywhere.
     per_row = [max(len(g) for _, g in groups[r * cols:(r + 1) * cols]) for r in range(rows)]
-    label_w = min(4.2, longest * CHAR_IN + 0.2)
     fig, axes = _grid_figure(rows, cols, 4.6, [max(0.8, n * 0.24) for n in per_row], left=label_w,
                              wspace=label_w + 0.3, hspace=0.9, top=0.75, bottom=0.65)
     for i, (ax, (key, g)) in enumerate(zip(axes.ravel(), groups)):
@@ -297,7 +300,7 @@ def loss_curves(sources: list[Any], df: pd.DataFrame) -> Figure | None:
         return None
     sizes = tables.size_order(df) if not df.empty else {}
     workloads = {w: i for i, w in enumerate(dict.fromkeys(df["workload"]))} if not df.empty else {}
-    groups.sort(key=lambda g: (workloads.get(g[0][1], 99), sizes.get((g[0][1], g[0][2]), math.inf)))
+    groups.sort(key=lambda g: (workloads.get(g[0][1], 99), sizes.get((g[0][1], g[0][2]), (math.inf, math.inf))))
     multi = len(sources) > 1
     layout = []
     for key, recs in groups:
@@ -311,7 +314,6 @@ def loss_curves(sources: list[Any], df: pd.DataFrame) -> Figure | None:
         if not fams and ref is not None:
             fams[family(ref["case"])] = []
         layout.append((key, recs, ref, sorted(fams.items(), key=lambda kv: _family_key(kv[0]))))
-    cols = max(len(f) for *_, f in layout)
     panel_w = 3.4
 
     def label(rec: dict[str, Any], name: str) -> str:
@@ -321,53 +323,78 @@ def loss_curves(sources: list[Any], df: pd.DataFrame) -> Figure | None:
         verdict = (rec.get("parity") or {}).get("verdict") or ""
         return text + (f" ({verdict})" if verdict and verdict not in ("reference", "pass") else "")
 
+    # One row per (machine, workload, size) with a column per family; when every size has
+    # a single family, the panels flow over up to 4 columns instead of one tall column.
+    panels = [(key, recs, ref, name, members, i == 0)
+              for key, recs, ref, fams in layout for i, (name, members) in enumerate(fams)]
+    widest = max(len(f) for *_, f in layout)
+    if widest > 1:
+        cols = widest
+        slots = [r * cols + i for r, (*_, fams) in enumerate(layout) for i in range(len(fams))]
+        rows = len(layout)
+    else:
+        cols = min(4, len(panels))
+        rows = math.ceil(len(panels) / cols)
+        slots = list(range(len(panels)))
     # Legends sit under their panel: two columns when the labels fit side by side, else one.
-    longest = max((len(label(r, n)) for *_, f in layout for n, v in f for r in v), default=10)
+    longest = max((len(label(r, p[3])) for p in panels for r in p[4]), default=10)
     ncol = 2 if (longest + 4) * CHAR_IN * 2 <= panel_w + 0.4 else 1
-    most = max(len(v) for *_, f in layout for _, v in f) + 2  # + the reference and its band
-    legend_h = math.ceil(most / ncol) * 0.19 + 0.2
-    fig, axes = _grid_figure(len(layout), cols, panel_w, 2.3, left=0.7, right=0.2, top=0.7,
-                             bottom=legend_h + 0.5, wspace=0.55, hspace=legend_h + 0.85)
-    for row, (key, recs, ref, fams) in zip(axes, layout):
-        ref_losses = np.asarray(ref["loss"]["per_step"], dtype=float) if ref is not None else None
-        band = reference_band(recs, ref)
-        values = np.asarray([v for r in recs for v in r["loss"]["per_step"]], dtype=float)
-        values = values[np.isfinite(values)]
-        log = spans(values)
-        # The y range follows the curves, not the band: near zero loss the band's
-        # lower edge (reference - atol) would otherwise stretch a log axis over decades.
-        lo, hi = (values.min(), values.max()) if values.size else (0.0, 1.0)
-        ylim = (lo / 1.25, hi * 1.25) if log else (lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
+    title_h = 0.2 if multi else 0.0  # the machine gets a second title line
+    # Each row of panels gets the room its own longest legend needs, no more.
+    entries = [0] * rows
+    for p, slot in zip(panels, slots):
+        entries[slot // cols] = max(entries[slot // cols], len(p[4]) + (2 if p[5] else 0))
+    legend_h = [math.ceil(n / ncol) * 0.19 + 0.2 for n in entries]
+    heights: list[float] = []
+    for r in range(rows):
+        heights += [2.3] + ([legend_h[r] + 0.85 + title_h] if r < rows - 1 else [])
+    left, right, top, bottom, wspace = 0.7, 0.25, 0.7 + title_h, legend_h[-1] + 0.5, 0.55
+    width = left + right + cols * panel_w + (cols - 1) * wspace
+    height = top + bottom + sum(heights)
+    fig = Figure(figsize=(width, height), dpi=DPI)
+    grid = fig.add_gridspec(len(heights), cols, height_ratios=heights, hspace=0, wspace=wspace / panel_w,
+                            left=left / width, right=1 - right / width, top=1 - top / height, bottom=bottom / height)
+    flat = [fig.add_subplot(grid[2 * (slot // cols), slot % cols]) if slot in set(slots) else None
+            for slot in range(rows * cols)]
+    scales: dict[tuple, tuple] = {}
+    for (key, recs, ref, name, members, first), slot in zip(panels, slots):
+        ax = flat[slot]
+        if key not in scales:
+            values = np.asarray([v for r in recs for v in r["loss"]["per_step"]], dtype=float)
+            values = values[np.isfinite(values)]
+            log = spans(values)
+            # The y range follows the curves, not the band: near zero loss the band's
+            # lower edge (reference - atol) would otherwise stretch a log axis over decades.
+            lo, hi = (values.min(), values.max()) if values.size else (0.0, 1.0)
+            ylim = (lo / 1.25, hi * 1.25) if log else (lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
+            scales[key] = (log, ylim, reference_band(recs, ref))
+        log, ylim, band = scales[key]
+        if band is not None:
+            band_lo = np.asarray(band["lo"], dtype=float)
+            ax.fill_between(band["step"], np.maximum(band_lo, ylim[0]) if log else band_lo, band["hi"],
+                            color="#bbbbbb", alpha=0.55, linewidth=0, label="reference band" if first else None)
+        if ref is not None:
+            ref_losses = ref["loss"]["per_step"]
+            ax.plot(range(len(ref_losses)), ref_losses, color="black", linewidth=1.3,
+                    label=f"{ref['case']['mode']} (reference)" if first else None)
+        for j, rec in enumerate(members):
+            c, style = distinct(j)
+            losses = rec["loss"]["per_step"]
+            ax.plot(range(len(losses)), losses, style if not rec["case"].get("graphs") else "--", color=c,
+                    linewidth=1.1, label=label(rec, name))
         warm = recs[0]["loss"].get("warmup_steps")
-        for i, ax in enumerate(row):
-            if i >= len(fams):
-                ax.set_visible(False)
-                continue
-            name, members = fams[i]
-            first = i == 0
-            if band is not None:
-                band_lo = np.asarray(band["lo"], dtype=float)
-                ax.fill_between(band["step"], np.maximum(band_lo, ylim[0]) if log else band_lo, band["hi"],
-                                color="#bbbbbb", alpha=0.55, linewidth=0, label="reference band" if first else None)
-            if ref_losses is not None:
-                ax.plot(range(len(ref_losses)), ref_losses, color="black", linewidth=1.3,
-                        label=f"{ref['case']['mode']} (reference)" if first else None)
-            for j, rec in enumerate(members):
-                c, style = distinct(j)
-                losses = rec["loss"]["per_step"]
-                ax.plot(range(len(losses)), losses, style if not rec["case"].get("graphs") else "--", color=c,
-                        linewidth=1.1, label=label(rec, name))
-            if warm:
-                ax.axvline(warm - 0.5, color="black", linewidth=0.6, linestyle=":")
-            ax.set_ylim(*ylim)
-            _axis(ax.yaxis, log, span=ylim)
-            _dress(ax, f"{_title(key, multi)}: {name}", "train step",
-                   ("training loss" + (" (log)" if log else "")) if i == 0 else None, xpad=0.36, ypad=0.5)
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=FONT, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, frameon=False,
-                      handlelength=1.6, columnspacing=0.8)
-    _suptitle(fig, "Loss curves against the reference (black; grey: the band each curve was judged against; "
-                   "dotted: end of warm-up)")
+        if warm:
+            ax.axvline(warm - 0.5, color="black", linewidth=0.6, linestyle=":")
+        ax.set_ylim(*ylim)
+        _axis(ax.yaxis, log, span=ylim)
+        source, workload, size = key
+        title = f"{workload} / {size}: {name}" + (f"\n{source}" if multi else "")
+        _dress(ax, title, "train step", ("training loss" + (" (log)" if log else "")) if slot % cols == 0 else None,
+               xpad=0.36, ypad=0.5)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=FONT, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, frameon=False,
+                  handlelength=1.6, columnspacing=0.8)
+    _suptitle(fig, "Loss curves against the reference")
     return fig
 
 
@@ -383,7 +410,7 @@ def scaling(df: pd.DataFrame) -> Figure | None:
         series.append(((source, workload), g))
     if not series:
         return None
-    fig, axes = _grid_figure(len(series), 3, 4.4, 2.8, left=0.9, right=1.9, top=0.75, bottom=0.85,
+    fig, axes = _grid_figure(len(series), 3, 3.6, 2.8, left=0.9, right=1.9, top=0.75, bottom=0.85,
                              wspace=0.9, hspace=1.35)
     for row, ((source, workload), g) in zip(axes, series):
         order = g.groupby("size")["flops_per_step"].max().sort_values()

@@ -117,7 +117,7 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
     return order_rows(_add_baselines(df))
 
 
-def size_order(df: pd.DataFrame) -> dict[tuple[str, str], float]:
+def size_order(df: pd.DataFrame) -> dict[tuple[str, str], tuple[float, float]]:
     """A numeric model-size key per (workload, size): training FLOPs per step.
 
     A size with no finished case has no FLOPs; it falls back to the first
@@ -127,11 +127,10 @@ def size_order(df: pd.DataFrame) -> dict[tuple[str, str], float]:
     flops = df.groupby(["workload", "size"], sort=False)["flops_per_step"].max()
     keys = {}
     for (workload, size), value in flops.items():
-        if pd.notna(value):
-            keys[(workload, size)] = float(value)
-        else:
-            digits = re.search(r"\d+", str(size))
-            keys[(workload, size)] = float(digits.group()) if digits else math.inf
+        digits = re.search(r"\d+", str(size))
+        number = float(digits.group()) if digits else math.inf
+        # Equal FLOPs (sizes that differ in a setting, say lr warm-up w0/w8/w16): the number decides.
+        keys[(workload, size)] = (float(value), number) if pd.notna(value) else (number, number)
     return keys
 
 
