@@ -109,6 +109,7 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
                 "bound": None if busy is None else ("CPU-bound" if busy < CPU_BOUND_BELOW else "GPU-bound"),
                 "validation_metric": metric,
                 "validation": value,
+                "validation_verdict": (par.get("validation") or {}).get("verdict"),
                 "dims": case.get("dims", {}),
             })
     df = pd.DataFrame(rows)
@@ -443,6 +444,7 @@ CASE_COLUMNS: list[tuple[str, str, str]] = [
     ("parity_rel_diff", "Δ loss vs ref", "pct"),
     ("curve_max_rel_dev", "max curve Δ", "pct"),
     ("validation", "validation", "loss"),
+    ("validation_verdict", "validation vs ref", ""),
 ]
 
 PARITY_COLUMNS: list[tuple[str, str, str]] = [
