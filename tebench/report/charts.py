@@ -369,6 +369,9 @@ def loss_curves(sources: list[Any], df: pd.DataFrame) -> Figure | None:
             ylim = (lo / 1.25, hi * 1.25) if log else (lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
             scales[key] = (log, ylim, reference_band(recs, ref))
         log, ylim, band = scales[key]
+        # The band this panel's curves were judged against (PT-AMP's own band leaves out the
+        # PT-AMP-vs-PT-FP32 noise, so it can be narrower than the other modes').
+        band = reference_band(members, None) or band
         if band is not None:
             band_lo = np.asarray(band["lo"], dtype=float)
             ax.fill_between(band["step"], np.maximum(band_lo, ylim[0]) if log else band_lo, band["hi"],
