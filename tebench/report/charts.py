@@ -474,8 +474,11 @@ def fp8_state(record: dict[str, Any], max_layers: int = 12, note: str = "") -> F
                 c, style = distinct(i)
                 ax.plot(steps, quantizers[role][what], marker=".", color=c, linestyle=style, linewidth=1,
                         label=name or "(root)")
-        _axis(ax.yaxis, True)
-        _dress(ax, f"{what}: {role}", "train step", "scale (log)" if ax is axes[0] else None, xpad=0.36)
+        values = [v for _, q in layers if role in q for v in q[role][what]]
+        log = spans(values)  # the grad-output scale jumps by decades after step 0; input scales barely move
+        _axis(ax.yaxis, log, span=(min(v for v in values if v > 0), max(values)) if log else None)
+        _dress(ax, f"{what}: {role}" + (" (log)" if log else ""), "train step",
+               "scale" if ax is axes[0] else None, xpad=0.36)
         ax.grid(alpha=0.3)
     axes[-1].legend(fontsize=FONT, loc="center left", bbox_to_anchor=(1.03, 0.5), frameon=False)
     flags = state.get("flags") or []
