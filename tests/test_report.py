@@ -376,3 +376,24 @@ def test_compare_names_a_missing_commit_in_words(tmp_path):
     path = write(tmp_path / "nogit.jsonl", records)
     md = compare.to_markdown(compare.compare(path, path))
     assert "commit None" not in md and "commit unknown: not run from a git checkout" in md
+
+def test_names_that_look_like_mathtext_render_as_typed(tmp_path):
+    """A size named like TeX (``$\\foo{$``) used to crash matplotlib's mathtext: no report at all."""
+    import json
+
+    from tebench.report import render
+
+    name = "$\\foo{$"
+    text = (FIXTURES / "cpu-smoke.jsonl").read_text()
+    records = [json.loads(line) for line in text.splitlines()]
+    for r in records:
+        if r["type"] == "case":
+            r["case"]["size"] = name
+            r["case_id"] = r["case_id"].replace("/tiny/", f"/{name}/")
+        else:
+            r["case_ids"] = [c.replace("/tiny/", f"/{name}/") for c in r.get("case_ids", [])]
+    src = tmp_path / "results.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = render([src], tmp_path / "report")
+    assert name in (out / "index.html").read_text() and md_escape(name) in (out / "report.md").read_text()
+    assert list(out.glob("*.png"))

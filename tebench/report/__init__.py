@@ -31,6 +31,7 @@ import jinja2
 import pandas as pd
 
 import tebench
+from tebench import atomic
 from tebench.report import charts, tables
 from tebench.report.load import Source, load_all
 
@@ -468,8 +469,9 @@ def render(paths: list[str | Path], out: str | Path, assets_url: str | None = No
     out.mkdir(parents=True, exist_ok=True)
     sources = load_all(list(paths))
     ctx = build_context(sources, out, assets_url)
+    # Atomic writes: a full disk leaves the previous file (or none), never half of one.
     for chart in ctx["charts"] + ctx["fp8_charts"]:
-        (out / f"{chart.name}.png").write_bytes(chart.png)
+        atomic.write_bytes(out / f"{chart.name}.png", chart.png)
     loader = jinja2.FileSystemLoader(str(templates_dir()))
     html_env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined)
     md_env = jinja2.Environment(loader=loader, autoescape=False, undefined=jinja2.StrictUndefined,
@@ -477,8 +479,8 @@ def render(paths: list[str | Path], out: str | Path, assets_url: str | None = No
     md_env.filters["md"] = md_escape
     md_env.filters["code"] = code_safe
     md_template = md_env.get_template("report.md.j2")
-    (out / "index.html").write_text(html_env.get_template("report.html.j2").render(**ctx), encoding="utf-8")
-    (out / "report.md").write_text(fit_markdown(lambda c: md_template.render(**c), ctx), encoding="utf-8")
-    ctx["frame"].drop(columns=["dims", "round_medians_ms"], errors="ignore").to_csv(
-        out / "cases.csv", index=False)
+    atomic.write_text(out / "index.html", html_env.get_template("report.html.j2").render(**ctx))
+    atomic.write_text(out / "report.md", fit_markdown(lambda c: md_template.render(**c), ctx))
+    frame = ctx["frame"].drop(columns=["dims", "round_medians_ms"], errors="ignore")
+    atomic.write_text(out / "cases.csv", frame.to_csv(index=False))
     return out

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
@@ -36,6 +37,21 @@ LOG_SPAN = 10.0
 """Values spanning more than this factor get a log axis."""
 MAX_BARS = 60
 """Bars per panel, curves per loss panel: beyond this a chart would be unreadable (and huge); the tables hold all."""
+
+
+def use_plain_text() -> None:
+    """Show every string in charts as typed: no mathtext, no LaTeX.
+
+    Chart text is user data (size names, case ids, device names); a size named
+    ``$\\foo{$`` would otherwise be parsed as mathtext and crash the render. Tick
+    labels are created when a figure is drawn, long after a chart function
+    returns, so this is a process-wide setting rather than a per-artist one.
+    """
+    matplotlib.rcParams["text.usetex"] = False
+    matplotlib.rcParams["text.parse_math"] = False
+
+
+use_plain_text()
 
 MODE_COLORS = {
     "PT-FP32": "#7f7f7f",
