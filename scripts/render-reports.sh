@@ -29,6 +29,7 @@ render() {  # render DIR RESULTS...: DIR under reports/; old charts go (their co
 render h200-nightly          reports/h200-nightly/results.jsonl
 render h200-crossover        reports/h200-crossover/results.jsonl
 render h200-tutorial-distill reports/h200-tutorial-distill/results.jsonl
+render h200-llama           reports/h200-llama/results.jsonl
 render h200-d4096-lr-warmup  reports/h200-d4096-lr-warmup/warmup-0-8-16.jsonl \
                              reports/h200-d4096-lr-warmup/warmup-16-calibration.jsonl
 render h200x2-distributed    tests/fixtures/h200x2-distributed.jsonl
