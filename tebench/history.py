@@ -157,13 +157,14 @@ def _abs_cost(x: np.ndarray) -> float:
     return float(np.abs(x - np.median(x)).sum())
 
 
-def _line_cost(x: np.ndarray) -> float:
-    """Absolute deviation from a robust line (Theil-Sen slope, median intercept)."""
+def _line_fit(x: np.ndarray) -> tuple[float, float, np.ndarray]:
+    """A robust line (Theil-Sen slope, median intercept): its absolute-deviation cost, slope, residuals."""
     t = np.arange(x.size, dtype=float)
     i, j = np.triu_indices(x.size, 1)
     slope = float(np.median((x[j] - x[i]) / (t[j] - t[i])))
     resid = x - slope * t
-    return float(np.abs(resid - np.median(resid)).sum())
+    resid = resid - np.median(resid)
+    return float(np.abs(resid).sum()), slope, resid
 
 
 def step_changes(values: list[float], threshold: float = 0.05, min_side: int = 3,
@@ -194,6 +195,19 @@ def step_changes(values: list[float], threshold: float = 0.05, min_side: int = 3
                 best, best_k = cost, k
         if best_k is None:
             return
+        segment = v[lo:hi]
+        line_cost, slope, resid = _line_fit(segment)
+        if line_cost <= best:
+            # A straight line fits as well as two levels: a drift if the line moves far enough
+            # (beyond the threshold and three times the noise around it, steadily), else nothing.
+            total = slope * (segment.size - 1)
+            noise = float(np.median(np.abs(resid))) * 1.4826
+            i, j = np.triu_indices(segment.size, 1)
+            steady = abs(float(np.sign(segment[j] - segment[i]).mean())) >= 0.6  # Kendall's tau
+            start = float(np.median(segment[:min_side]))
+            if abs(total) > threshold * start and abs(total) > 3 * noise and steady:
+                found.append(StepChange(lo, start, float(np.median(segment[-min_side:])), "drift", hi))
+            return
         left, right = v[lo:best_k], v[best_k:hi]
         a, b = float(np.median(left)), float(np.median(right))
         noise = np.median(np.abs(np.concatenate([left - a, right - b]))) * 1.4826
@@ -208,19 +222,17 @@ def step_changes(values: list[float], threshold: float = 0.05, min_side: int = 3
                 (np.sign(left[-min_side:] - mid) == np.sign(a - b)).all()
         if not (abs(b / a - 1) > threshold and abs(b - a) > 3 * noise and separated and crisp):
             return
-        segment = v[lo:hi]
-        if _line_cost(segment) <= best:
-            # A steady slope fits as well as a jump: drift, reported over the whole segment.
-            found.append(StepChange(lo, float(np.median(segment[:min_side])), float(np.median(segment[-min_side:])),
-                                    "drift", hi))
-            return
         found.append(StepChange(best_k, a, b))
         search(lo, best_k, level + 1)
         search(best_k, hi, level + 1)
 
     search(0, len(v), 1)
     found.sort(key=lambda s: s.index)
-    pending = _pending(v, found[-1].index if found else 0, threshold, min_side)
+    last = found[-1] if found else None
+    # A drift ending at the last run is still going on: no separate "possible change" after it.
+    if last is not None and last.kind == "drift" and last.end == len(v):
+        return found
+    pending = _pending(v, last.index if last else 0, threshold, min_side)
     return found + ([pending] if pending else [])
 
 

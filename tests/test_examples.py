@@ -36,7 +36,7 @@ def _commands(text: str) -> list[list[str]]:
     text = re.sub(r"\$\(\([^)]*\)\)", "1", text)          # shell arithmetic
     text = re.sub(r'\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*', "X", text)
     out = []
-    for match in re.finditer(r"(?:^|[\s/])tebench ((?:run|list|env|report|compare|merge|history)(?=\s|$)[^\n;&|)]*)", text):
+    for match in re.finditer(r"(?:^|[\s/])tebench ((?:run|list|env|report|compare|ab|merge|history)(?=\s|$)[^\n;&|)]*)", text):
         out.append(shlex.split(match.group(1)))
     return out
 

@@ -1,0 +1,92 @@
+"""tebench ab: ABBA order, side environments, bad input, and one short end-to-end run."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from conftest import read_jsonl
+from tebench import ab
+
+
+def test_abba_order():
+    assert ab.order(4) == [(0, ("base", "head")), (1, ("head", "base")), (2, ("base", "head")),
+                           (3, ("head", "base"))]
+    sched = ab.schedule(["x", "y"], 2)
+    assert sched == [(0, "x", "base"), (0, "x", "head"), (0, "y", "base"), (0, "y", "head"),
+                     (1, "x", "head"), (1, "x", "base"), (1, "y", "head"), (1, "y", "base")]
+    # Over an even number of rounds each side goes first equally often, for every case.
+    firsts = [sides[0] for _, sides in ab.order(6)]
+    assert firsts.count("base") == firsts.count("head") == 3
+
+
+def test_env_parsing():
+    assert ab.parse_env(["NVTE_FUSED_ATTN=0", "A_B=x=y", "EMPTY="], "--head-env") == {
+        "NVTE_FUSED_ATTN": "0", "A_B": "x=y", "EMPTY": ""}
+    for bad in (["NOEQUALS"], ["1BAD=1"], ["=1"], ["A=1", "A=2"], ["BAD NAME=1"]):
+        with pytest.raises(ab.ABError, match="--head-env"):
+            ab.parse_env(bad, "--head-env")
+
+
+def test_bad_input_exits_2(tmp_path, tebench_cli):
+    for args, fragment in [
+        (["--head-env", "NOPE"], "expected NAME=VALUE"),
+        (["--base-python", str(tmp_path / "no-python")], "--base-python"),
+        (["--rounds", "0"], "at least 1"),
+        (["--threshold", "time=3"], "ambiguous"),
+        (["--device", "x"], "--device"),
+    ]:
+        proc = tebench_cli("ab", "--preset", "smoke", "--out", str(tmp_path / "o"), *args)
+        assert proc.returncode == 2 and fragment in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+TINY = """
+name = "ab-tiny"
+[settings]
+steps = 5
+warmup = 1
+profile_steps = 0
+[axes]
+modes = ["PT-FP32", "PT-AMP"]
+[sizes.gpt.micro]
+vocab = 16
+d_model = 32
+heads = 2
+layers = 1
+ffn = 64
+seq = 16
+batch = 4
+"""
+
+
+@pytest.mark.slow
+def test_ab_end_to_end(tmp_path, tebench_cli):
+    # One short interleaved run, the head's steps stretched 10x by the test hook. Load can move
+    # either side by any amount, so only what it cannot flip is asserted: structure, pairing,
+    # order, the environment difference, and that a 10x stretch is never judged an improvement.
+    matrix = tmp_path / "m.toml"
+    matrix.write_text(textwrap.dedent(TINY))
+    out = tmp_path / "ab"
+    proc = tebench_cli("ab", str(matrix), "--out", str(out), "--rounds", "3", "--quiet", "--format", "json",
+                       "--base-env", "TEBENCH_TEST_SLOWDOWN=1.0", "--head-env", "TEBENCH_TEST_SLOWDOWN=10")
+    assert proc.returncode in (0, 1), proc.stderr
+    data = json.loads(proc.stdout)
+    assert data == json.loads((out / "compare.json").read_text())
+    assert (out / "compare.md").read_text().startswith("### ")
+    assert data["paired"] is True and data["exit_code"] == proc.returncode
+    assert any("TEBENCH_TEST_SLOWDOWN: 1.0 → 10" in x for x in data["environment_differences"])
+    assert {c["case_id"] for c in data["cases"]} == {"gpt/micro/PT-FP32", "gpt/micro/PT-AMP"}
+    for case in data["cases"]:
+        assert case["rounds"] == [3, 3] and case["verdict"] != "improved"
+    base, head = (read_jsonl(out / side / "results.jsonl") for side in ("base", "head"))
+    assert base[0]["ab"]["id"] == head[0]["ab"]["id"] and base[0]["ab"]["side"] == "base"
+    assert all(r["setup"]["test_slowdown"] == 10.0 for r in head[1:])
+    # ABBA: in even rounds base ran first, in odd rounds head did.
+    started = {(side, r["case_id"], r["round"]): r["started"] for side, recs in (("base", base), ("head", head))
+               for r in recs[1:]}
+    for (side, case_id, rnd), t in started.items():
+        if side == "base":
+            other = started[("head", case_id, rnd)]
+            assert (t <= other) if rnd % 2 == 0 else (t >= other)
