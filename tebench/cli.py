@@ -189,7 +189,7 @@ def _add_gate_args(p: argparse.ArgumentParser) -> None:
     from tebench.stats import MIN_ROUNDS
 
     p.add_argument("--threshold", action="append", default=[], metavar="METRIC=VALUE",
-                   help="regression threshold per metric, as a percentage (time=5%%) or a fraction 0..1 "
+                   help="regression threshold per metric, as a percentage (time=5%%) or a fraction below 1 "
                    "(time=0.05): time, memory (default 5%%), loss (default 10%%)")
     p.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
                    help="error rate across all cases of the comparison (default %(default)s)")

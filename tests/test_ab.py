@@ -90,3 +90,34 @@ def test_ab_end_to_end(tmp_path, tebench_cli):
         if side == "base":
             other = started[("head", case_id, rnd)]
             assert (t <= other) if rnd % 2 == 0 else (t >= other)
+
+
+def test_calibration_from_a_pool_of_rounds(tmp_path):
+    # benchmarks/gate_calibration.py pool: resample stored rounds of one code into A/A and slowdown
+    # trials. Synthetic rounds (2% round offsets, AR(1)-free steps) stand in for a long run.
+    import sys
+
+    import numpy as np
+
+    from conftest import FIXTURES, ROOT, write_jsonl
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gate_calibration
+
+    rng = np.random.default_rng(0)
+    header, *cases = [r for r in read_jsonl(FIXTURES / "cpu-smoke.jsonl")]
+    out = [header]
+    for k in range(16):
+        for r in cases:
+            if r.get("timing"):
+                level = float(np.median(r["timing"]["samples_ms"])) * np.exp(rng.normal(0, 0.02))
+                out.append({**r, "round": k, "started": f"2026-11-30T10:{k:02d}:00+0000",
+                            "timing": {**r["timing"], "samples_ms": list(level * np.exp(rng.normal(0, 0.01, 20)))}})
+    write_jsonl(tmp_path / "pool.jsonl", out)
+    gate_calibration.main(["pool", str(tmp_path / "pool.jsonl"), "--rounds", "5", "--trials", "40",
+                           "--slowdown", "1.3", "--out", str(tmp_path / "cal")])
+    data = json.loads((tmp_path / "cal" / "pool.json").read_text())
+    s = data["summary"]
+    assert s["aa_case_flagged"]["n"] == 40 * 5 and s["aa_case_flagged"]["rate"] <= 0.05
+    assert s["slow_case_regressed"]["rate"] >= 0.95 and s["slow_case_improved"]["k"] == 0
+    assert all(n == 16 for n in data["pool_rounds"].values())
