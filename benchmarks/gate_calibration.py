@@ -8,11 +8,12 @@ factor (``TEBENCH_TEST_SLOWDOWN``, e.g. 1.05). Both sides get the hook (1.0 on
 the base) so they are treated alike. Trials alternate A/A and slowdown, so
 both see the same machine load.
 
-``pool``: resamples stored rounds of *one code* (a long ``tebench run --rounds
-40`` or ``tebench ab --rounds 20`` A/A run, or the A/A trials of ``live``) into
-trials: pick 2 x ROUNDS rounds of a case, pair them in time order as ABBA
-would, compare (A/A), then compare again with the head's step times multiplied
-by the factor (power). This makes a GPU calibration cheap: one long run,
+``pool``: resamples stored rounds of *one code* (a long ``tebench ab --rounds 20``
+A/A run, the A/A trials of ``live``, or a ``tebench run --rounds 40``) into
+trials: pick ROUNDS pairs of rounds of a case (the two sides of one round of an
+``ab`` run, which ran back to back; for plain runs, neighbours in time), compare
+them (A/A), then again with the head's step times multiplied by the factor
+(power). This makes a GPU calibration cheap: one long run,
 thousands of trials. The trials share rounds, so they are not independent; the
 intervals printed assume they are and are too narrow by an unknown amount,
 the live trials' intervals are honest.
@@ -119,49 +120,59 @@ def live(args: argparse.Namespace) -> dict[str, Any]:
             "trials": trials, "summary": tally(trials)}
 
 
-def _pool(paths: list[str]) -> dict[tuple[str, str], list[tuple[str, list[float]]]]:
-    """(case id, device) -> [(start time, samples)] of every ok round in the given runs (ab runs: both sides)."""
-    pool: dict[tuple[str, str], list[tuple[str, list[float]]]] = {}
-    files: list[Path] = []
-    for p in map(Path, paths):
-        if (p / "base" / results.RESULTS_NAME).is_file():
-            files += [p / "base", p / "head"]
-        elif p.is_dir() and not (p / results.RESULTS_NAME).is_file():
-            files += sorted(q.parent for q in p.glob("**/" + results.RESULTS_NAME))
-        else:
-            files.append(p)
-    for f in files:
-        for rec in results.read(f).latest().values():
+def _pool(paths: list[str]) -> dict[tuple[str, str], list[tuple[list[float], list[float]]]]:
+    """(case id, device) -> pairs of rounds that ran next to each other.
+
+    From ``tebench ab`` directories, a pair is the two sides of one round (they ran back to
+    back, as in a real ``ab`` trial). From plain runs, rounds are ordered by start time and
+    neighbours are paired.
+    """
+    pairs: dict[tuple[str, str], list[tuple[list[float], list[float]]]] = {}
+    plain: dict[tuple[str, str], list[tuple[str, list[float]]]] = {}
+
+    def ok_rounds(path: Path) -> dict[tuple[tuple[str, str], int], tuple[str, list[float]]]:
+        out = {}
+        for rec in results.read(path).latest().values():
             samples = (rec.get("timing") or {}).get("samples_ms")
             if rec["status"] == "ok" and samples:
                 key = (rec["case_id"], (rec.get("device") or {}).get("name") or "?")
-                pool.setdefault(key, []).append((rec.get("started") or "", samples))
-    for rounds in pool.values():
+                out[(key, rec.get("round", 0))] = (rec.get("started") or "", samples)
+        return out
+
+    for p in map(Path, paths):
+        if (p / "base" / results.RESULTS_NAME).is_file():
+            base, head = ok_rounds(p / "base"), ok_rounds(p / "head")
+            for (key, rnd), (_, samples) in base.items():
+                if (key, rnd) in head:
+                    pairs.setdefault(key, []).append((samples, head[(key, rnd)][1]))
+        else:
+            for (key, _), item in ok_rounds(p).items():
+                plain.setdefault(key, []).append(item)
+    for key, rounds in plain.items():
         rounds.sort(key=lambda x: x[0])
-    return pool
+        pairs.setdefault(key, []).extend((a[1], b[1]) for a, b in zip(rounds[0::2], rounds[1::2]))
+    return pairs
 
 
 def pooled(args: argparse.Namespace) -> dict[str, Any]:
     pool = _pool(args.results)
-    need = 2 * args.rounds
-    keys = [k for k, v in pool.items() if len(v) >= need]
+    keys = [k for k, v in pool.items() if len(v) >= args.rounds]
     if not keys:
-        raise SystemExit(f"no case has {need} rounds in {args.results}")
+        raise SystemExit(f"no case has {args.rounds} pairs of rounds in {args.results}")
     rng = np.random.default_rng(args.seed)
     opts = compare.Options(count_env_changes=True)
     trials = []
     for i in range(args.trials):
         pairs_aa, pairs_slow = [], []
         for case_id, device in keys:
-            rounds = pool[(case_id, device)]
-            picked = sorted(rng.choice(len(rounds), need, replace=False))
+            picked = rng.choice(len(pool[(case_id, device)]), args.rounds, replace=False)
             base, head = [], []
-            # Neighbours in time form a pair, as in ABBA; which of the two is "base" is random.
-            for a, b in zip(picked[0::2], picked[1::2]):
-                if rng.random() < 0.5:
+            for j in picked:
+                a, b = pool[(case_id, device)][j]
+                if rng.random() < 0.5:  # which of the two is "base" is random
                     a, b = b, a
-                base.append(rounds[a][1])
-                head.append(rounds[b][1])
+                base.append(a)
+                head.append(b)
             pairs_aa.append((case_id, device, _side(base), _side(head)))
             pairs_slow.append((case_id, device, _side(base), _side([[s * args.slowdown for s in r] for r in head])))
         for kind, pairs in (("aa", pairs_aa), ("slow", pairs_slow)):
@@ -169,7 +180,7 @@ def pooled(args: argparse.Namespace) -> dict[str, Any]:
             trials.append({"trial": i, "kind": kind, "verdicts": {d.case_id: d.verdict for d in deltas},
                            "exit_code": int(any(d.failing and d.counted for d in deltas))})
     return {"mode": "pool", "results": args.results, "rounds": args.rounds, "slowdown": args.slowdown,
-            "pool_rounds": {f"{c} ({d})": len(pool[(c, d)]) for c, d in keys}, "trials_per_kind": args.trials,
+            "pool_pairs": {f"{c} ({d})": len(pool[(c, d)]) for c, d in keys}, "trials_per_kind": args.trials,
             "summary": tally(trials), "note": "trials resample one pool of rounds and are not independent; "
                                               "the intervals treat them as independent"}
 
@@ -207,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     print(show(data["summary"], f"{data['mode']}: rounds {args.rounds}, slowdown x{args.slowdown}"))
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
-        (Path(args.out) / f"{args.mode}.json").write_text(json.dumps(data, indent=2, default=str) + "\n")
+        name = "live.json" if args.mode == "live" else f"pool-r{args.rounds}-x{args.slowdown:g}.json"
+        (Path(args.out) / name).write_text(json.dumps(data, indent=2, default=str) + "\n")
     return 0
 
 

@@ -107,7 +107,7 @@ def test_calibration_from_a_pool_of_rounds(tmp_path):
     rng = np.random.default_rng(0)
     header, *cases = [r for r in read_jsonl(FIXTURES / "cpu-smoke.jsonl")]
     out = [header]
-    for k in range(16):
+    for k in range(16):  # a plain run of 16 rounds
         for r in cases:
             if r.get("timing"):
                 level = float(np.median(r["timing"]["samples_ms"])) * np.exp(rng.normal(0, 0.02))
@@ -116,8 +116,8 @@ def test_calibration_from_a_pool_of_rounds(tmp_path):
     write_jsonl(tmp_path / "pool.jsonl", out)
     gate_calibration.main(["pool", str(tmp_path / "pool.jsonl"), "--rounds", "5", "--trials", "40",
                            "--slowdown", "1.3", "--out", str(tmp_path / "cal")])
-    data = json.loads((tmp_path / "cal" / "pool.json").read_text())
+    data = json.loads((tmp_path / "cal" / "pool-r5-x1.3.json").read_text())
     s = data["summary"]
     assert s["aa_case_flagged"]["n"] == 40 * 5 and s["aa_case_flagged"]["rate"] <= 0.05
     assert s["slow_case_regressed"]["rate"] >= 0.95 and s["slow_case_improved"]["k"] == 0
-    assert all(n == 16 for n in data["pool_rounds"].values())
+    assert all(n == 8 for n in data["pool_pairs"].values())  # 16 rounds of a plain run: 8 neighbour pairs
