@@ -142,10 +142,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         out = render([path], Path(args.out) / "report")
         print(f"report:  {out / 'index.html'}\n         {out / 'report.md'}")
+    # An inconclusive verdict is not a pass: --strict fails on it too.
     bad = [r for r in latest if r["status"] not in ("ok", "skipped")
-           or r.get("parity", {}).get("verdict") == "fail"]
+           or r.get("parity", {}).get("verdict") in ("fail", "inconclusive")]
     if bad:
-        print(f"{len(bad)} case(s) not ok or failing parity:", file=sys.stderr)
+        print(f"{len(bad)} case(s) not ok, failing or inconclusive on loss parity:", file=sys.stderr)
         for r in bad:
             print(f"  {r['status']:<8} {r['case_id']}: {r.get('reason') or r.get('parity', {}).get('reason')}",
                   file=sys.stderr)
@@ -322,7 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--devices", help="comma-separated GPU indices: one case per GPU at a time")
     p.add_argument("--no-report", action="store_true", help="do not render the report at the end")
     p.add_argument("--strict", action="store_true",
-                   help="exit 1 when any case is not ok (skips excepted) or fails loss parity")
+                   help="exit 1 when any case is not ok (skips excepted), fails loss parity or is inconclusive")
     p.add_argument("--quiet", action="store_true", help="no live progress line")
     p.set_defaults(func=cmd_run)
 

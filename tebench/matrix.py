@@ -59,10 +59,11 @@ class Settings:
     Wide models need it: at d_model 4096 a full-size first Adam step drives the loss up."""
     timeout_s: float = 900.0
     """Wall-clock limit of one case's process, start-up included."""
-    parity_rtol: float = 0.10
-    """Loss parity: relative tolerance on the final loss against the reference mode."""
+    parity_rtol: float = 0.15
+    """Loss parity: the narrowest the band around the reference curve gets (relative). Measured noise
+    widens it; 0.15 because PT-AMP ended 9% off PT-FP32 on a tiny GPT on an H200."""
     parity_atol: float = 0.05
-    """Loss parity: absolute tolerance (for losses near zero, where relative ones explode)."""
+    """Loss parity: losses below this count as equal; capped at a tenth of the reference's final loss."""
     profile_steps: int = 3
     """Extra steps run under the profiler on CUDA to measure how busy the GPU is (not timed)."""
     scaling_samples: int = 8

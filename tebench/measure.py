@@ -130,6 +130,30 @@ def gpu_busy(trainer: Trainer, batches: list, step_ms: float) -> dict[str, Any]:
     }
 
 
+def _fingerprint(model: torch.nn.Module) -> tuple[list[str], torch.Tensor]:
+    """A cheap per-parameter checksum (sum and sum of squares), read back in one copy."""
+    names, sums = [], []
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            v = p.detach().float()
+            names.append(name)
+            sums.append(torch.stack([v.sum(), v.square().sum()]))
+    return names, torch.stack(sums).cpu() if sums else torch.zeros(0, 2)
+
+
+def frozen_parameters(before: tuple[list[str], torch.Tensor], model: torch.nn.Module) -> dict[str, Any]:
+    """Which parameter tensors training left exactly unchanged.
+
+    A frozen layer (a ``requires_grad`` slip, an optimizer that never saw it, a
+    stale FP8 copy) can leave the loss looking fine when the rest of the model
+    has capacity to spare; the verdict compares this count with the reference's.
+    """
+    names, start = before
+    _, end = _fingerprint(model)
+    same = [n for n, a, b in zip(names, start, end) if torch.equal(a, b)]
+    return {"tensors": len(names), "unchanged": len(same), "unchanged_names": same[:20]}
+
+
 def timed_steps(trainer: Trainer, batches: list, start: int, stop: int, losses: list[torch.Tensor],
                 after_step: Callable[[int], Any] | None = None) -> list[float]:
     """Run and time steps ``start..stop-1``; returns per-step milliseconds (synchronizes once, at the end)."""
@@ -192,6 +216,7 @@ def run_case(case: Case, device: torch.device, progress: Progress,
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
 
+    initial = _fingerprint(trainer.eager)
     recorder = ScalingRecorder(trainer.eager) if (case.fp8 and case.fp8.spec.stateful) else None
     sample_at = _sample_points(total, st.scaling_samples) if recorder else set()
     losses: list[torch.Tensor] = []
@@ -216,6 +241,7 @@ def run_case(case: Case, device: torch.device, progress: Progress,
     phases["measure_s"] = wall
     memory = _memory(device)
     memory["param_count"] = params
+    updates = frozen_parameters(initial, trainer.eager)
     loss_values = torch.stack(losses).float().cpu().tolist()
 
     busy = None
@@ -244,5 +270,6 @@ def run_case(case: Case, device: torch.device, progress: Progress,
         "gpu_busy": busy,
         "fp8_state": recorder.summary() if recorder else None,
         "setup": trainer.setup,
+        "updates": updates,
         "phases": phases,
     }

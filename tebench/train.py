@@ -16,7 +16,8 @@ from typing import Any, Callable, Iterable
 
 import torch
 
-from tebench import te_compat
+from tebench import mutations, te_compat
+from tebench.faults import mutation_for
 from tebench.matrix import Case
 from tebench.modes import MASTER_WEIGHT_POLICY, MODES
 from tebench.workloads import WORKLOADS, Batch, Workload
@@ -73,10 +74,11 @@ def make_precision(case: Case, device: torch.device, amax_group: Any = None) -> 
                      amax_group=amax_group)
 
 
-def make_optimizer(model: torch.nn.Module, case: Case, device: torch.device) -> tuple[torch.optim.Optimizer, str]:
+def make_optimizer(model: torch.nn.Module, case: Case, device: torch.device,
+                   lr_scale: float = 1.0) -> tuple[torch.optim.Optimizer, str]:
     """AdamW with fp32 state for every mode; fused on CUDA (a fair baseline uses a fused optimizer)."""
     params = [p for p in model.parameters() if p.requires_grad]
-    lr = case.settings.lr
+    lr = case.settings.lr * lr_scale
     if case.fp8_weights:
         # FP8 weights carry no fp32 copy of their own; TE's FusedAdam keeps the
         # fp32 master weights, so the master-weight policy still holds.
@@ -255,8 +257,11 @@ def build_trainer(case: Case, device: torch.device, batches: list[Batch],
         init_ctx = te_compat.quantized_init(precision.fp8_recipe)
     with init_ctx:
         eager = wl.build(size, mode.family, device, case.settings.seed)
+    mutation = mutation_for(case.id)
+    mutated = mutations.apply(mutation, eager, wl, mode.family, case) if mutation else None
     model = wrap(eager) if wrap else eager
-    optimizer, opt_name = make_optimizer(model, case, device)
+    optimizer, opt_name = make_optimizer(model, case, device, mutations.lr_scale(mutation))
+    mutations.after_optimizer(mutation, optimizer, eager)
     setup: dict[str, Any] = {
         "family": mode.family,
         "optimizer": opt_name,
@@ -266,6 +271,8 @@ def build_trainer(case: Case, device: torch.device, batches: list[Batch],
         "tf32_matmul": torch.backends.cuda.matmul.allow_tf32 if device.type == "cuda" else None,
         **precision.describe(),
     }
+    if mutated:
+        setup["test_mutation"] = f"{mutation}: {mutated}"
     if case.fp8_weights:
         refresh_fp8_transposes(optimizer, list(eager.parameters()), setup)
     trainer = Trainer(case, wl, model, eager, optimizer, precision, setup)

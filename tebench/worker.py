@@ -11,7 +11,6 @@ the GPU. Under torchrun, every rank runs the case and rank 0 writes the result.
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
 import os
 import signal
@@ -22,9 +21,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-# Test hook (documented): "GLOB=crash|hang|oom|diverge" makes matching cases misbehave,
-# so the runner's handling of each failure is tested end to end.
-FAULT_ENV = "TEBENCH_TEST_FAULT"
+from tebench.faults import fault_for
+
 PARENT_ENV = "TEBENCH_PARENT_PID"
 
 
@@ -59,15 +57,6 @@ class _Progress:
             return
         self.last = now
         print(json.dumps({"event": "progress", "phase": phase, "step": step, "total": total}), flush=True)
-
-
-def _fault(case_id: str) -> str | None:
-    spec = os.environ.get(FAULT_ENV, "")
-    for item in filter(None, spec.split(";")):
-        pattern, _, kind = item.rpartition("=")
-        if fnmatch.fnmatchcase(case_id, pattern):
-            return kind
-    return None
 
 
 def _write(path: Path, payload: dict[str, Any]) -> None:
@@ -116,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     case = Case.from_dict(json.loads(Path(args.case).read_text()))
     rank = int(os.environ.get("RANK", "0"))
     result_path = Path(args.result)
-    fault = _fault(case.id)
+    # Test hook (tebench.faults): process faults act here, mutations in tebench.train.
+    fault = fault_for(case.id)
     if fault == "crash":
         os.kill(os.getpid(), signal.SIGSEGV)
     if fault == "hang":

@@ -152,3 +152,61 @@ def test_cli_runs_gpu_cases_end_to_end(tmp_path, tebench_cli):
     assert cases["gpt/small/TE-FP8/delayed.HYBRID.h16.max"]["status"] == "ok"
     assert cases["gpt/small/TE-FP8/delayed.HYBRID.h16.max"]["parity"]["verdict"] == "pass"
     assert cases["gpt/small/PT-AMP"]["device"]["type"] == "cuda"
+
+
+# --- mutation self-tests of the TE modes (tests/test_mutations.py runs the PyTorch ones on the CPU) ---
+
+TE_MUTATION_SIZE = GPTSize(vocab=32, d_model=64, heads=4, layers=2, ffn=128, seq=32, batch=16)
+TE_MUTATION_STEPS = 160
+# E4M3 for gradients too: there an unscaled (scale 1) quantization flushes them to zero.
+DELAYED_CAL = FP8Options("delayed", "E4M3", 16, "max", calibration_steps=8)
+
+
+def _mutation_record(mode: str, fp8: FP8Options | None, mutation: str | None, monkeypatch) -> dict:
+    import dataclasses
+
+    from tebench import faults
+    from tebench.measure import run_case
+
+    case = Case("gpt", "tiny", mode, tuple(dataclasses.asdict(TE_MUTATION_SIZE).items()), fp8=fp8,
+                settings=Settings(steps=TE_MUTATION_STEPS, warmup=0, lr=3e-3, profile_steps=0))
+    if mutation:
+        monkeypatch.setenv(faults.FAULT_ENV, f"{case.id}={mutation}")
+    else:
+        monkeypatch.delenv(faults.FAULT_ENV, raising=False)
+    raw = run_case(case, torch.device("cuda"), lambda *a: None)
+    return {"status": "ok", "round": 0, "case_id": case.id, "case": case.to_dict(), **raw}
+
+
+@pytest.fixture(scope="module")
+def te_judged():
+    from tebench import parity
+
+    mp = pytest.MonkeyPatch()
+    try:
+        out = {"reference": _mutation_record("PT-FP32", None, None, mp),
+               "PT-AMP": _mutation_record("PT-AMP", None, None, mp),
+               "TE-BF16": _mutation_record("TE-BF16", None, None, mp),
+               "TE-FP8 cal8": _mutation_record("TE-FP8", DELAYED_CAL, None, mp)}
+        for m in ("no-causal", "swap-layout", "freeze-layer", "lr-x10"):
+            out[f"TE-BF16 {m}"] = _mutation_record("TE-BF16", None, m, mp)
+        out["TE-FP8 fp8-scale-one"] = _mutation_record("TE-FP8", DELAYED_CAL, "fp8-scale-one", mp)
+    finally:
+        mp.undo()
+    parity.attach(list(out.values()))
+    print("\nTE mutation verdicts:")
+    for name, r in out.items():
+        print(f"  {name:<24} {r['parity']['verdict']:<10} {r['parity'].get('reason', '')[:200]}")
+    return out
+
+
+@pytest.mark.parametrize("name", ["TE-BF16", "TE-FP8 cal8"])
+def test_unmutated_te_modes_pass(te_judged, name):
+    assert te_judged[name]["parity"]["verdict"] == "pass", te_judged[name]["parity"]["reason"]
+
+
+@pytest.mark.parametrize("name", ["TE-BF16 no-causal", "TE-BF16 swap-layout", "TE-BF16 freeze-layer",
+                                  "TE-BF16 lr-x10", "TE-FP8 fp8-scale-one"])
+def test_every_te_mutation_fails(te_judged, name):
+    assert te_judged[name]["setup"].get("test_mutation"), "the mutation was not applied"
+    assert te_judged[name]["parity"]["verdict"] == "fail", te_judged[name]["parity"]["reason"]

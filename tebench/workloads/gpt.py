@@ -51,6 +51,8 @@ class PTBlock(nn.Module):
     def __init__(self, s: GPTSize):
         super().__init__()
         self.heads = s.heads
+        self.causal = True
+        """False only under the ``no-causal`` self-test mutation (tebench.mutations)."""
         self.ln1 = nn.LayerNorm(s.d_model)
         # One fused QKV projection, output ordered [q; k; v] like TE's non-interleaved layout.
         self.qkv = nn.Linear(s.d_model, 3 * s.d_model)
@@ -63,7 +65,7 @@ class PTBlock(nn.Module):
         b, t, d = x.shape
         q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.heads, d // self.heads).unbind(2)
         attn = F.scaled_dot_product_attention(
-            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=self.causal
         )
         x = x + self.proj(attn.transpose(1, 2).reshape(b, t, d))
         # TE's "gelu" is the tanh approximation; use the same so the modes compute one function.
@@ -206,6 +208,20 @@ class GPTWorkload:
         stride = torch.randint(1, MAX_STRIDE + 1, (s.batch, 1), generator=gen)
         return (phase + stride * torch.arange(length)) % s.vocab
 
+    def mutate(self, model: GPT, kind: str, family: str) -> bool:
+        """Apply a workload-specific self-test mutation (tebench.mutations); False if not expressible."""
+        if kind != "no-causal":
+            return False
+        if family == "pt":
+            for block in model.blocks:
+                block.causal = False
+        else:
+            from tebench.mutations import WithForwardKwargs
+
+            for i, block in enumerate(model.blocks):
+                model.blocks[i] = WithForwardKwargs(block, self_attn_mask_type="no_mask")
+        return True
+
     def graph_inputs(self, model: GPT, batch: Batch) -> tuple[torch.Tensor, ...]:
         """Sample input of ``model.blocks`` for CUDA-graph capture."""
         with torch.no_grad():
@@ -240,6 +256,10 @@ class GPTWorkload:
         correct = (buf[:, prompt:prompt + new] == truth[:, prompt:prompt + new]).float()
         return {
             "metric": "greedy_accuracy",
+            # An accuracy over `count` independent sequences (tokens within one
+            # sequence are not independent: one wrong token derails the rest).
+            "kind": "accuracy",
+            "count": s.batch,
             "greedy_accuracy": correct.mean().item(),
             "sequences_exact": correct.all(dim=1).float().mean().item(),
             "prompt_tokens": prompt,

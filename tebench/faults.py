@@ -1,0 +1,57 @@
+"""Test hooks: faults and deliberately wrong models, switched on by environment.
+
+``TEBENCH_TEST_FAULT="GLOB=KIND;GLOB=KIND"`` makes every case whose id matches
+``GLOB`` misbehave. Process faults test the runner's isolation; mutations
+build a model that is subtly *wrong* but still trains, so the loss-parity
+verdicts can be shown to catch it (the README's mutation table). Nothing here
+imports torch: the runner and the worker both read it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from typing import Mapping
+
+FAULT_ENV = "TEBENCH_TEST_FAULT"
+
+PROCESS_FAULTS = {
+    "crash": "the case process dies of SIGSEGV before it starts",
+    "hang": "the case process sleeps until the timeout ends it",
+    "oom": "the case raises an out-of-memory error",
+    "diverge": "the last recorded loss becomes NaN",
+}
+
+# Every mutation trains without an error; only the verdicts can tell.
+MUTATIONS = {
+    "no-causal": "attention without the causal mask: each position sees the tokens it must predict",
+    "swap-layout": "[batch, seq] fed where [seq, batch] is expected: attention runs across the batch "
+                   "(te.TransformerLayer's default layout fed batch-first)",
+    "freeze-layer": "the first block's parameters never update",
+    "lr-x10": "the learning rate is 10x the case's",
+    "fp8-scale-one": "delayed-scaling FP8 keeps the scaling factor at 1 (no amax-based scaling)",
+}
+
+KINDS = {**PROCESS_FAULTS, **MUTATIONS}
+
+
+def fault_for(case_id: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The fault or mutation asked for ``case_id``, or None.
+
+    The first matching ``GLOB=KIND`` item wins. An unknown kind is an error, so
+    a typo cannot silently leave a self-test unmutated.
+    """
+    spec = (os.environ if environ is None else environ).get(FAULT_ENV, "")
+    for item in filter(None, spec.split(";")):
+        pattern, _, kind = item.rpartition("=")
+        if kind not in KINDS:
+            raise ValueError(f"{FAULT_ENV}: unknown kind {kind!r} in {item!r} (known: {', '.join(KINDS)})")
+        if fnmatch.fnmatchcase(case_id, pattern):
+            return kind
+    return None
+
+
+def mutation_for(case_id: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The mutation asked for ``case_id`` (process faults are not mutations)."""
+    kind = fault_for(case_id, environ)
+    return kind if kind in MUTATIONS else None

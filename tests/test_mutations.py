@@ -1,0 +1,126 @@
+"""Mutation self-tests: deliberately wrong models must be judged ``fail``, correct ones ``pass``.
+
+Each mutation (tebench.faults.MUTATIONS) trains without any error; only the
+verdicts can tell. Every mutation a PyTorch mode can express runs here on the
+CPU, in-process (the same ``run_case`` the worker calls); the TE ones run in
+tests/test_gpu.py on a GPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from tebench import faults, parity
+from tebench.matrix import Case, Settings
+from tebench.measure import run_case
+from tebench.workloads import WORKLOADS
+from tebench.workloads.gpt import GPTSize
+
+# Long enough for the tiny reference to learn the task (greedy accuracy 1.0 on
+# the 2-core CPU machine at 160 steps): a verdict needs a reference that learned.
+STEPS = 160
+SIZE = GPTSize(vocab=32, d_model=64, heads=4, layers=2, ffn=128, seq=32, batch=16)
+CPU_MUTATIONS = ["no-causal", "swap-layout", "freeze-layer", "lr-x10"]
+
+
+def _case(mode: str) -> Case:
+    return Case("gpt", "tiny", mode, tuple(dataclasses.asdict(SIZE).items()),
+                settings=Settings(steps=STEPS, warmup=0, lr=3e-3, profile_steps=0))
+
+
+def _record(case: Case, monkeypatch, mutation: str | None = None, round_: int = 0) -> dict:
+    if mutation:
+        monkeypatch.setenv(faults.FAULT_ENV, f"{case.id}={mutation}")
+    else:
+        monkeypatch.delenv(faults.FAULT_ENV, raising=False)
+    raw = run_case(case, torch.device("cpu"), lambda *a: None)
+    return {"status": "ok", "round": round_, "case_id": case.id, "case": case.to_dict(), **raw}
+
+
+@pytest.fixture(scope="module")
+def judged():
+    """Reference, A/A round, unmutated PT-AMP and every CPU mutation of PT-AMP, judged together."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # bit-identical results whatever else the machine is doing
+    mp = pytest.MonkeyPatch()
+    try:
+        records = {"reference": _record(_case("PT-FP32"), mp),
+                   "a/a round": _record(_case("PT-FP32"), mp, round_=1),
+                   "PT-AMP": _record(_case("PT-AMP"), mp)}
+        for m in CPU_MUTATIONS:
+            records[m] = _record(_case("PT-AMP"), mp, m)
+    finally:
+        mp.undo()
+        torch.set_num_threads(threads)
+    parity.attach(list(records.values()))
+    return records
+
+
+def test_the_reference_learned(judged):
+    assert judged["reference"]["parity"]["verdict"] == "reference"
+    assert "reference learned" in judged["reference"]["parity"]["reason"]
+
+
+@pytest.mark.parametrize("name", ["a/a round", "PT-AMP"])
+def test_unmutated_runs_pass(judged, name):
+    assert judged[name]["parity"]["verdict"] == "pass", judged[name]["parity"]["reason"]
+
+
+@pytest.mark.parametrize("mutation", CPU_MUTATIONS)
+def test_every_cpu_mutation_fails(judged, mutation):
+    record = judged[mutation]
+    assert record["setup"]["test_mutation"].startswith(mutation)
+    assert record["parity"]["verdict"] == "fail", record["parity"]["reason"]
+
+
+def test_freeze_layer_is_caught_by_the_update_check(judged):
+    assert judged["freeze-layer"]["updates"]["unchanged"] > 0
+    assert "never changed" in judged["freeze-layer"]["parity"]["reason"]
+
+
+def test_unknown_fault_kind_is_an_error():
+    with pytest.raises(ValueError, match="unknown kind"):
+        faults.fault_for("gpt/x/PT-AMP", {faults.FAULT_ENV: "gpt/*=no-such-thing"})
+    assert faults.mutation_for("gpt/x/PT-AMP", {faults.FAULT_ENV: "gpt/*=crash"}) is None
+    assert faults.mutation_for("gpt/x/PT-AMP", {faults.FAULT_ENV: "distill/*=lr-x10;gpt/*=no-causal"}) == "no-causal"
+
+
+def test_te_only_mutation_refuses_a_pytorch_case(monkeypatch):
+    monkeypatch.setenv(faults.FAULT_ENV, "*=fp8-scale-one")
+    case = dataclasses.replace(_case("PT-AMP"), settings=Settings(steps=1, warmup=0, profile_steps=0))
+    with pytest.raises(RuntimeError, match="TE-FP8 delayed-scaling"):
+        run_case(case, torch.device("cpu"), lambda *a: None)
+
+
+def test_distill_heldout_targets_come_from_the_training_teacher():
+    """The held-out batch once re-drew the teacher from another seed: it measured a different function.
+
+    The student is per-token, so the same token must have the same target in
+    training and held-out batches.
+    """
+    wl = WORKLOADS["distill"]
+    size = wl.size_type(vocab=16, hidden=16, ffn=32, blocks=2, seq=8, batch=4)
+    train = wl.batches(size, 1, 1234, torch.device("cpu"))[0]
+    held = wl.batches(size, 1, 1234, torch.device("cpu"), data_seed=1234 + 999_983)[0]
+    assert not torch.equal(train.inputs, held.inputs)
+    seen = {}
+    for batch in (train, held):
+        for token, target in zip(batch.inputs.flatten().tolist(), batch.targets.flatten(0, 1)):
+            if token in seen:
+                assert torch.equal(seen[token], target)
+            seen[token] = target
+    assert len(seen) < train.inputs.numel() * 2  # some tokens occur in both
+
+
+def test_distill_heldout_mse_tracks_the_training_loss():
+    """With the right teacher, held-out MSE of a trained student is near its training loss (was ~30x)."""
+    wl = WORKLOADS["distill"]
+    size = wl.size_type(vocab=32, hidden=32, ffn=64, blocks=2, seq=16, batch=8)
+    case = Case("distill", "t", "PT-FP32", tuple(dataclasses.asdict(size).items()),
+                settings=Settings(steps=150, warmup=0, lr=3e-3, profile_steps=0))
+    raw = run_case(case, torch.device("cpu"), lambda *a: None)
+    final = parity.final_loss(raw["loss"]["per_step"])
+    assert raw["validation"]["heldout_mse"] < 3 * final
