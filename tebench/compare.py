@@ -29,6 +29,7 @@ what is being compared).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import re
@@ -39,7 +40,6 @@ from typing import Any, Iterable
 import numpy as np
 
 from tebench import parity, results, stats
-from tebench.matrix import Settings
 
 DEFAULT_THRESHOLDS = {"time": 0.05, "memory": 0.05, "loss": 0.10}
 DEFAULT_ALPHA = 0.05
@@ -56,8 +56,13 @@ VERDICTS = ("regressed", "status-changed", "invalid", "improved", "unchanged", "
             "not-comparable", "missing-in-head", "new-in-head")
 
 
-_SETTING_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Settings)
-                     if f.default is not dataclasses.MISSING}
+@functools.lru_cache(maxsize=1)
+def _setting_defaults() -> dict[str, Any]:
+    # Imported only when a record lacks a setting: tebench.matrix pulls in torch (via the
+    # workloads), which compare and history otherwise never need.
+    from tebench.matrix import Settings
+
+    return {f.name: f.default for f in dataclasses.fields(Settings) if f.default is not dataclasses.MISSING}
 
 
 class CompareError(ValueError):
@@ -163,9 +168,7 @@ def side(records: list[dict[str, Any]], concurrent: bool = False) -> Side:
                               if r["timing"]["samples_ms"]])) if samples else None
     tokens = (last.get("throughput") or {}).get("tokens_per_step")
     busy = [b for r in ok if (b := (r.get("gpu_busy") or {}).get("busy_fraction")) is not None]
-    # A setting added after a run was recorded had its default then: compare against that default.
-    recorded = {**_SETTING_DEFAULTS, **((last.get("case") or {}).get("settings") or {})}
-    settings = {k: v for k, v in recorded.items() if k not in IGNORED_SETTINGS}
+    settings = {k: v for k, v in ((last.get("case") or {}).get("settings") or {}).items() if k not in IGNORED_SETTINGS}
     case = {k: v for k, v in (last.get("case") or {}).items() if k != "settings"}
     return Side(
         status=bad["status"] if bad else last["status"],
@@ -225,6 +228,10 @@ def _settings_diff(b: dict[str, Any], h: dict[str, Any]) -> list[str]:
         return out
 
     fb, fh = flat(b), flat(h)
+    if set(fb) != set(fh):
+        # A setting added after one side was recorded had its default there.
+        defaults = {f"settings.{k}": v for k, v in _setting_defaults().items()}
+        fb, fh = {**defaults, **fb}, {**defaults, **fh}
     return [f"{k} {fb.get(k)!r} → {fh.get(k)!r}" for k in sorted(set(fb) | set(fh)) if fb.get(k) != fh.get(k)]
 
 
