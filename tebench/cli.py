@@ -16,6 +16,9 @@ from typing import Any, Sequence
 from tebench import __version__
 
 EXIT_BAD_INPUT = 2
+# Far beyond any real use; they bound what a typo (an extra zero or ten) can allocate.
+MAX_ROUNDS = 1000
+MAX_SHARDS = 10_000
 
 
 class UsageError(Exception):
@@ -48,10 +51,18 @@ def _load_matrix(args: argparse.Namespace, env: Any = None):
     return matrix.load(name, is_preset=True)
 
 
+def _is_auto(args: argparse.Namespace) -> bool:
+    """Whether the matrix depends on the hardware (``--preset auto``, the default)."""
+    return not args.matrix and (args.preset or "auto") == "auto"
+
+
 def _shard(args: argparse.Namespace) -> tuple[int, int] | None:
     from tebench import shard
 
-    return shard.parse(args.shard) if args.shard else None
+    spec = shard.parse(args.shard) if args.shard else None
+    if spec and spec[1] > MAX_SHARDS:
+        raise UsageError(f"--shard {args.shard}: at most {MAX_SHARDS} shards")
+    return spec
 
 
 def cmd_env(args: argparse.Namespace) -> int:
@@ -98,9 +109,12 @@ def cmd_list(args: argparse.Namespace) -> int:
     from tebench.runner import select_cases
     from tebench.shard import estimate_cost
 
-    env = probe()
-    mat = _load_matrix(args, env)
-    cases = select_cases(mat, args.only, _shard(args))
+    # The matrix is validated before the hardware is probed: bad input fails fast.
+    mat = None if _is_auto(args) else _load_matrix(args)
+    shard_spec = _shard(args)
+    env = probe(cached=True)
+    mat = mat or _load_matrix(args, env)
+    cases = select_cases(mat, args.only, shard_spec)
     runs = 0
     print(f"matrix {mat.name} ({mat.source}), {len(cases)} case(s) on {env.device_name}")
     for case in cases:
@@ -112,23 +126,45 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_run_args(args: argparse.Namespace) -> tuple[list[str] | None, tuple[int, int] | None]:
+    """UsageError for run options that are wrong on any machine; returns (devices, shard)."""
+    if not 1 <= args.rounds <= MAX_ROUNDS:
+        raise UsageError(f"--rounds must be at least 1 and at most {MAX_ROUNDS}, not {args.rounds}")
+    if args.timeout is not None:
+        from tebench.fields import FieldError, check_value
+        from tebench.matrix import Settings
+
+        try:  # the same limits as a matrix file's timeout_s
+            check_value(Settings, "timeout_s", args.timeout)
+        except FieldError as exc:
+            raise UsageError(f"--timeout {args.timeout}: {exc} (seconds)") from None
+    devices = [d.strip() for d in args.devices.split(",")] if args.devices else None
+    if devices and not all(d.isdigit() for d in devices):
+        raise UsageError(f"--devices {args.devices}: expected comma-separated GPU indices, e.g. 0,1")
+    return devices, _shard(args)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a matrix, write results.jsonl as cases finish, then a report."""
-    from tebench import runner
     from tebench.detect import probe
 
+    # Everything that can be checked without the hardware is checked first.
+    devices, shard_spec = _check_run_args(args)
+    mat = None if _is_auto(args) else _load_matrix(args)
+    from tebench import runner  # numpy and the rest: only once the input is known to be good
+
+    runner.check_out_dir(Path(args.out))
+    with runner.lock_out(Path(args.out)):
+        pass  # refuse at once if another run holds OUT; run() takes the lock for good after the probe
     env = probe()
-    mat = _load_matrix(args, env)
-    if args.rounds < 1:
-        raise UsageError("--rounds must be at least 1")
-    devices = [d.strip() for d in args.devices.split(",")] if args.devices else None
+    mat = mat or _load_matrix(args, env)
     if devices and env.device_type == "cuda":
         bad = [d for d in devices if not d.isdigit() or int(d) >= len(env.gpus)]
         if bad:
             raise UsageError(f"--devices {args.devices}: no such GPU {bad} ({len(env.gpus)} visible)")
     opts = runner.RunOptions(
         out=Path(args.out), rounds=args.rounds, resume=args.resume, timeout_s=args.timeout,
-        devices=devices, shard=_shard(args), only=args.only,
+        devices=devices, shard=shard_spec, only=args.only,
         live=False if args.quiet else None, command=["tebench", *sys.argv[1:]],
     )
     path = runner.run(mat, env, opts)
@@ -208,7 +244,9 @@ def _emit(text: str, out: str | None, markdown: bool) -> None:
     import os
 
     if out:
-        Path(out).write_text(text + "\n")
+        from tebench import atomic
+
+        atomic.write_text(out, text + "\n")
     else:
         print(text)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
@@ -226,7 +264,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         result = compare(args.base, args.head, opts=opts)
     except CompareError as exc:
         raise UsageError(str(exc)) from None
-    _emit(result.to_json() if args.format == "json" else to_markdown(result), args.out, args.format == "markdown")
+    # Strict JSON (null for NaN/inf): what jq, browsers and other languages accept.
+    text = strict_json(result.to_json()) if args.format == "json" else to_markdown(result)
+    _emit(text, args.out, args.format == "markdown")
     return result.exit_code
 
 
@@ -244,26 +284,57 @@ def cmd_ab(args: argparse.Namespace) -> int:
             head=ab.SideSpec(args.head_python or sys.executable, ab.parse_env(args.head_env, "--head-env")),
             device=args.device, only=args.only, timeout_s=args.timeout, live=False if args.quiet else None,
             command=["tebench", *sys.argv[1:]], compare=_compare_options(args, True))
-        if args.rounds < 1:
-            raise ab.ABError("--rounds must be at least 1")
+        if not 1 <= args.rounds <= MAX_ROUNDS:
+            raise ab.ABError(f"--rounds must be at least 1 and at most {MAX_ROUNDS}, not {args.rounds}")
         if args.device is not None and not args.device.isdigit():
             raise ab.ABError(f"--device {args.device}: expected one GPU index, e.g. 0")
         mat = _load_matrix(args)
         result = ab.run(mat, opts)
     except ab.ABError as exc:
         raise UsageError(str(exc)) from None
-    text = result.to_json() if args.format == "json" else to_markdown(result, title="tebench ab")
+    text = strict_json(result.to_json()) if args.format == "json" else to_markdown(result, title="tebench ab")
     print(f"\nbase:    {opts.out / 'base' / 'results.jsonl'}\nhead:    {opts.out / 'head' / 'results.jsonl'}\n"
           f"compare: {opts.out / 'compare.md'}\n         {opts.out / 'compare.json'}\n", file=sys.stderr)
     _emit(text, None, args.format == "markdown")
     return result.exit_code
 
 
+def strict_json(text: str) -> str:
+    """Re-encode JSON text that may hold bare NaN/Infinity as strict JSON (null for them)."""
+    from tebench.results import dumps_strict
+
+    return dumps_strict(json.loads(text), indent=2)
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _check_db(db: str, must_exist: bool) -> None:
+    """UsageError unless ``db`` is an SQLite database file (or, for ``add``, a new path)."""
+    path = Path(db)
+    if path.is_dir():
+        raise UsageError(f"--db {db}: is a directory, not an SQLite database file")
+    if not path.exists():
+        if must_exist:
+            raise UsageError(f"{db}: no such history database (create it with 'tebench history add')")
+        return
+    with path.open("rb") as fh:
+        head = fh.read(len(SQLITE_MAGIC))
+    if head and head != SQLITE_MAGIC:
+        raise UsageError(f"--db {db}: not an SQLite database (it starts with {head[:8]!r})")
+
+
 def cmd_history_add(args: argparse.Namespace) -> int:
+    import sqlite3
+
     from tebench import history
 
+    _check_db(args.db, must_exist=False)
     for path in args.results:
-        added = history.add(args.db, path)
+        try:
+            added = history.add(args.db, path)
+        except sqlite3.DatabaseError as exc:
+            raise UsageError(f"--db {args.db}: {exc}") from None
         state = "added" if added.new_run else ("updated" if added.new_cases else "already stored")
         print(f"{path}: run {added.run_id} {state} ({added.new_cases} new case record(s), {added.total_cases} in all)")
     return 0
@@ -272,8 +343,11 @@ def cmd_history_add(args: argparse.Namespace) -> int:
 def cmd_history_report(args: argparse.Namespace) -> int:
     from tebench import history
 
-    if not Path(args.db).is_file():
-        raise UsageError(f"{args.db}: no such history database (create it with 'tebench history add')")
+    _check_db(args.db, must_exist=True)
+    if not 1 <= args.window <= MAX_ROUNDS:
+        raise UsageError(f"--window {args.window}: must be 1 to {MAX_ROUNDS}")
+    if args.confirm < 1:
+        raise UsageError(f"--confirm {args.confirm}: must be at least 1")
     out = history.report(args.db, args.out, args.window, _thresholds(args.threshold), args.confirm)
     print(f"history: {out / 'history.html'}\n         {out / 'history.md'}")
     return 0
@@ -387,18 +461,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _warn(message, category, filename, lineno, file=None, line=None) -> None:
+    # Warnings (e.g. skipped damaged lines of a results file) are messages for
+    # the user, not Python diagnostics: no source location.
+    print(f"tebench: warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tebench`` console script."""
-    from tebench.matrix import MatrixError
-    from tebench.results import SchemaError
-    from tebench.runner import RunError
-    from tebench.shard import ShardError
+    import warnings
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # --help and usage errors end here, before any other import
+
+    from tebench.detect import ProbeError
+    from tebench.errors import RunError
+    from tebench.matrix import MatrixError
+    from tebench.results import SchemaError
+    from tebench.shard import ShardError
+    warnings.showwarning = _warn
     try:
         return args.func(args)
     except (UsageError, MatrixError, SchemaError, RunError, ShardError, FileNotFoundError) as exc:
+        print(f"tebench {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ProbeError as exc:
         print(f"tebench {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
@@ -406,3 +493,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `tebench list | head`
         sys.stderr.close()
         return 0
+    except OSError as exc:
+        # A file that cannot be read or written (a full disk, a read-only
+        # file system, a directory where a file is expected): say which.
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"tebench {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT

@@ -287,22 +287,137 @@ def detect() -> Environment:
     return env
 
 
-def probe(timeout: float = 180.0, python: str | None = None) -> Environment:
-    """Run detection in a child process and return what it found.
+class ProbeError(RuntimeError):
+    """Hardware detection itself failed (the child crashed or printed no answer)."""
 
-    A child keeps CUDA out of the caller; if the child itself crashes (a broken
-    driver, say), the machine is reported as CPU-only with the error recorded.
+
+CACHE_ENV = "TEBENCH_CACHE_DIR"
+"""Where probe answers are cached (default: $XDG_CACHE_HOME/tebench or ~/.cache/tebench)."""
+
+# Fields that describe this invocation rather than the machine: recomputed
+# when a cached answer is reused.
+_VOLATILE = ("time", "env_vars", "git_commit", "git_dirty", "hostname")
+
+
+def _cache_dir() -> Path:
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tebench"
+
+
+def _package_stamp(name: str) -> str:
+    """Where a package is installed and when it was written, without importing it."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return "absent"
+    if spec is None or not spec.origin:
+        return "absent"
+    try:
+        return f"{spec.origin}@{os.stat(spec.origin).st_mtime_ns}"
+    except OSError:
+        return spec.origin
+
+
+def _driver_stamp() -> str:
+    """The NVIDIA kernel driver's version line and the device nodes, read from the file system."""
+    try:
+        version = Path("/proc/driver/nvidia/version").read_text().splitlines()[0]
+    except (OSError, IndexError):
+        version = "no NVIDIA driver"
+    try:
+        nodes = sorted(p.name for p in Path("/dev").glob("nvidia[0-9]*"))
+    except OSError:
+        nodes = []
+    return f"{version} {' '.join(nodes)}"
+
+
+def machine_key(python: str | None = None) -> str:
+    """Identity of what a probe would find: host, Python, torch/TE installs, driver, CUDA/TE env vars.
+
+    Any change to one of these (a driver update, a new torch, another
+    CUDA_VISIBLE_DEVICES) gives a new key, so a cached answer is never stale.
     """
+    exe = python or sys.executable
+    try:
+        exe_stamp = f"{os.path.realpath(exe)}@{os.stat(exe).st_mtime_ns}"
+    except OSError:
+        exe_stamp = exe
+    parts = {
+        "host": socket.gethostname(),
+        "python": exe_stamp,
+        "tebench": f"{__version__}@{os.stat(__file__).st_mtime_ns}",
+        "torch": _package_stamp("torch"),
+        "te": _package_stamp("transformer_engine"),
+        "driver": _driver_stamp(),
+        "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
+    }
+    import hashlib
+
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def _refresh(env: Environment) -> Environment:
+    env.time = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    env.env_vars = {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)}
+    env.hostname = socket.gethostname()
+    env.git_commit, env.git_dirty = _git_state()
+    return env
+
+
+def _run_probe(timeout: float, python: str | None) -> tuple[Environment, bool]:
+    """Detection in a child process; (environment, whether the answer is complete)."""
     cmd = [python or sys.executable, "-m", "tebench.detect", "--json"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         env = Environment(device_type="cpu")
         env.te_error = f"detection timed out after {timeout:.0f} s"
-        return env
+        return env, False
+    except OSError as exc:
+        raise ProbeError(f"hardware detection could not start {cmd[0]}: {exc}") from None
     if proc.returncode != 0:
-        raise RuntimeError(f"hardware detection failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
-    return Environment.from_dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+        # The child's last line says why (e.g. "ModuleNotFoundError: No module named 'torch'");
+        # its whole traceback is one command away, not printed as if tebench had crashed.
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        why = lines[-1].strip() if lines else f"exit {proc.returncode}"
+        raise ProbeError(f"hardware detection in a child process failed: {why} "
+                         f"(details: {cmd[0]} -m tebench.detect)")
+    try:
+        return Environment.from_dict(json.loads(proc.stdout.strip().splitlines()[-1])), True
+    except (ValueError, IndexError, TypeError, KeyError) as exc:
+        raise ProbeError(f"hardware detection printed no usable answer ({exc}):\n{proc.stdout[-500:]}") from None
+
+
+def probe(timeout: float = 180.0, python: str | None = None, cached: bool = False) -> Environment:
+    """Run detection in a child process and return what it found.
+
+    A child keeps CUDA (and torch) out of the caller; if the child itself
+    crashes (a broken driver, say), ProbeError says so. The answer is cached
+    per :func:`machine_key`; ``cached=True`` reuses it (``tebench list``: a
+    second instead of a torch import), a plain call always probes afresh and
+    refreshes the cache (``tebench run`` records what it ran on).
+    """
+    key = machine_key(python)
+    cache = _cache_dir() / f"env-{key}.json"
+    if cached:
+        try:
+            return _refresh(Environment.from_dict(json.loads(cache.read_text())))
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            pass  # no usable cached answer: probe
+    env, complete = _run_probe(timeout, python)
+    if complete:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(env.to_dict()))
+            os.replace(tmp, cache)
+        except OSError:
+            pass  # a read-only home only costs the next call a probe
+    return env
 
 
 def main() -> int:

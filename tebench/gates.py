@@ -10,7 +10,7 @@ from __future__ import annotations
 from tebench.detect import Environment
 from tebench.matrix import Case
 from tebench.modes import MODES
-from tebench.workloads import WORKLOADS
+from tebench.workloads import SPECS
 
 
 def gate_case(case: Case, env: Environment) -> str | None:
@@ -23,7 +23,7 @@ def gate_case(case: Case, env: Environment) -> str | None:
         reason = case.fp8.spec.gate(env)
         if reason:
             return reason
-        reason = WORKLOADS[case.workload].fp8_problem(case.size_spec)
+        reason = SPECS[case.workload].fp8_problem(case.size_spec)
         if reason:
             return reason
     if case.fp8_weights:

@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import unicodedata
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -23,11 +24,17 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
+from tebench import fields
+from tebench.fields import FieldError, knob
 from tebench.modes import MODES
 from tebench.recipes import AMAX_ALGOS, FORMATS, RECIPES, FP8Options
-from tebench.workloads import WORKLOADS, SizeError
+from tebench.workloads import SPECS, SizeError
+from tebench.workloads.plugins import PluginError
+from tebench.workloads.spec import size_from_dict
 
 PARALLEL = ("single", "ddp", "fsdp2")
+NAME_MAX = 64
+"""Longest workload or size name (they become parts of case ids and file names)."""
 
 
 class MatrixError(ValueError):
@@ -35,43 +42,109 @@ class MatrixError(ValueError):
 
     def __init__(self, source: str, key: str, value: Any, message: str):
         self.source, self.key, self.value = source, key, value
-        shown = "" if value is _MISSING else f" = {value!r}"
+        shown = "" if value is _MISSING or fields.is_missing(value) else f" = {_show(value)}"
         super().__init__(f"{source}: [{key}]{shown}: {message}")
 
 
 _MISSING = object()
 
 
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+class _Bad(ValueError):
+    """A bad value found while expanding; :func:`iter_cases` adds the file that holds it."""
+
+    def __init__(self, key: str, value: Any, message: str):
+        super().__init__(message)
+        self.key, self.value = key, value
+
+
 @dataclass(frozen=True)
 class Settings:
     """How each case is run. Any of these can be overridden per size."""
 
-    steps: int = 50
-    """Measured train steps (after warm-up)."""
-    warmup: int = 5
-    """Train steps run before timing starts (compilation, autotuning, allocator growth)."""
-    seed: int = 1234
-    """Seed of weights and data: every mode of a workload sees the same ones."""
-    lr: float = 1e-3
-    """AdamW learning rate."""
-    lr_warmup: int = 0
-    """Steps of linear learning-rate warm-up, from lr/lr_warmup up to lr (0: constant lr).
-    Wide models need it: at d_model 4096 a full-size first Adam step drives the loss up."""
-    timeout_s: float = 900.0
-    """Wall-clock limit of one case's process, start-up included."""
-    parity_rtol: float = 0.15
-    """Loss parity: the narrowest the band around the reference curve gets (relative). Measured noise
-    widens it; 0.15 because PT-AMP ended 9% off PT-FP32 on a tiny GPT on an H200."""
-    parity_atol: float = 0.05
-    """Loss parity: losses below this count as equal; capped at a tenth of the reference's final loss."""
-    profile_steps: int = 3
-    """Extra steps run under the profiler on CUDA to measure how busy the GPU is (not timed)."""
-    scaling_samples: int = 8
-    """How many times over the run FP8 scaling state is sampled."""
+    steps: int = knob(50, "Measured train steps (after warm-up).", min=1, max=1_000_000)
+    warmup: int = knob(5, "Train steps run before timing starts (compilation, autotuning, allocator growth).",
+                       min=0, max=1_000_000)
+    seed: int = knob(1234, "Seed of weights and data: every mode of a workload sees the same ones.",
+                     min=0, max=2**31 - 1)
+    lr: float = knob(1e-3, "AdamW learning rate.", min=1e-12, max=10.0)
+    lr_warmup: int = knob(0, "Steps of linear learning-rate warm-up from lr/lr_warmup up to lr (0: constant lr); "
+                          "wide models need it (at d_model 4096 a full-size first Adam step drives the loss up).",
+                          min=0, max=1_000_000)
+    timeout_s: float = knob(900.0, "Wall-clock limit of one case's process in seconds, start-up included.",
+                            min=1.0, max=7 * 86400.0)
+    parity_rtol: float = knob(0.15, "Loss parity: the narrowest the band around the reference curve gets "
+                              "(relative); measured noise widens it. 0.15 because PT-AMP ended 9% off PT-FP32 "
+                              "on a tiny GPT on an H200.", min=0.0, max=10.0)
+    parity_atol: float = knob(0.05, "Loss parity: losses below this count as equal; capped at a tenth of the "
+                              "reference's final loss.", min=0.0, max=1e6)
+    profile_steps: int = knob(3, "Extra steps run under the profiler on CUDA to measure how busy the GPU is "
+                              "(not timed).", min=0, max=10_000)
+    scaling_samples: int = knob(8, "How many times over the run FP8 scaling state is sampled.", min=0, max=10_000)
 
     @classmethod
     def field_names(cls) -> set[str]:
         return {f.name for f in dataclasses.fields(cls)}
+
+
+@dataclass(frozen=True)
+class AxisValue:
+    """One value of each ``[axes]`` list (and of the ``[[exclude]]`` keys that name them)."""
+
+    workloads: str = knob("gpt", "A workload: built in (gpt, llama, distill, module), or a user workload's "
+                                 "import path or entry-point name (checked where its sizes are).")
+    modes: str = knob("PT-FP32", "A precision mode.", choices=tuple(MODES))
+    graphs: bool = knob(False, "Capture the model's layer stack in CUDA graphs.")
+    fp8_weights: bool = knob(False, "Keep weights in FP8 (TE-FP8 only).")
+    parallel: str = knob("single", "single, or data parallel (ddp, fsdp2) over nproc processes.", choices=PARALLEL)
+    nproc: int = knob(2, "Processes (GPUs) of a data-parallel case.", min=1, max=1024)
+
+
+@dataclass(frozen=True)
+class FP8AxisValue:
+    """One value of each ``[fp8]`` list (and of the ``[[exclude]]`` keys that name them)."""
+
+    recipes: str = knob("delayed", "A TE quantization recipe.", choices=tuple(RECIPES))
+    formats: str = knob("HYBRID", "FP8 format.", choices=FORMATS)
+    amax_history_len: int = knob(1024, "Delayed scaling: length of the amax history.", min=1, max=65536)
+    amax_compute_algo: str = knob("max", "Delayed scaling: how the amax history becomes a scale.", choices=AMAX_ALGOS)
+    calibration_steps: int = knob(0, "Delayed scaling: forward+backward passes before training (0: none).",
+                                  min=0, max=10_000)
+
+
+# [[exclude]] key -> (dataclass, field) whose declaration its values must fit.
+EXCLUDE_FIELDS: dict[str, tuple[type, str]] = {
+    "workload": (AxisValue, "workloads"), "mode": (AxisValue, "modes"), "graphs": (AxisValue, "graphs"),
+    "fp8_weights": (AxisValue, "fp8_weights"), "parallel": (AxisValue, "parallel"), "nproc": (AxisValue, "nproc"),
+    "recipe": (FP8AxisValue, "recipes"), "format": (FP8AxisValue, "formats"),
+    "amax_history_len": (FP8AxisValue, "amax_history_len"),
+    "amax_compute_algo": (FP8AxisValue, "amax_compute_algo"),
+    "calibration_steps": (FP8AxisValue, "calibration_steps"),
+}
+
+
+def check_name(name: Any) -> str | None:
+    """Why ``name`` cannot be part of a case id (None when it can).
+
+    Names become path components of case ids (``gpt/<size>/<mode>``) and of
+    log file names: a "/" would split the id, control characters would garble
+    terminals and reports.
+    """
+    if not isinstance(name, str):
+        return f"must be a string, not {type(name).__name__}"
+    if not name or name != name.strip():
+        return "must be a non-empty name without leading or trailing spaces"
+    if len(name) > NAME_MAX:
+        return f"is longer than {NAME_MAX} characters"
+    if "/" in name:
+        return 'must not contain "/" (it would split the case id)'
+    if any(unicodedata.category(ch).startswith("C") for ch in name):
+        return "must not contain control or invisible characters"
+    return None
 
 
 @dataclass(frozen=True)
@@ -109,7 +182,7 @@ class Case:
     @property
     def size_spec(self) -> Any:
         """The workload's size dataclass for this case."""
-        return WORKLOADS[self.workload].size_type(**dict(self.dims))
+        return SPECS[self.workload].size_type(**dict(self.dims))
 
     @property
     def variant(self) -> str:
@@ -156,18 +229,29 @@ class Matrix:
     """The resolved contents (after ``extends``), as stored in results headers."""
     text_sha256: str
     description: str = ""
+    origins: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    """Key path (``sizes.gpt.a.d_model``, ``exclude[2]``) -> the file that set it, through ``extends``."""
 
     @property
     def sha256(self) -> str:
         """Hash of the resolved matrix: equal for two files that expand to the same cases."""
-        return hashlib.sha256(json.dumps(self.data, sort_keys=True).encode()).hexdigest()
+        return hashlib.sha256(json.dumps(self.data, sort_keys=True, default=str).encode()).hexdigest()
+
+    def origin(self, key: str) -> str:
+        """The file that holds ``key`` (the longest recorded prefix of it), else this matrix's own."""
+        parts = key.split(".")
+        while parts:
+            found = self.origins.get(".".join(parts))
+            if found:
+                return found
+            parts.pop()
+        return self.origins.get("", self.source)
 
 
 TOP_KEYS = {"name", "description", "extends", "settings", "axes", "fp8", "sizes", "exclude"}
-AXIS_KEYS = {"workloads", "modes", "graphs", "fp8_weights", "parallel", "nproc"}
-FP8_KEYS = {"recipes", "formats", "amax_history_len", "amax_compute_algo", "calibration_steps"}
-EXCLUDE_KEYS = {"workload", "size", "mode", "recipe", "format", "amax_history_len", "amax_compute_algo",
-                "calibration_steps", "graphs", "fp8_weights", "parallel", "nproc", "reason"}
+AXIS_KEYS = {f.name for f in dataclasses.fields(AxisValue)}
+FP8_KEYS = {f.name for f in dataclasses.fields(FP8AxisValue)}
+EXCLUDE_KEYS = {"size", "reason", *EXCLUDE_FIELDS}
 
 
 def preset_names() -> list[str]:
@@ -184,10 +268,11 @@ def _presets_dir() -> Any:
 
 def preset_path(name: str) -> Path:
     """Path of a shipped preset; MatrixError naming the known ones when it does not exist."""
-    path = _presets_dir() / f"{name}.toml"
-    if not path.is_file():
-        raise MatrixError("--preset", "preset", name, f"no such preset (known: {', '.join(preset_names())})")
-    return Path(str(path))
+    if check_name(name) is None:
+        path = _presets_dir() / f"{name}.toml"
+        if path.is_file():
+            return Path(str(path))
+    raise MatrixError("--preset", "preset", name, f"no such preset (known: {', '.join(preset_names())})")
 
 
 def _read_toml(path: Path, source: str) -> tuple[dict[str, Any], str]:
@@ -199,6 +284,21 @@ def _read_toml(path: Path, source: str) -> tuple[dict[str, Any], str]:
         return tomllib.loads(raw.decode("utf-8")), hashlib.sha256(raw).hexdigest()
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise MatrixError(source, "file", _MISSING, f"not valid TOML: {exc}") from None
+    except RecursionError:
+        raise MatrixError(source, "file", _MISSING, "not valid TOML: nested too deeply") from None
+
+
+def _origins(data: dict[str, Any], source: str, prefix: str = "") -> dict[str, str]:
+    """Every key path of one file's table -> that file (exclude rules are added by _merge)."""
+    out = {}
+    for key, value in data.items():
+        if key == "exclude" and not prefix:
+            continue
+        path = f"{prefix}{key}"
+        out[path] = source
+        if isinstance(value, dict):
+            out.update(_origins(value, source, path + "."))
+    return out
 
 
 def _merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
@@ -206,7 +306,7 @@ def _merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(base)
     for key, value in child.items():
         if key == "exclude":
-            out["exclude"] = out.get("exclude", []) + list(value)
+            out["exclude"] = list(out.get("exclude", [])) + (list(value) if isinstance(value, list) else [value])
         elif isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = _merge(out[key], value)
         else:
@@ -214,39 +314,66 @@ def _merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _resolve(path: Path, source: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+def _exclude_count(data: dict[str, Any]) -> int:
+    rules = data.get("exclude", [])
+    return len(rules) if isinstance(rules, list) else 1
+
+
+def _resolve(path: Path, source: str, seen: tuple[str, ...] = ()) -> tuple[dict[str, Any], dict[str, str]]:
+    """The file's table with its ``extends`` chain merged in, and where each key came from."""
     data, _ = _read_toml(path, source)
     parent = data.pop("extends", None)
+    own = _origins(data, source)
+    own[""] = source
     if parent is None:
-        return data
-    if not isinstance(parent, str):
-        raise MatrixError(source, "extends", parent, "must be a preset name or a path")
-    candidate = path.parent / parent
-    if not parent.endswith(".toml"):
-        candidate = path.parent / f"{parent}.toml"
+        own.update({f"exclude[{i}]": source for i in range(_exclude_count(data))})
+        return data, own
+    if not isinstance(parent, str) or not parent.strip() or any(unicodedata.category(ch) == "Cc" for ch in parent):
+        raise MatrixError(source, "extends", parent, "must be a preset name or a path to a .toml file")
+    candidate = path.parent / (parent if parent.endswith(".toml") else f"{parent}.toml")
     if not candidate.is_file():
-        candidate = preset_path(parent)
+        shipped = _presets_dir() / f"{parent.removesuffix('.toml')}.toml"
+        if "/" in parent or not shipped.is_file():
+            raise MatrixError(source, "extends", parent,
+                              f"no such file ({candidate}) and no shipped preset of that name "
+                              f"(known: {', '.join(preset_names())})")
+        candidate = Path(str(shipped))
     key = str(candidate.resolve())
-    if key in seen:
+    if key in seen or key == str(path.resolve()):
         raise MatrixError(source, "extends", parent, "extends itself (a cycle of presets)")
-    base = _resolve(candidate, str(candidate), seen + (str(path.resolve()),))
+    base, origins = _resolve(candidate, str(candidate), seen + (str(path.resolve()),))
     base.pop("name", None)
     base.pop("description", None)
-    return _merge(base, data)
+    inherited = _exclude_count(base)
+    origins.update(own)
+    origins.update({f"exclude[{inherited + i}]": source for i in range(_exclude_count(data))})
+    return _merge(base, data), origins
 
 
 def load(spec: str | Path, is_preset: bool = False) -> Matrix:
-    """Load a matrix from a preset name or a file path, validating it completely."""
+    """Load a matrix from a preset name or a file path, validating it completely.
+
+    Needs no torch and no hardware: every check here is on the file's data.
+    """
     path = preset_path(str(spec)) if is_preset else Path(spec)
     source = f"preset '{spec}' ({path})" if is_preset else str(spec)
+    if path.is_dir():
+        raise MatrixError(source, "file", _MISSING, "is a directory, not a matrix file")
     _, text_sha = _read_toml(path, source)
-    data = _resolve(path, source)
+    data, origins = _resolve(path, source)
+    for key in ("name", "description"):
+        if key in data and not isinstance(data[key], str):
+            raise MatrixError(source, key, data[key], "must be a string")
+    name = data.get("name", path.stem)
+    if check_name(name) is not None:
+        raise MatrixError(source, "name", name, check_name(name) or "")
     matrix = Matrix(
-        name=str(data.get("name", path.stem)),
+        name=str(name),
         source=str(path),
         data=data,
         text_sha256=text_sha,
         description=str(data.get("description", "")),
+        origins={**origins, "": source},
     )
     cases = list(iter_cases(matrix))
     if not cases:
@@ -254,39 +381,35 @@ def load(spec: str | Path, is_preset: bool = False) -> Matrix:
     return matrix
 
 
-def _list(source: str, key: str, value: Any, kind: type | tuple[type, ...], allowed=None) -> list[Any]:
+def _list(key: str, value: Any, cls: type, name: str) -> list[Any]:
+    """A list axis (or a single value), each element checked against ``cls.name``'s declaration."""
     values = value if isinstance(value, list) else [value]
     if not values:
-        raise MatrixError(source, key, value, "must not be empty")
+        raise _Bad(key, value, "must not be empty")
+    out = []
     for v in values:
-        if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
-            raise MatrixError(source, key, v, f"must be {getattr(kind, '__name__', kind)}")
-        if allowed is not None and v not in allowed:
-            raise MatrixError(source, key, v, f"unknown value (known: {', '.join(map(str, allowed))})")
-    return values
+        try:
+            out.append(fields.check_value(cls, name, v))
+        except FieldError as exc:
+            raise _Bad(key, v, str(exc)) from None
+    return out
 
 
-def _settings(source: str, where: str, table: dict[str, Any], base: Settings) -> Settings:
+def _settings(where: str, table: dict[str, Any], base: Settings) -> Settings:
     known = Settings.field_names()
-    values = {}
     for key, value in table.items():
         if key not in known:
-            raise MatrixError(source, f"{where}.{key}", value, f"unknown setting (known: {', '.join(sorted(known))})")
-        want = type(getattr(base, key))
-        if want is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if not isinstance(value, want) or isinstance(value, bool):
-            raise MatrixError(source, f"{where}.{key}", value, f"must be {want.__name__}")
-        if value < 0 or (key in ("steps", "timeout_s") and value <= 0):
-            raise MatrixError(source, f"{where}.{key}", value, "must be positive")
-        values[key] = value
-    return dataclasses.replace(base, **values)
+            raise _Bad(f"{where}.{key}", value, f"unknown setting (known: {', '.join(sorted(known))})")
+    try:
+        return fields.build(Settings, table, require_all=False, base=base)
+    except FieldError as exc:
+        raise _Bad(f"{where}.{exc.key}", exc.value, str(exc)) from None
 
 
-def _unknown(source: str, where: str, table: dict[str, Any], known: set[str]) -> None:
+def _unknown(where: str, table: dict[str, Any], known: set[str]) -> None:
     for key in table:
         if key not in known:
-            raise MatrixError(source, f"{where}{key}", table[key], f"unknown key (known: {', '.join(sorted(known))})")
+            raise _Bad(f"{where}{key}", table[key], f"unknown key (known: {', '.join(sorted(known))})")
 
 
 def _matches(rule: dict[str, Any], case: Case) -> bool:
@@ -308,105 +431,140 @@ def _matches(rule: dict[str, Any], case: Case) -> bool:
     return True
 
 
+@dataclass
+class _Axes:
+    """The validated axes of a matrix."""
+
+    workloads: list[str]
+    modes: list[str]
+    graphs: list[bool]
+    fp8_weights: list[bool]
+    parallel: list[str]
+    nprocs: list[int]
+    fp8_points: list[FP8Options]
+
+
+def _axes(data: dict[str, Any], sizes: dict[str, Any]) -> _Axes:
+    axes = data.get("axes", {})
+    _unknown("axes.", axes, AXIS_KEYS)
+    workloads = _list("axes.workloads", axes.get("workloads", list(sizes)), AxisValue, "workloads")
+    for wl in workloads:
+        if not sizes.get(wl):
+            raise _Bad("axes.workloads", wl, f"listed, but the matrix has no [sizes.{wl}.<name>] table")
+    modes = axes.get("modes", list(MODES))
+    modes = list(MODES) if modes == "all" else _list("axes.modes", modes, AxisValue, "modes")
+
+    fp8 = data.get("fp8", {})
+    _unknown("fp8.", fp8, FP8_KEYS)
+    points = itertools.product(*(
+        _list(f"fp8.{name}", fp8.get(name, [default]), FP8AxisValue, name)
+        for name, default in (("recipes", "delayed"), ("formats", "HYBRID"), ("amax_history_len", 1024),
+                              ("amax_compute_algo", "max"), ("calibration_steps", 0))
+    ))
+    return _Axes(
+        workloads=workloads,
+        modes=modes,
+        graphs=_list("axes.graphs", axes.get("graphs", [False]), AxisValue, "graphs"),
+        fp8_weights=_list("axes.fp8_weights", axes.get("fp8_weights", [False]), AxisValue, "fp8_weights"),
+        parallel=_list("axes.parallel", axes.get("parallel", ["single"]), AxisValue, "parallel"),
+        nprocs=_list("axes.nproc", axes.get("nproc", [2]), AxisValue, "nproc"),
+        fp8_points=list(dict.fromkeys(FP8Options.normalized(*point) for point in points)),
+    )
+
+
+def _rules(data: dict[str, Any]) -> list[dict[str, Any]]:
+    rules = data.get("exclude", [])
+    if not isinstance(rules, list):
+        raise _Bad("exclude", rules, "must be an array of tables ([[exclude]])")
+    for i, rule in enumerate(rules):
+        if not isinstance(rule, dict):
+            raise _Bad(f"exclude[{i}]", rule, "must be a table")
+        _unknown(f"exclude[{i}].", rule, EXCLUDE_KEYS)
+        for key, value in rule.items():
+            if key == "reason":
+                if not isinstance(value, str):
+                    raise _Bad(f"exclude[{i}].reason", value, "must be a string")
+            elif key == "size":
+                for v in value if isinstance(value, list) else [value]:
+                    if check_name(v) is not None:
+                        raise _Bad(f"exclude[{i}].size", v, check_name(v) or "")
+            else:
+                _list(f"exclude[{i}].{key}", value, *EXCLUDE_FIELDS[key])
+    return rules
+
+
+def _size(workload: str, size_name: str, dims: Any, base: Settings) -> tuple[Any, Settings]:
+    """A size table -> (its validated size dataclass, its settings)."""
+    where = f"sizes.{workload}.{size_name}"
+    why = check_name(size_name)
+    if why:
+        raise _Bad(f"sizes.{workload}", size_name, f"size name {why}")
+    if not isinstance(dims, dict):
+        raise _Bad(where, dims, "must be a table of dimensions")
+    overrides = {k: v for k, v in dims.items() if k in Settings.field_names()}
+    shape = {k: v for k, v in dims.items() if k not in overrides}
+    settings = _settings(where, overrides, base)
+    spec = SPECS[workload]
+    try:
+        size = size_from_dict(spec.size_type, shape, where)
+        spec.check(size)
+    except SizeError as exc:
+        key = f"{where}.{exc.key}" if exc.key else where
+        raise _Bad(key, exc.value, str(exc)) from None
+    return size, settings
+
+
 def iter_cases(matrix: Matrix) -> Iterator[Case]:
     """Expand a matrix into cases, in a stable order, exclusions applied.
 
-    Raises MatrixError for anything invalid; the expansion itself is the
+    Raises MatrixError for anything invalid, naming the file (through
+    ``extends``) that holds the bad value; the expansion itself is the
     validation, so ``tebench list`` and ``tebench run`` can never disagree.
     """
-    src, data = matrix.source, matrix.data
+    try:
+        cases = _expand(matrix.data)
+    except _Bad as bad:
+        raise MatrixError(matrix.origin(bad.key), bad.key, bad.value, str(bad)) from None
+    yield from cases
+
+
+def _expand(data: Any) -> list[Case]:
     if not isinstance(data, dict):
-        raise MatrixError(src, "file", _MISSING, "must be a TOML table")
-    _unknown(src, "", data, TOP_KEYS)
+        raise _Bad("file", _MISSING, "must be a TOML table")
+    _unknown("", data, TOP_KEYS - {"extends"})
     for key in ("settings", "axes", "fp8", "sizes"):
         if key in data and not isinstance(data[key], dict):
-            raise MatrixError(src, key, data[key], "must be a table")
-    base = _settings(src, "settings", data.get("settings", {}), Settings())
-    axes = data.get("axes", {})
-    _unknown(src, "axes.", axes, AXIS_KEYS)
+            raise _Bad(key, data[key], "must be a table")
+    base = _settings("settings", data.get("settings", {}), Settings())
     sizes = data.get("sizes", {})
     if not sizes:
-        raise MatrixError(src, "sizes", _MISSING, "no sizes: add at least one [sizes.<workload>.<name>] table")
-    for wl in sizes:
-        if wl not in WORKLOADS:
-            raise MatrixError(src, f"sizes.{wl}", _MISSING, f"unknown workload (known: {', '.join(WORKLOADS)})")
-    workloads = _list(src, "axes.workloads", axes.get("workloads", list(sizes)), str, list(WORKLOADS))
-    for wl in workloads:
-        if not sizes.get(wl):
-            raise MatrixError(src, "axes.workloads", wl, f"listed, but the matrix has no [sizes.{wl}.<name>] table")
-    modes = axes.get("modes", list(MODES))
-    modes = list(MODES) if modes == "all" else _list(src, "axes.modes", modes, str, list(MODES))
-    graphs = _list(src, "axes.graphs", axes.get("graphs", [False]), bool)
-    fp8_weights = _list(src, "axes.fp8_weights", axes.get("fp8_weights", [False]), bool)
-    parallel = _list(src, "axes.parallel", axes.get("parallel", ["single"]), str, PARALLEL)
-    nprocs = _list(src, "axes.nproc", axes.get("nproc", [2]), int)
-    for n in nprocs:
-        if n < 1:
-            raise MatrixError(src, "axes.nproc", n, "must be at least 1")
-
-    fp8 = data.get("fp8", {})
-    _unknown(src, "fp8.", fp8, FP8_KEYS)
-    recipes = _list(src, "fp8.recipes", fp8.get("recipes", ["delayed"]), str, list(RECIPES))
-    formats = _list(src, "fp8.formats", fp8.get("formats", ["HYBRID"]), str, FORMATS)
-    histories = _list(src, "fp8.amax_history_len", fp8.get("amax_history_len", [1024]), int)
-    for h in histories:
-        if h < 1:
-            raise MatrixError(src, "fp8.amax_history_len", h, "must be at least 1")
-    algos = _list(src, "fp8.amax_compute_algo", fp8.get("amax_compute_algo", ["max"]), str, AMAX_ALGOS)
-    calibrations = _list(src, "fp8.calibration_steps", fp8.get("calibration_steps", [0]), int)
-    for c in calibrations:
-        if c < 0:
-            raise MatrixError(src, "fp8.calibration_steps", c, "must be 0 (none) or more")
-    fp8_points = list(dict.fromkeys(
-        FP8Options.normalized(*point)
-        for point in itertools.product(recipes, formats, histories, algos, calibrations)
-    ))
-
-    rules = data.get("exclude", [])
-    if not isinstance(rules, list):
-        raise MatrixError(src, "exclude", rules, "must be an array of tables ([[exclude]])")
-    for i, rule in enumerate(rules):
-        if not isinstance(rule, dict):
-            raise MatrixError(src, f"exclude[{i}]", rule, "must be a table")
-        _unknown(src, f"exclude[{i}].", rule, EXCLUDE_KEYS)
-        if "mode" in rule:
-            _list(src, f"exclude[{i}].mode", rule["mode"], str, list(MODES))
-        if "workload" in rule:
-            _list(src, f"exclude[{i}].workload", rule["workload"], str, list(WORKLOADS))
+        raise _Bad("sizes", _MISSING, "no sizes: add at least one [sizes.<workload>.<name>] table")
+    for wl, table in sizes.items():
+        try:
+            SPECS[wl]  # built in, or a user workload: imported and protocol-checked before any case runs
+        except PluginError as exc:
+            raise _Bad(f"sizes.{wl}", _MISSING, str(exc)) from None
+        if not isinstance(table, dict):
+            raise _Bad(f"sizes.{wl}", table, "must be a table of named sizes")
+    axes = _axes(data, sizes)
+    rules = _rules(data)
 
     seen: dict[str, Case] = {}
-    for wl_name in workloads:
-        workload = WORKLOADS[wl_name]
-        table = sizes[wl_name]
-        if not isinstance(table, dict):
-            raise MatrixError(src, f"sizes.{wl_name}", table, "must be a table of named sizes")
-        for size_name, dims in table.items():
-            where = f"sizes.{wl_name}.{size_name}"
-            if not isinstance(dims, dict):
-                raise MatrixError(src, where, dims, "must be a table of dimensions")
-            overrides = {k: v for k, v in dims.items() if k in Settings.field_names()}
-            shape = {k: v for k, v in dims.items() if k not in overrides}
-            settings = _settings(src, where, overrides, base)
-            try:
-                from tebench.workloads.base import size_from_dict
-
-                spec = size_from_dict(workload.size_type, shape, where)
-                workload.check(spec)
-            except SizeError as exc:
-                message = str(exc).split(": ", 1)[-1] if str(exc).startswith(where) else str(exc)
-                raise MatrixError(src, f"{where}.{exc.key}", exc.value, message) from None
+    for wl_name in axes.workloads:
+        for size_name, dims in sizes[wl_name].items():
+            spec, settings = _size(wl_name, size_name, dims, base)
             dim_items = tuple(dataclasses.asdict(spec).items())
-            for mode_name, g, w, par in itertools.product(modes, graphs, fp8_weights, parallel):
+            for mode_name, g, w, par in itertools.product(axes.modes, axes.graphs, axes.fp8_weights, axes.parallel):
                 mode = MODES[mode_name]
                 if w and not mode.fp8:
                     continue  # FP8 weights only exist under FP8
-                for n in (nprocs if par != "single" else [1]):
-                    for opts in (fp8_points if mode.fp8 else [None]):
+                for n in (axes.nprocs if par != "single" else [1]):
+                    for opts in (axes.fp8_points if mode.fp8 else [None]):
                         case = Case(wl_name, size_name, mode_name, dim_items, opts, g, w, par, n, settings)
                         if any(_matches(rule, case) for rule in rules):
                             continue
                         seen.setdefault(case.id, case)
-    yield from seen.values()
+    return list(seen.values())
 
 
 def reference_order(cases: list[Case]) -> list[Case]:

@@ -4,13 +4,18 @@
 the matrix, the command) followed by ``case`` records. Each record carries
 ``schema`` and ``schema_version``; a file from a newer tebench, or one too old
 to read, is refused with a message that says what to do. A line cut short by
-a killed process is skipped with a warning, so the rest stays usable.
+a killed process, or a record without the shape readers rely on, is skipped
+with a warning naming ``file:line``, so the rest stays usable. Records are
+written as strict JSON: a NaN or inf becomes null, listed in the record's
+``non_finite`` note, and is restored on reading.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import unicodedata
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +40,8 @@ class Run:
     headers: list[dict[str, Any]] = field(default_factory=list)
     cases: list[dict[str, Any]] = field(default_factory=list)
     skipped_lines: int = 0
+    problems: list[str] = field(default_factory=list)
+    """``file:line: what is wrong`` for each skipped line."""
 
     @property
     def header(self) -> dict[str, Any]:
@@ -72,9 +79,9 @@ def results_path(path: str | Path) -> Path:
 def check_version(record: dict[str, Any], where: str) -> None:
     """Refuse records from an unknown schema with a clear, actionable message."""
     if record.get("schema") != SCHEMA:
-        raise SchemaError(f"{where}: not a tebench results record (schema={record.get('schema')!r})")
+        raise SchemaError(f"{where}: not a tebench results record (schema={_show(record.get('schema'))})")
     version = record.get("schema_version")
-    if not isinstance(version, int):
+    if not isinstance(version, int) or isinstance(version, bool):
         raise SchemaError(f"{where}: record has no integer schema_version")
     if version > SCHEMA_VERSION:
         raise SchemaError(
@@ -88,33 +95,248 @@ def check_version(record: dict[str, Any], where: str) -> None:
         )
 
 
+class RecordError(ValueError):
+    """One record that does not have the shape readers rely on; ``key`` names the field."""
+
+    def __init__(self, key: str, value: Any, message: str):
+        super().__init__(f"[{key}] = {_show(value)}: {message}" if key else message)
+        self.key, self.value = key, value
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _expect(record: dict[str, Any], key: str, kinds: tuple[type, ...], where: str = "",
+            required: bool = False) -> Any:
+    """``record[key]`` if it is one of ``kinds`` (None allowed when not required)."""
+    path = f"{where}{key}"
+    if key not in record or record[key] is None:
+        if required:
+            raise RecordError(path, None, "missing")
+        if dict in kinds or list in kinds:
+            # Readers write record.get("timing", {}): an explicit null must read as absent.
+            record.pop(key, None)
+        return None
+    value = record[key]
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        names = " or ".join("object" if k is dict else "array" if k is list else k.__name__ for k in kinds)
+        raise RecordError(path, value, f"must be {names}")
+    return value
+
+
+def _numbers(values: Any, path: str, *, allow_none: bool, finite: bool) -> None:
+    for i, v in enumerate(values):
+        if v is None and allow_none:
+            continue
+        if not _is_number(v):
+            raise RecordError(f"{path}[{i}]", v, "must be a number")
+        if finite and not math.isfinite(v):
+            raise RecordError(f"{path}[{i}]", v, "must be a finite number")
+
+
+def _number_table(table: dict[str, Any], path: str) -> None:
+    """A table of measured values: numbers must be finite (None means 'not measured')."""
+    for key, v in table.items():
+        if _is_number(v) and not math.isfinite(v):
+            raise RecordError(f"{path}.{key}", v, "must be a finite number or null")
+
+
+def _check_case(record: dict[str, Any]) -> None:
+    case_id = _expect(record, "case_id", (str,), required=True)
+    if not case_id or any(unicodedata.category(ch) == "Cc" for ch in case_id):
+        raise RecordError("case_id", case_id, "must be a non-empty id without control characters")
+    rnd = _expect(record, "round", (int,))
+    if rnd is not None and rnd < 0:
+        raise RecordError("round", rnd, "must be 0 or more")
+    case = _expect(record, "case", (dict,), required=True)
+    # torch-free; imported here to keep results.py a leaf module
+    from tebench.fields import FieldError, build
+    from tebench.matrix import Case, Settings
+
+    try:
+        normal = Case.from_dict(case).to_dict()
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise RecordError("case", case, f"not a case description ({type(exc).__name__}: {exc})") from None
+    try:
+        build(Settings, normal["settings"], require_all=False, limits=False)
+    except FieldError as exc:
+        raise RecordError(f"case.settings.{exc.key}", exc.value, str(exc)) from None
+    if not isinstance(normal["dims"], dict) or not isinstance(normal["nproc"], int):
+        raise RecordError("case.dims", normal["dims"], "must be an object (and case.nproc an integer)")
+    for key in ("workload", "size", "mode", "parallel"):
+        if not isinstance(normal[key], str):
+            raise RecordError(f"case.{key}", normal[key], "must be a string")
+    record["case"] = normal  # settings filled in with their defaults: readers index them directly
+    status = _expect(record, "status", (str,), required=True)
+    if status not in STATUSES:
+        raise RecordError("status", status, f"unknown status (known: {', '.join(STATUSES)})")
+    _expect(record, "reason", (str,))
+    for key in ("device", "memory", "validation", "gpu_busy", "setup", "phases", "distributed", "throughput",
+                "parity", "fp8_state"):
+        _expect(record, key, (dict,) if key != "fp8_state" else (dict, list))
+    if record.get("throughput"):
+        _number_table(record["throughput"], "throughput")
+    if record.get("memory"):
+        _number_table(record["memory"], "memory")
+    timing = _expect(record, "timing", (dict,))
+    if timing is not None:
+        samples = _expect(timing, "samples_ms", (list,), "timing.", required=True)
+        if not samples:
+            raise RecordError("timing.samples_ms", samples, "must hold at least one sample")
+        _numbers(samples, "timing.samples_ms", allow_none=False, finite=True)
+        stats = _expect(timing, "stats", (dict,), "timing.")
+        if stats is not None:
+            _number_table(stats, "timing.stats")
+    loss = _expect(record, "loss", (dict,))
+    if loss is not None:
+        per_step = _expect(loss, "per_step", (list,), "loss.")
+        # A diverged run's curve legitimately holds NaN or inf: keep it.
+        _numbers(per_step or [], "loss.per_step", allow_none=True, finite=False)
+        for key in ("first", "final"):
+            _expect(loss, key, (int, float), "loss.")
+    parity = record.get("parity")
+    if parity:
+        _expect(parity, "verdict", (str,), "parity.", required=True)
+        _expect(parity, "reason", (str,), "parity.")
+
+
+def _check_header(record: dict[str, Any]) -> None:
+    _expect(record, "run_id", (str,))
+    env = _expect(record, "env", (dict,))
+    if env is not None:
+        gpus = _expect(env, "gpus", (list,), "env.")
+        for i, gpu in enumerate(gpus or []):
+            if not isinstance(gpu, dict) or not isinstance(gpu.get("name"), str):
+                raise RecordError(f"env.gpus[{i}]", gpu, "must be an object with a string name")
+    ids = _expect(record, "case_ids", (list,))
+    if ids is not None and not all(isinstance(i, str) for i in ids):
+        raise RecordError("case_ids", ids, "must be an array of strings")
+    _expect(record, "matrix", (dict,))
+    rounds = _expect(record, "rounds", (int,))
+    if rounds is not None and rounds < 1:
+        raise RecordError("rounds", rounds, "must be at least 1")
+    shard = _expect(record, "shard", (list,))
+    if shard is not None and (len(shard) != 2 or not all(isinstance(x, int) and not isinstance(x, bool)
+                                                         for x in shard)):
+        raise RecordError("shard", shard, "must be [I, N]")
+
+
+def check_record(record: Any) -> None:
+    """Raise RecordError when a (schema-checked) record lacks the shape every reader relies on.
+
+    Case records may be normalised in place (their case settings completed).
+    """
+    if not isinstance(record, dict):
+        raise RecordError("", record, f"not a JSON object but {type(record).__name__}")
+    kind = record.get("type")
+    if kind == "header":
+        _check_header(record)
+    elif kind == "case":
+        _check_case(record)
+    else:
+        raise RecordError("type", kind, "unknown record type (known: header, case)")
+
+
+def _restore_non_finite(record: dict[str, Any]) -> None:
+    """Put back the NaN/inf values the writer replaced with null (listed in ``non_finite``)."""
+    notes = record.get("non_finite")
+    if not isinstance(notes, list):
+        return
+    for note in notes:
+        try:
+            *parents, last = note["path"]
+            target: Any = record
+            for key in parents:
+                target = target[key]
+            if target[last] is None:
+                target[last] = float(note["value"])
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue  # a damaged note: the value stays null, which readers treat as "not measured"
+
+
 def read(path: str | Path) -> Run:
-    """Read a results file or run directory. Raises SchemaError / OSError with the path in the message."""
+    """Read a results file or run directory.
+
+    Lines that cannot be read (cut short by a kill, not JSON, not a record of
+    the right shape) are skipped with a warning naming ``file:line`` and the
+    problem; a file that is not a tebench results file at all, or was written
+    by a newer schema, is refused with SchemaError. OSError when it cannot be read.
+    """
     file = results_path(path)
     if not file.is_file():
-        raise FileNotFoundError(f"{path}: no results file ({file} does not exist)")
+        raise FileNotFoundError(f"{path}: no results file ({file} does not exist or is not a file)")
     run = Run(path=str(file))
-    with file.open("r", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
+    problems: list[str] = []
+    seen_record = False
+    with file.open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            where = f"{file}:{lineno}"
+            if not raw.strip():
                 continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
+                record = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
                 # A process killed mid-write leaves a partial line; the case it
                 # belonged to simply has no record and is re-run by --resume.
-                run.skipped_lines += 1
+                problems.append(f"{where}: {'not UTF-8 text' if isinstance(exc, UnicodeDecodeError) else 'not JSON'}")
                 continue
-            check_version(record, f"{file}:{lineno}")
-            if record.get("type") == "header":
+            if not isinstance(record, dict) or record.get("schema") != SCHEMA:
+                if not seen_record:
+                    if isinstance(record, dict):
+                        check_version(record, where)  # raises: names the foreign schema
+                    raise SchemaError(f"{where}: not a tebench results record (a JSON {type(record).__name__})")
+                problems.append(f"{where}: not a tebench results record")
+                continue
+            check_version(record, where)  # a newer schema refuses the whole file
+            seen_record = True
+            try:
+                _restore_non_finite(record)
+                check_record(record)
+            except RecordError as exc:
+                problems.append(f"{where}: {exc}")
+                continue
+            if record["type"] == "header":
                 run.headers.append(record)
-            elif record.get("type") == "case":
+            else:
                 run.cases.append(record)
-    if run.skipped_lines:
-        warnings.warn(f"{file}: skipped {run.skipped_lines} unreadable line(s) (a run killed mid-write?)")
+    run.skipped_lines = len(problems)
+    run.problems = problems
+    if problems:
+        shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
+        warnings.warn(f"{file}: skipped {len(problems)} unreadable line(s): {shown}", stacklevel=2)
     if not run.headers:
-        raise SchemaError(f"{file}: no header record; not a tebench results file")
+        why = f" ({len(problems)} line(s) unreadable, first {problems[0]})" if problems else ""
+        raise SchemaError(f"{file}: no header record{why}; not a tebench results file")
     return run
+
+
+def sanitize(obj: Any, path: tuple = (), notes: list[dict[str, Any]] | None = None) -> Any:
+    """``obj`` with every NaN/inf float replaced by None; each replacement noted in ``notes``.
+
+    JSON has no NaN: strict readers (jq, browsers, most languages) reject the
+    bare ``NaN`` Python writes by default. The note keeps the reason, so
+    :func:`read` restores the value and a reader sees it was not finite.
+    """
+    if isinstance(obj, float) and not math.isfinite(obj):
+        if notes is not None:
+            notes.append({"path": list(path), "value": repr(obj)})
+        return None
+    if isinstance(obj, dict):
+        return {k: sanitize(v, path + (k,), notes) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [sanitize(v, path + (i,), notes) for i, v in enumerate(obj)]
+    return obj
+
+
+def dumps_strict(obj: Any, **kwargs: Any) -> str:
+    """Strict JSON text (RFC 8259): NaN and inf become null."""
+    return json.dumps(sanitize(obj), allow_nan=False, default=_jsonable, **kwargs)
 
 
 class Writer:
@@ -125,25 +347,46 @@ class Writer:
         path.parent.mkdir(parents=True, exist_ok=True)
         # A previous run killed mid-line would glue our first record to its
         # fragment; start on a fresh line instead.
-        needs_newline = path.exists() and path.stat().st_size > 0 and not path.read_bytes().endswith(b"\n")
+        needs_newline = path.exists() and path.stat().st_size > 0 and not _ends_with_newline(path)
         self._fh = path.open("a", encoding="utf-8")
         if needs_newline:
             self._fh.write("\n")
 
     def append(self, record: dict[str, Any]) -> None:
-        record = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, **record}
-        self._fh.write(json.dumps(record, allow_nan=True, default=_jsonable) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        """Write one record as a line of strict JSON and fsync it. OSError (e.g. ENOSPC) propagates."""
+        notes: list[dict[str, Any]] = []
+        clean = sanitize({"schema": SCHEMA, "schema_version": SCHEMA_VERSION, **record}, (), notes)
+        if notes:
+            clean["non_finite"] = notes
+        line = json.dumps(clean, allow_nan=False, default=_jsonable) + "\n"
+        try:
+            self._fh.write(line)
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        except OSError:
+            # The line may be on disk in part; the next writer starts a fresh
+            # line (see __init__) and readers skip the fragment.
+            self._failed = True
+            raise
 
     def close(self) -> None:
-        self._fh.close()
+        try:
+            self._fh.close()
+        except OSError:
+            if not getattr(self, "_failed", False):
+                raise
 
     def __enter__(self) -> "Writer":
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as fh:
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1) == b"\n"
 
 
 def _jsonable(obj: Any) -> Any:
@@ -155,9 +398,12 @@ def _jsonable(obj: Any) -> Any:
 
 
 def write_all(path: Path, records: Iterable[dict[str, Any]]) -> None:
-    """Write a complete results file (used by merge)."""
-    if path.exists():
-        path.unlink()
-    with Writer(path) as w:
-        for record in records:
-            w.append({k: v for k, v in record.items() if k not in ("schema", "schema_version")})
+    """Write a complete results file atomically (used by merge): a temp file, then a rename."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with Writer(tmp) as w:
+            for record in records:
+                w.append({k: v for k, v in record.items() if k not in ("schema", "schema_version")})
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

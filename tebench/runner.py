@@ -11,11 +11,14 @@ most the cases in flight, and ``--resume`` picks up from there.
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import json
 import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -23,20 +26,90 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import tebench
 from tebench import parity, results, shard, stats
 from tebench.detect import Environment
+from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, caught by the CLI)
 from tebench.gates import gate_case
 from tebench.matrix import Case, Matrix, iter_cases, reference_order
-from tebench.workloads import WORKLOADS
+from tebench.workloads import SPECS
+
+# A worker that ran its case but could not write the result exits with
+# EXIT_STORAGE: the runner then stops instead of recording the case as failed.
+from tebench.worker import EXIT_STORAGE
 
 LOG_TAIL_LINES = 25
 
 
-class RunError(RuntimeError):
-    """A run that cannot start (e.g. --resume against a different matrix)."""
+LOCK_NAME = ".lock"
+MIN_FREE_BYTES = 1 << 20
+"""Below this much free space in OUT, a worker that left no result is taken to have hit a full disk."""
+
+
+def _storage_error(what: str, exc: OSError, out: Path) -> StorageError:
+    reason = f"{errno.errorcode.get(exc.errno, 'OSError')} ({exc.strerror})" if exc.errno else str(exc)
+    return StorageError(f"{what}: {reason}. Finished cases are kept in {out / results.RESULTS_NAME}; "
+                        "fix the storage and continue with --resume")
+
+
+def check_out_dir(out: Path) -> None:
+    """StorageError unless ``out`` is (or can be created as) a directory."""
+    if out.exists() and not out.is_dir():
+        raise StorageError(f"--out {out}: is a file, not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(f"--out {out}: cannot create the run directory: "
+                           f"{errno.errorcode.get(exc.errno or 0, 'OSError')} ({exc.strerror or exc})") from None
+
+
+@contextlib.contextmanager
+def lock_out(out: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``out`` (``out/.lock``, flock) for the duration of a run.
+
+    A second writer is refused at once instead of interleaving its records
+    with the first one's. The lock is the kernel's: it goes with the process,
+    so a killed run never leaves OUT locked.
+    """
+    path = out / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise _storage_error(f"cannot create the lock file {path}", exc, out) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
+        os.close(fd)
+        raise RunError(f"{out} is in use by another tebench run ({holder or 'holder unknown'}); "
+                       "wait for it to finish or choose another --out") from None
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}\n"
+                  .encode(), 0)
+    try:
+        yield
+    finally:
+        os.close(fd)  # releases the lock; the file stays (removing it would race a waiting run)
+
+
+def _out_of_space(directory: Path) -> bool:
+    """Whether ``directory`` is full or unwritable now (a worker's missing result may be why)."""
+    try:
+        st = os.statvfs(directory)
+        if st.f_bavail * st.f_frsize < MIN_FREE_BYTES:
+            return True
+        probe = directory / f".probe-{os.getpid()}"
+        with probe.open("wb") as fh:
+            fh.write(b"\0" * 4096)
+            fh.flush()
+            os.fsync(fh.fileno())
+        probe.unlink()
+        return False
+    except OSError:
+        return True
 
 
 @dataclass
@@ -179,7 +252,7 @@ def build_record(p: Planned, raw: dict[str, Any], env: Environment, run_id: str,
     if timing:
         summary = stats.summarize(timing["samples_ms"])
         record["timing"] = {**timing, "stats": summary}
-        wl = WORKLOADS[case.workload]
+        wl = SPECS[case.workload]
         size = case.size_spec
         tokens = wl.tokens_per_step(size) * case.nproc
         flops = wl.flops_per_step(size) * case.nproc
@@ -222,15 +295,22 @@ class _Executor:
         self.children: set[subprocess.Popen] = set()
         self.work = opts.out / ".work"
         self.logs = opts.out / "logs"
-        self.work.mkdir(parents=True, exist_ok=True)
-        self.logs.mkdir(parents=True, exist_ok=True)
+        try:
+            self.work.mkdir(parents=True, exist_ok=True)
+            self.logs.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _storage_error(f"cannot create {self.work} and {self.logs}", exc, opts.out) from None
 
     def record(self, p: Planned, raw: dict[str, Any], started: float, log: str | None) -> dict[str, Any]:
         rec = build_record(p, raw, self.env, self.run_id, started, time.time() - started, log)
         with self.lock:
             if rec.get("loss") and rec["status"] in ("ok", "diverged"):
                 rec["parity"] = parity.judge(self.records + [rec], rec)
-            self.writer.append(rec)
+            try:
+                self.writer.append(rec)
+            except OSError as exc:
+                raise _storage_error(f"cannot record {rec['case_id']} in {self.writer.path}", exc,
+                                     self.opts.out) from None
             self.records.append(rec)
         self.display.finish(rec)
         return rec
@@ -250,8 +330,12 @@ class _Executor:
         name = f"{slug(case.id)}.r{p.round}"
         case_file, result_file = self.work / f"{name}.case.json", self.work / f"{name}.result.json"
         log_file = self.logs / f"{name}.log"
-        case_file.write_text(json.dumps(case.to_dict()))
-        result_file.unlink(missing_ok=True)
+        try:
+            case_file.write_text(json.dumps(case.to_dict()))
+            result_file.unlink(missing_ok=True)
+            log = log_file.open("w", buffering=1)  # line-buffered: little left to lose at close
+        except OSError as exc:
+            raise _storage_error(f"cannot prepare case {case.id} in {self.work}", exc, self.opts.out) from None
         child_env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": _pythonpath(),
                      "TEBENCH_PARENT_PID": str(os.getpid()), **self.opts.env}
         if device is not None:
@@ -262,9 +346,9 @@ class _Executor:
         self.display.start(key)
         started = time.time()
         last: dict[str, Any] = {}
-        with log_file.open("w") as log:
-            log.write(f"# {case.id} round {p.round} device {device or 'default'}\n# {' '.join(self._command(case, case_file, result_file))}\n")
-            log.flush()
+        try:
+            _log(log, f"# {case.id} round {p.round} device {device or 'default'}\n"
+                      f"# {' '.join(self._command(case, case_file, result_file))}\n")
             proc = subprocess.Popen(self._command(case, case_file, result_file), stdout=subprocess.PIPE,
                                     stderr=log, text=True, env=child_env, start_new_session=True)
             with self.lock:
@@ -275,7 +359,7 @@ class _Executor:
                     try:
                         msg = json.loads(line)
                     except json.JSONDecodeError:
-                        log.write(line)
+                        _log(log, line)
                         continue
                     if isinstance(msg, dict) and msg.get("event") == "progress":
                         last.update(msg)
@@ -292,17 +376,11 @@ class _Executor:
             reader.join(timeout=5)
             with self.lock:
                 self.children.discard(proc)
+        finally:
+            with contextlib.suppress(OSError):
+                log.close()
         rel_log = str(log_file.relative_to(self.opts.out))
-        if timed_out:
-            where = f" (last progress: {last.get('phase')} step {last.get('step')}/{last.get('total')})" if last else ""
-            raw = {"status": "timeout", "reason": f"no result within {timeout:.0f} s{where}; process killed"}
-        elif result_file.is_file():
-            raw = json.loads(result_file.read_text())
-        else:
-            how = f"signal {-code} ({signal.Signals(-code).name})" if code < 0 else f"exit code {code}"
-            tail = _tail(log_file, 8)
-            raw = {"status": "failed", "reason": f"worker died with {how} before writing a result"
-                   + (f"; log tail:\n{tail}" if tail else "")}
+        raw = self._outcome(case, code, timed_out, timeout, last, result_file, log_file)
         if device is not None:
             raw.setdefault("device", {})["assigned"] = device  # the --devices slot that ran it
         rec = self.record(p, raw, started, rel_log)
@@ -310,6 +388,34 @@ class _Executor:
         case_file.unlink(missing_ok=True)
         result_file.unlink(missing_ok=True)
         return rec
+
+    def _outcome(self, case: Case, code: int, timed_out: bool, timeout: float, last: dict[str, Any],
+                 result_file: Path, log_file: Path) -> dict[str, Any]:
+        """The worker's raw result, or why there is none; StorageError when the disk is why."""
+        if timed_out:
+            where = f" (last progress: {last.get('phase')} step {last.get('step')}/{last.get('total')})" if last else ""
+            return {"status": "timeout", "reason": f"no result within {timeout:.0f} s{where}; process killed"}
+        if result_file.is_file():
+            try:
+                raw = json.loads(result_file.read_text())
+            except OSError as exc:
+                raise _storage_error(f"cannot read the result of {case.id}", exc, self.opts.out) from None
+            except ValueError:
+                raw = None
+            if isinstance(raw, dict):
+                return raw
+        # No usable result. A worker that measured its case but could not
+        # write it must not be recorded as failed: stop, so --resume re-runs it.
+        if code == EXIT_STORAGE or _out_of_space(self.work):
+            tail = _tail(log_file, 3)
+            raise StorageError(f"case {case.id}: the worker could not write its result to {self.work} "
+                               f"(disk full or read-only?){'; log tail: ' + tail if tail else ''}. Finished "
+                               f"cases are kept in {self.opts.out / results.RESULTS_NAME}; free space and "
+                               "continue with --resume")
+        how = f"signal {-code} ({signal.Signals(-code).name})" if code < 0 else f"exit code {code}"
+        tail = _tail(log_file, 8)
+        return {"status": "failed", "reason": f"worker died with {how} before writing a result"
+                + (f"; log tail:\n{tail}" if tail else "")}
 
     def kill_all(self) -> None:
         with self.lock:
@@ -319,6 +425,13 @@ class _Executor:
 
 Executor = _Executor
 """Public name for callers that drive cases one by one (``tebench ab`` interleaves two runs)."""
+
+
+def _log(log: Any, text: str) -> None:
+    # A case's log is a convenience: a full disk must not turn a measured
+    # case into a crash here (the result and the record are what count).
+    with contextlib.suppress(OSError, ValueError):
+        log.write(text)
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -344,11 +457,22 @@ def _resume_state(path: Path, matrix: Matrix, opts: RunOptions) -> tuple[str, se
 
 def run(matrix: Matrix, env: Environment, opts: RunOptions,
         on_record: Callable[[dict[str, Any]], None] | None = None) -> Path:
-    """Run a matrix into ``opts.out``; returns the results file's path."""
-    path = opts.out / results.RESULTS_NAME
+    """Run a matrix into ``opts.out``; returns the results file's path.
+
+    OUT is locked for the whole run (a second writer gets RunError); a storage
+    failure stops the run with StorageError and loses no finished case.
+    """
     cases = select_cases(matrix, opts.only, opts.shard)
     if not cases:
         raise RunError("no case of the matrix matches --only / --shard")
+    check_out_dir(opts.out)
+    with lock_out(opts.out):
+        return _run_locked(matrix, env, opts, cases, on_record)
+
+
+def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[Case],
+                on_record: Callable[[dict[str, Any]], None] | None) -> Path:
+    path = opts.out / results.RESULTS_NAME
     planned = plan(cases, env, opts.rounds)
     done: set[tuple[str, int]] = set()
     previous: list[dict[str, Any]] = []
@@ -360,7 +484,6 @@ def run(matrix: Matrix, env: Environment, opts: RunOptions,
     else:
         run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
     todo = [p for p in planned if (p.case.id, p.round) not in done]
-    opts.out.mkdir(parents=True, exist_ok=True)
     header = {
         "type": "header",
         "run_id": run_id,
@@ -380,14 +503,21 @@ def run(matrix: Matrix, env: Environment, opts: RunOptions,
     display = Display(len(todo), opts.live)
     if done:
         sys.stderr.write(f"resuming run {run_id}: {len(done)} case-round(s) already recorded, {len(todo)} to go\n")
-    with results.Writer(path) as writer:
+    try:
+        writer = results.Writer(path)
         writer.append(header)
+    except OSError as exc:
+        raise _storage_error(f"cannot write {path}", exc, opts.out) from None
+    with writer:
         ex = _Executor(opts, env, run_id, writer, previous, display)
         try:
             _execute(ex, todo, opts.devices, on_record)
         except KeyboardInterrupt:
             ex.kill_all()
             sys.stderr.write(f"\ninterrupted; results so far are in {path} (continue with --resume)\n")
+            raise
+        except BaseException:
+            ex.kill_all()  # a storage failure in one device thread: stop the others' children too
             raise
     with contextlib.suppress(OSError):
         (opts.out / ".work").rmdir()  # only if empty
@@ -434,20 +564,21 @@ def _execute(ex: _Executor, todo: list[Planned], devices: list[str] | None,
                 p = pending.get_nowait()
             except queue.Empty:
                 return
-            if p.skip:
-                handle(p, None)
-                continue
-            k = p.case.nproc if p.case.parallel != "single" else 1
-            devs = take(k)
-            if devs is None:
-                handle(Planned(p.case, p.round, f"needs {k} devices; --devices gives {len(devices)}"), None)
-                continue
             try:
-                handle(p, ",".join(devs))
-            except BaseException as exc:  # keep the pool alive long enough to report
+                if p.skip:
+                    handle(p, None)
+                    continue
+                k = p.case.nproc if p.case.parallel != "single" else 1
+                devs = take(k)
+                if devs is None:
+                    handle(Planned(p.case, p.round, f"needs {k} devices; --devices gives {len(devices)}"), None)
+                    continue
+                try:
+                    handle(p, ",".join(devs))
+                finally:
+                    give(devs)
+            except BaseException as exc:  # e.g. a full disk: stop taking work, report it from the main thread
                 errors.append(exc)
-            finally:
-                give(devs)
 
     threads = [threading.Thread(target=worker, name=f"tebench-dev{d}") for d in devices]
     for t in threads:

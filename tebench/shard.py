@@ -12,7 +12,7 @@ import heapq
 
 from tebench.matrix import Case
 from tebench.modes import MODES
-from tebench.workloads import WORKLOADS
+from tebench.workloads import SPECS
 
 # Rough constants: only the *relative* cost of cases matters for balance, and
 # the same numbers must be used on every machine, so they are not measured.
@@ -38,7 +38,7 @@ def parse(spec: str) -> tuple[int, int]:
 
 def estimate_cost(case: Case) -> float:
     """Estimated seconds for a case: start-up, compilation and its FLOPs at a nominal rate."""
-    wl = WORKLOADS[case.workload]
+    wl = SPECS[case.workload]
     steps = case.settings.steps + case.settings.warmup
     cost = PROCESS_OVERHEAD_S + wl.flops_per_step(case.size_spec) * steps / NOMINAL_FLOPS
     if MODES[case.mode].compile:

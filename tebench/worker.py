@@ -59,10 +59,28 @@ class _Progress:
         print(json.dumps({"event": "progress", "phase": phase, "step": step, "total": total}), flush=True)
 
 
+# The runner's contract (tebench.runner.EXIT_STORAGE): the case ran but its
+# result could not be written; the runner stops and --resume re-runs the case.
+EXIT_STORAGE = 75
+
+
 def _write(path: Path, payload: dict[str, Any]) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(payload, allow_nan=True))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(payload, allow_nan=True))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _deliver(path: Path, payload: dict[str, Any]) -> int:
+    """Write the result; EXIT_STORAGE (and why, on stderr) when the disk refuses it."""
+    try:
+        _write(path, payload)
+    except OSError as exc:
+        print(f"tebench worker: cannot write the result {path}: {exc}", file=sys.stderr)
+        return EXIT_STORAGE
+    return 0
 
 
 def _device(torch: Any) -> Any:
@@ -148,11 +166,10 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()
         first = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else ""
         payload.update(status="failed", reason=f"{type(exc).__name__}: {first}")
-    if rank == 0:
-        _write(result_path, payload)
+    code = _deliver(result_path, payload) if rank == 0 else 0
     sys.stdout.flush()
     sys.stderr.flush()
-    return 0
+    return code
 
 
 if __name__ == "__main__":

@@ -154,6 +154,138 @@ def test_cli_runs_gpu_cases_end_to_end(tmp_path, tebench_cli):
     assert cases["gpt/small/PT-AMP"]["device"]["type"] == "cuda"
 
 
+# --- Llama workload -----------------------------------------------------------
+
+def _llama_size(**kw):
+    from tebench.workloads.llama import LlamaSize
+
+    # 8 query heads on 2 key/value heads: a grouping mistake changes which V each head reads.
+    base = dict(vocab=512, d_model=256, heads=8, kv_heads=2, layers=2, ffn=512, seq=128, batch=4, rope_theta=10000.0)
+    return LlamaSize(**{**base, **kw})
+
+
+def test_llama_te_block_matches_pytorch_block():
+    size = _llama_size()
+    idx = torch.randint(0, size.vocab, (size.batch, size.seq), device=DEV)
+    assert _same_function("llama", size, idx) < 0.02
+
+
+def test_llama_rope_angles_are_te_rotary_position_embedding():
+    try:
+        from transformer_engine.pytorch.attention.rope import RotaryPositionEmbedding
+    except ImportError:  # older TE: one attention module
+        from transformer_engine.pytorch.attention import RotaryPositionEmbedding
+
+    from tebench.workloads.llama import rope_angles
+
+    size = _llama_size(rope_theta=500000.0)
+    te_angles = RotaryPositionEmbedding(size.head_dim, rotary_base=size.rope_theta)(size.seq)
+    assert te_angles.shape == (size.seq, 1, 1, size.head_dim)
+    torch.testing.assert_close(te_angles.float().cpu(), rope_angles(size), rtol=1e-6, atol=1e-4)
+
+
+def test_llama_te_layer_computes_the_reference_and_not_its_mistakes():
+    """TE's layer against the plain formulation of tests/llama_reference.py, and against its mistakes.
+
+    Attention and the MLP are sharpened (Q/K/V and fc1 weights x6): at the
+    canonical init attention is nearly uniform and RoPE or grouping would
+    barely change the output. bf16 TE vs the fp32 reference: the correct
+    formulation must be several times closer than any mistaken one.
+    """
+    import llama_reference as ref
+
+    wl = WORKLOADS["llama"]
+    size = _llama_size()
+    te_model = wl.build(size, "te", DEV, seed=3)
+    params = dict(wl.canonical_params(te_model, size, "te"))
+    with torch.no_grad():
+        for name, p in params.items():
+            if name.endswith(("qkv.weight", "fc1.weight")):
+                p.mul_(6.0)
+    gen = torch.Generator(device=DEV).manual_seed(0)
+    idx = torch.randint(0, size.vocab, (2, size.seq), device=DEV, generator=gen)
+    with torch.no_grad():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            got = te_model(idx).float()
+        fp32 = {n: p.detach().float() for n, p in params.items()}
+        errors = {m: _rel_err(got, ref.logits(fp32, size, idx, **kw)) for m, kw in {
+            "correct": {}, "gqa-modulo": {"grouping": "modulo"}, "rope-interleaved": {"rope": "interleaved"},
+            "swiglu-halves": {"gate": "second"}}.items()}
+    assert errors["correct"] < 0.05, errors
+    assert all(errors[m] > max(0.1, 3 * errors["correct"]) for m in errors if m != "correct"), errors
+
+
+def test_llama_interleaved_qkv_layout_is_detected():
+    """The same canonical weights read as TE's interleaved QKV layout must not match the PyTorch twin."""
+    import transformer_engine.pytorch as te
+
+    from tebench.workloads.base import canonical_shapes, init_canonical, translate_names
+    from tebench.workloads.llama import RMS_EPS, TE_BLOCK_NAMES, Llama, LlamaStack, LlamaWorkload
+
+    wl = WORKLOADS["llama"]
+    size = _llama_size()
+    pt = wl.build(size, "pt", DEV, seed=5)
+    with torch.device(DEV):
+        layers = [te.TransformerLayer(size.d_model, size.ffn, size.heads, num_gqa_groups=size.kv_heads,
+                                      layernorm_epsilon=RMS_EPS, hidden_dropout=0.0, attention_dropout=0.0,
+                                      normalization="RMSNorm", activation="swiglu", bias=False,
+                                      fuse_qkv_params=True, qkv_weight_interleaved=True,  # the mistake
+                                      attn_input_format="bshd", self_attn_mask_type="causal",
+                                      layer_number=i + 1, params_dtype=torch.float32, device=DEV)
+                  for i in range(size.layers)]
+        wrong = Llama(size, LlamaStack(size, layers, "te"))
+    shapes = canonical_shapes(lambda: LlamaWorkload()._pt(size))
+    init_canonical(translate_names(wrong, TE_BLOCK_NAMES, shapes), 5, wl._init_rule(size))
+    idx = torch.randint(0, size.vocab, (size.batch, size.seq), device=DEV)
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+        assert _rel_err(wrong(idx), pt(idx)) > 0.05
+
+
+def test_llama_te_no_causal_mutation_reaches_the_te_layers():
+    wl = WORKLOADS["llama"]
+    size = _llama_size()
+    model = wl.build(size, "te", DEV, seed=2)
+    idx = torch.randint(0, size.vocab, (size.batch, size.seq), device=DEV)
+    changed = idx.clone()
+    changed[:, -1] = (changed[:, -1] + 1) % size.vocab
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+        before = _rel_err(model(changed)[:, :-1], model(idx)[:, :-1])
+        assert wl.mutate(model, "no-causal", "te")
+        after = _rel_err(model(changed)[:, :-1], model(idx)[:, :-1])
+    assert before < 1e-3 < after, (before, after)
+
+
+def _llama_case(mode: str, fp8: FP8Options | None = None, **kw) -> Case:
+    import dataclasses
+
+    size = _llama_size(batch=8)
+    return Case("llama", "small", mode, tuple(dataclasses.asdict(size).items()), fp8,
+                settings=Settings(steps=10, warmup=3, lr=2e-3, profile_steps=2), **kw)
+
+
+@pytest.mark.parametrize("mode,fp8", [("PT-AMP", None), ("TE-BF16", None),
+                                      ("TE-FP8", FP8Options("delayed", "HYBRID", 16, "max")),
+                                      ("TE-FP8", FP8Options.normalized("current", "HYBRID", None, None))],
+                         ids=["PT-AMP", "TE-BF16", "TE-FP8-delayed", "TE-FP8-current"])
+def test_llama_cuda_graphs_train_like_eager(mode, fp8):
+    """Every mode trains the Llama stack, and capturing it (rotary angles included) changes nothing."""
+    from tebench.measure import run_case
+
+    eager = run_case(_llama_case(mode, fp8), DEV, lambda *a: None)
+    graphed = run_case(_llama_case(mode, fp8, graphs=True), DEV, lambda *a: None)
+    e, g = eager["loss"]["per_step"], graphed["loss"]["per_step"]
+    assert e[-1] < e[0] and abs(g[-1] - e[-1]) / e[-1] < 0.05, (e, g)
+    assert "greedy_accuracy" in eager["validation"]
+
+
+def test_llama_compiled_pytorch_trains_like_eager():
+    from tebench.measure import run_case
+
+    eager = run_case(_llama_case("PT-AMP"), DEV, lambda *a: None)["loss"]["per_step"]
+    compiled = run_case(_llama_case("PT-AMP+compile"), DEV, lambda *a: None)["loss"]["per_step"]
+    assert abs(compiled[-1] - eager[-1]) / eager[-1] < 0.05, (eager, compiled)
+
+
 # --- mutation self-tests of the TE modes (tests/test_mutations.py runs the PyTorch ones on the CPU) ---
 
 TE_MUTATION_SIZE = GPTSize(vocab=32, d_model=64, heads=4, layers=2, ffn=128, seq=32, batch=16)

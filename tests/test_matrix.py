@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -112,11 +113,11 @@ def test_nightly_reaches_d4096_seq2048():
     ('[axes]\nmodes = ["PT-FP33"]', "axes.modes", "unknown value"),
     ('[fp8]\nrecipes = ["delayd"]', "fp8.recipes", "unknown value"),
     ('[fp8]\nformats = ["E5M2"]', "fp8.formats", "unknown value"),
-    ('[settings]\nsteps = "ten"', "settings.steps", "must be int"),
+    ('[settings]\nsteps = "ten"', "settings.steps", "must be an integer"),
     ('[settings]\nstepz = 3', "settings.stepz", "unknown setting"),
     ('[sizes.gpt.x]\nvocab = 32\nd_model = 100\nheads = 12\nlayers = 1\nffn = 64\nseq = 8\nbatch = 1',
      "sizes.gpt.x.d_model", "not divisible by heads=12"),
-    ('[sizes.gpt.x]\nd_model = -64\nheads = 4', "sizes.gpt.x.d_model", "must be positive"),
+    ('[sizes.gpt.x]\nd_model = -64\nheads = 4', "sizes.gpt.x.d_model", "must be at least 1"),
     ('[sizes.gpt.x]\nwidth = 3', "sizes.gpt.x.width", "unknown key"),
     ('[sizes.bert.x]\nd = 1', "sizes.bert", "unknown workload"),
     ('[axes]\nworkloads = ["distill"]', "axes.workloads", "no [sizes.distill"),
@@ -175,3 +176,71 @@ def test_reference_modes_run_first_in_each_group(tmp_path):
     text = BASE.replace('modes = ["PT-FP32", "PT-AMP", "TE-FP8"]', 'modes = ["TE-FP8", "PT-AMP", "PT-FP32"]')
     ordered = matrix.reference_order(list(iter_cases(matrix.load(write(tmp_path, text)))))
     assert [c.mode for c in ordered[:2]] == ["PT-FP32", "PT-AMP"]
+
+
+def test_missing_extends_target_is_reported_as_such(tmp_path):
+    path = write(tmp_path, 'extends = "no-such-parent"\n' + BASE)
+    with pytest.raises(MatrixError) as err:
+        matrix.load(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: [extends] = 'no-such-parent': no such file") and "--preset" not in message
+
+
+def test_bad_value_in_a_parent_is_reported_against_the_parent(tmp_path):
+    parent = write(tmp_path, BASE.replace("warmup = 1", "warmup = 1\nlr = nan"), "parent.toml")
+    child = write(tmp_path, 'extends = "parent"\nname = "child"\n', "child.toml")
+    with pytest.raises(MatrixError) as err:
+        matrix.load(child)
+    assert str(err.value).startswith(f"{parent}: [settings.lr] = nan: must be a finite number")
+
+
+def test_value_overridden_by_the_child_is_reported_against_the_child(tmp_path):
+    write(tmp_path, BASE, "parent.toml")
+    child = write(tmp_path, 'extends = "parent"\nname = "child"\n[sizes.gpt.a]\nffn = -1\n', "child.toml")
+    with pytest.raises(MatrixError) as err:
+        matrix.load(child)
+    assert str(err.value).startswith(f"{child}: [sizes.gpt.a.ffn] = -1: must be at least 1")
+
+
+def test_size_table_must_name_every_dimension(tmp_path):
+    path = write(tmp_path, BASE + "\n[sizes.gpt.b]\nvocab = 32\n")
+    with pytest.raises(MatrixError, match=r"\[sizes.gpt.b\]: missing key\(s\) d_model, heads, layers, ffn, seq, "
+                                          r"batch"):
+        matrix.load(path)
+
+
+@pytest.mark.parametrize("name", ["a/b", "tab\there", "bell\x07", "x" * 65])
+def test_size_names_must_fit_case_ids(tmp_path, name):
+    path = write(tmp_path, BASE.replace("[sizes.gpt.a]", f"[sizes.gpt.{json.dumps(name)}]"))
+    with pytest.raises(MatrixError, match=r"\[sizes.gpt\] = .*size name"):
+        matrix.load(path)
+
+
+def test_dollar_and_braces_are_fine_in_names(tmp_path):
+    path = write(tmp_path, BASE.replace("[sizes.gpt.a]", '[sizes.gpt."$\\\\foo{$"]'))
+    assert {c.size for c in iter_cases(matrix.load(path))} == {"$\\foo{$"}
+
+
+@pytest.mark.parametrize("setting,value,fragment", [
+    ("timeout_s", "nan", "finite"), ("timeout_s", "-1", "at least 1.0"), ("lr", "nan", "finite"),
+    ("steps", "9223372036854775807", "at most"), ("warmup", "1e26", "must be an integer"),
+])
+def test_settings_limits_come_from_field_metadata(tmp_path, setting, value, fragment):
+    text = BASE.replace(f"{setting} = ", "# ")  # drop BASE's own value of it, if any
+    path = write(tmp_path, text.replace("[settings]", f"[settings]\n{setting} = {value}"))
+    with pytest.raises(MatrixError, match=rf"\[settings.{setting}\] = .*{fragment}"):
+        matrix.load(path)
+
+
+def test_every_user_field_declares_a_doc_and_its_limits():
+    import dataclasses
+
+    from tebench.workloads import SPECS
+
+    builtin = [s.size_type for s in SPECS.values() if type(s).__module__.startswith("tebench.")]
+    for cls in (matrix.Settings, matrix.AxisValue, matrix.FP8AxisValue, *builtin):
+        for f in dataclasses.fields(cls):
+            meta = f.metadata
+            assert meta.get("doc"), f"{cls.__name__}.{f.name} has no doc"
+            if f.type in ("int", "float"):
+                assert meta.get("min") is not None and meta.get("max") is not None, f"{cls.__name__}.{f.name}"

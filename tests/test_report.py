@@ -152,3 +152,25 @@ def test_render_pytest_benchmark_json(tmp_path):
 def test_h200_vs_cpu_side_by_side(tmp_path):
     out = report.render([H200, CPU], tmp_path / "rep")
     assert "different environments" in (out / "index.html").read_text()
+
+
+def test_names_that_look_like_mathtext_render_as_typed(tmp_path):
+    """A size named like TeX (``$\\foo{$``) used to crash matplotlib's mathtext: no report at all."""
+    import json
+
+    from tebench.report import render
+
+    name = "$\\foo{$"
+    text = (FIXTURES / "cpu-smoke.jsonl").read_text()
+    records = [json.loads(line) for line in text.splitlines()]
+    for r in records:
+        if r["type"] == "case":
+            r["case"]["size"] = name
+            r["case_id"] = r["case_id"].replace("/tiny/", f"/{name}/")
+        else:
+            r["case_ids"] = [c.replace("/tiny/", f"/{name}/") for c in r.get("case_ids", [])]
+    src = tmp_path / "results.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = render([src], tmp_path / "report")
+    assert name in (out / "index.html").read_text() and md_escape(name) in (out / "report.md").read_text()
+    assert list(out.glob("*.png"))

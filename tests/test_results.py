@@ -13,12 +13,19 @@ def header() -> dict:
     return {"type": "header", "run_id": "r1", "env": {"device_type": "cpu"}}
 
 
+def case(case_id: str, status: str = "ok", **extra) -> dict:
+    """A minimal well-formed case record."""
+    workload, size, mode = case_id.split("/")[:3] if case_id.count("/") >= 2 else ("gpt", case_id, "PT-FP32")
+    return {"type": "case", "case_id": case_id, "round": 0, "status": status,
+            "case": {"workload": workload, "size": size, "mode": mode, "dims": {}}, **extra}
+
+
 def test_roundtrip_and_latest(tmp_path):
     path = tmp_path / "results.jsonl"
     with results.Writer(path) as w:
         w.append(header())
-        w.append({"type": "case", "case_id": "a", "round": 0, "status": "failed"})
-        w.append({"type": "case", "case_id": "a", "round": 0, "status": "ok"})
+        w.append(case("a", "failed"))
+        w.append(case("a"))
     run = results.read(tmp_path)
     assert run.run_id == "r1" and len(run.cases) == 2
     assert run.latest()[("a", 0)]["status"] == "ok"
@@ -29,13 +36,13 @@ def test_partial_last_line_is_skipped_and_appends_start_clean(tmp_path):
     path = tmp_path / "results.jsonl"
     with results.Writer(path) as w:
         w.append(header())
-        w.append({"type": "case", "case_id": "a", "round": 0, "status": "ok"})
+        w.append(case("a"))
     with path.open("a") as fh:
         fh.write('{"schema": "tebench.results", "schema_ver')  # killed mid-write
     with pytest.warns(UserWarning, match="unreadable"):
         assert len(results.read(path).cases) == 1
     with results.Writer(path) as w:
-        w.append({"type": "case", "case_id": "b", "round": 0, "status": "ok"})
+        w.append(case("b"))
     with pytest.warns(UserWarning):
         run = results.read(path)
     assert [c["case_id"] for c in run.cases] == ["a", "b"]
@@ -64,3 +71,65 @@ def test_foreign_file_is_refused(tmp_path):
         results.read(path)
     with pytest.raises(FileNotFoundError, match="no results file"):
         results.read(tmp_path / "missing")
+
+
+def test_nan_is_written_as_null_with_a_note_and_read_back(tmp_path):
+    path = tmp_path / "results.jsonl"
+    losses = [2.0, float("nan"), float("inf")]
+    with results.Writer(path) as w:
+        w.append(header())
+        w.append(case("a", "diverged", loss={"per_step": losses, "final": float("nan")}))
+    text = path.read_text()
+    assert "NaN" not in text and "Infinity" not in text
+    strict = [json.loads(line, parse_constant=lambda c: pytest.fail(f"bare {c} written")) for line in text.splitlines()]
+    rec = strict[1]
+    assert rec["loss"]["per_step"] == [2.0, None, None] and rec["loss"]["final"] is None
+    assert {tuple(n["path"]): n["value"] for n in rec["non_finite"]} == {
+        ("loss", "per_step", 1): "nan", ("loss", "per_step", 2): "inf", ("loss", "final"): "nan"}
+    back = results.read(path).cases[0]["loss"]
+    assert back["per_step"][0] == 2.0 and back["per_step"][1] != back["per_step"][1]
+    assert back["per_step"][2] == float("inf")
+
+
+def test_older_files_with_bare_nan_still_read(tmp_path):
+    path = tmp_path / "results.jsonl"
+    rec = {"schema": results.SCHEMA, "schema_version": 1, **case("a", "diverged", loss={"per_step": [1.0, float("nan")]})}
+    path.write_text(json.dumps({"schema": results.SCHEMA, "schema_version": 1, **header()}) + "\n"
+                    + json.dumps(rec) + "\n")  # json.dumps writes bare NaN, as tebench once did
+    loss = results.read(path).cases[0]["loss"]["per_step"]
+    assert loss[0] == 1.0 and loss[1] != loss[1]
+
+
+def test_nan_timing_is_skipped_naming_file_line_and_key(tmp_path):
+    path = tmp_path / "results.jsonl"
+    with results.Writer(path) as w:
+        w.append(header())
+        w.append(case("a", timing={"samples_ms": [1.0, 2.0]}))
+    lines = path.read_text().splitlines()
+    bad = json.loads(lines[1])
+    bad["timing"]["samples_ms"][1] = float("nan")
+    path.write_text("\n".join([lines[0], lines[1], json.dumps(bad)]) + "\n")
+    with pytest.warns(UserWarning, match=r"results.jsonl:3: \[timing.samples_ms\[1\]\] = nan: must be a finite"):
+        run = results.read(path)
+    assert len(run.cases) == 1 and run.problems
+
+
+def test_dumps_strict():
+    assert results.dumps_strict({"a": float("nan"), "b": [float("-inf"), 1.5]}) == '{"a": null, "b": [null, 1.5]}'
+
+
+def test_merge_writes_atomically(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    path = tmp_path / "results.jsonl"
+    results.write_all(path, [header()])
+    before = path.read_text()
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(results.os, "fsync", full)
+    with pytest.raises(OSError):
+        results.write_all(path, [header(), case("a")])
+    assert path.read_text() == before and sorted(p.name for p in tmp_path.iterdir()) == ["results.jsonl"]

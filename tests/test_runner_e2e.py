@@ -82,7 +82,10 @@ def test_run_records_everything_and_skips_te_with_reasons(tiny, tmp_path, tebenc
         assert rec["memory"]["peak_rss_bytes"] > 0
         assert len(rec["loss"]["per_step"]) == 7
         assert rec["throughput"]["tokens_per_s"] > 0 and rec["throughput"]["mfu"] is None  # CPU: no known peak
-        assert rec["parity"]["verdict"] in ("reference", "pass")
+        # 7 losses are too few to judge a curve: inconclusive, never a pass.
+        assert rec["parity"]["verdict"] in ("reference", "inconclusive")
+        if rec["parity"]["verdict"] == "inconclusive":
+            assert "too short" in rec["parity"]["reason"]
         assert rec["setup"]["master_weights"].startswith("fp32 master weights")
         assert (out / rec["log"]).is_file()
     assert got["gpt/micro/PT-AMP"]["parity"]["reference_mode"] == "PT-FP32"

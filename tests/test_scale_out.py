@@ -58,8 +58,11 @@ def test_shards_then_merge_round_trip(matrix, tmp_path, tebench_cli):
     merged = case_records(tmp_path / "m" / "results.jsonl")
     assert {r["case_id"] for r in merged} == listed and len(merged) == len(listed)
     assert len({r["run_id"] for r in merged}) == 1
-    # Parity is judged across shards: every PT-AMP case found its PT-FP32 reference.
-    assert all(r["parity"]["verdict"] == "pass" for r in merged if r["case"]["mode"] == "PT-AMP")
+    # Judged again across shards: PT-AMP finds its PT-FP32 reference even if another shard ran it
+    # (5 steps are too few for a pass: inconclusive, but not n/a).
+    amp = [r for r in merged if r["case"]["mode"] == "PT-AMP"]
+    assert amp and all(r["parity"]["reference_mode"] == "PT-FP32" and r["parity"]["verdict"] == "inconclusive"
+                       for r in amp)
     assert (tmp_path / "m" / "report" / "index.html").is_file() and "missing" not in proc.stderr
 
 

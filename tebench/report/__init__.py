@@ -21,6 +21,7 @@ import jinja2
 import pandas as pd
 
 import tebench
+from tebench import atomic
 from tebench.report import charts, tables
 from tebench.report.load import Source, load_all
 
@@ -261,14 +262,16 @@ def render(paths: list[str | Path], out: str | Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     sources = load_all(list(paths))
     ctx = build_context(sources, out)
+    # Atomic writes: a full disk leaves the previous file (or none), never half of one.
     for chart in ctx["charts"] + ctx["fp8_charts"]:
-        (out / f"{chart.name}.png").write_bytes(chart.png)
+        atomic.write_bytes(out / f"{chart.name}.png", chart.png)
     loader = jinja2.FileSystemLoader(str(templates_dir()))
     html_env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined)
     md_env = jinja2.Environment(loader=loader, autoescape=False, undefined=jinja2.StrictUndefined,
                                 keep_trailing_newline=True)
     md_env.filters["md"] = md_escape
-    (out / "index.html").write_text(html_env.get_template("report.html.j2").render(**ctx), encoding="utf-8")
-    (out / "report.md").write_text(md_env.get_template("report.md.j2").render(**ctx), encoding="utf-8")
-    ctx["frame"].drop(columns=["dims", "round_medians_ms"], errors="ignore").to_csv(out / "cases.csv", index=False)
+    atomic.write_text(out / "index.html", html_env.get_template("report.html.j2").render(**ctx))
+    atomic.write_text(out / "report.md", md_env.get_template("report.md.j2").render(**ctx))
+    frame = ctx["frame"].drop(columns=["dims", "round_medians_ms"], errors="ignore")
+    atomic.write_text(out / "cases.csv", frame.to_csv(index=False))
     return out

@@ -14,8 +14,24 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import matplotlib
 from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
+
+
+def use_plain_text() -> None:
+    """Show every string in charts as typed: no mathtext, no LaTeX.
+
+    Chart text is user data (size names, case ids, device names); a size named
+    ``$\\foo{$`` would otherwise be parsed as mathtext and crash the render. Tick
+    labels are created when a figure is drawn, long after a chart function
+    returns, so this is a process-wide setting rather than a per-artist one.
+    """
+    matplotlib.rcParams["text.usetex"] = False
+    matplotlib.rcParams["text.parse_math"] = False
+
+
+use_plain_text()
 
 MODE_COLORS = {
     "PT-FP32": "#7f7f7f",

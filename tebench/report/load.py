@@ -9,13 +9,16 @@ appended, so a side-by-side comparison always has distinct columns.
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tebench import parity, results, stats
+from tebench.results import SchemaError
 from tebench.matrix import Case
+from tebench.recipes import FP8Options
 
 
 @dataclass
@@ -48,9 +51,55 @@ def _is_pytest_benchmark(path: Path) -> bool:
         return False
     try:
         head = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError, RecursionError):
         return False
     return isinstance(head, dict) and "benchmarks" in head and "machine_info" in head
+
+
+_PB_STATS = ("median", "mean", "min", "max", "q1", "q3", "iqr")
+
+
+def _check_benchmark(bench: Any, where: str) -> None:
+    """SchemaError unless one pytest-benchmark entry has what a record is built from."""
+    def bad(key: str, value: Any, why: str) -> SchemaError:
+        return SchemaError(f"{where}.{key} = {value!r:.80}: {why}")
+
+    if not isinstance(bench, dict):
+        raise SchemaError(f"{where}: must be an object, not {type(bench).__name__}")
+    info = bench.get("extra_info", {})
+    if not isinstance(info, dict):
+        raise bad("extra_info", info, "must be an object")
+    if "module" not in info:
+        return  # not one of tebench's module benchmarks: ignored
+    for key in ("module", "mode"):
+        if not isinstance(info.get(key, "?"), str):
+            raise bad(f"extra_info.{key}", info[key], "must be a string")
+    if not isinstance(bench.get("name", ""), str) or not isinstance(bench.get("fullname", ""), str):
+        raise bad("name", bench.get("name"), "must be a string")
+    if info.get("fp8") is not None:
+        try:
+            FP8Options(**info["fp8"]).label()
+        except (TypeError, AttributeError) as exc:
+            raise bad("extra_info.fp8", info["fp8"], f"not FP8 options ({exc})") from None
+    for key in ("tokens", "flops", "hidden"):
+        value = info.get(key, 0)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value) or value < 0):
+            raise bad(f"extra_info.{key}", value, "must be a finite number >= 0")
+    if not isinstance(info.get("env", {}), dict) or not isinstance(info.get("env", {}).get("gpus", []), list):
+        raise bad("extra_info.env", info.get("env"), "must be an object with a gpus array")
+    stats_ = bench.get("stats")
+    if not isinstance(stats_, dict):
+        raise bad("stats", stats_, "must be an object")
+    data = stats_.get("data", [])
+    if not isinstance(data, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                             and math.isfinite(v) and v >= 0 for v in data):
+        raise bad("stats.data", data, "must be an array of finite times >= 0")
+    if not data:
+        for key in _PB_STATS:
+            value = stats_.get(key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise bad(f"stats.{key}", value, "must be a finite number (stats.data is empty)")
 
 
 def _from_pytest_benchmark(path: Path) -> Source:
@@ -58,8 +107,15 @@ def _from_pytest_benchmark(path: Path) -> Source:
 
     Each benchmark's ``extra_info`` (written by ``benchmarks/test_modules.py``)
     says which module, mode and shape it timed; its stats become a record.
+    A malformed file is refused with SchemaError naming the entry and key.
     """
     data = json.loads(path.read_text())
+    if not isinstance(data.get("benchmarks"), list) or not isinstance(data.get("machine_info"), dict):
+        raise SchemaError(f"{path}: pytest-benchmark file needs a 'benchmarks' array and a 'machine_info' object")
+    for i, bench in enumerate(data["benchmarks"]):
+        _check_benchmark(bench, f"{path}: benchmarks[{i}]")
+    if not isinstance(data["machine_info"].get("cpu", {}), dict):
+        raise SchemaError(f"{path}: machine_info.cpu must be an object")
     machine = data.get("machine_info", {})
     extra_env = data.get("benchmarks", [{}])[0].get("extra_info", {}).get("env", {}) if data.get("benchmarks") else {}
     env = {
@@ -74,6 +130,10 @@ def _from_pytest_benchmark(path: Path) -> Source:
         "hostname": machine.get("node"),
         "peak_tflops": extra_env.get("peak_tflops"),
     }
+    try:
+        results.check_record({"type": "header", "env": env})
+    except results.RecordError as exc:
+        raise SchemaError(f"{path}: benchmarks[0].extra_info: {exc}") from None
     records = []
     for bench in data.get("benchmarks", []):
         info = bench.get("extra_info", {})

@@ -1,42 +1,77 @@
-"""The workload registry: name -> workload object.
+"""The workload registries: name -> spec (torch-free) and name -> workload (model code).
 
-A workload builds its model in either family (``pt`` or ``te``) from the same
-canonical weights, produces deterministic batches, defines the loss, counts
-FLOPs and validates the trained model. See :mod:`tebench.workloads.base`.
+:data:`SPECS` holds what the parent process needs (size dataclasses, shape
+checks, FLOP and token counts) and imports no torch, so the CLI, the matrix
+loader, ``list``, ``report``, ``compare`` and ``history`` stay fast and work
+where torch is not installed. :data:`WORKLOADS` adds the model code (build,
+batches, loss, validation; see :mod:`tebench.workloads.base`) and is loaded on
+first use, in the worker. A name that is not built in is a user workload (an
+import path or an entry point, :mod:`tebench.workloads.plugins`): both
+registries resolve it on first use, so a worker finds the same user workload
+its matrix named. A user workload is one object, spec and model code together,
+so resolving it imports whatever its module imports.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import torch
+from tebench.workloads.distill_spec import DistillSpec
+from tebench.workloads.gpt_spec import GPTSpec
+from tebench.workloads.llama_spec import LlamaSpec
+from tebench.workloads.modules_spec import ModuleSpec
+from tebench.workloads.spec import SizeError, WorkloadSpec
 
-from tebench.workloads.base import Batch, SizeError
-from tebench.workloads.distill import DistillWorkload
-from tebench.workloads.gpt import GPTWorkload
-from tebench.workloads.modules import ModuleWorkload
+if TYPE_CHECKING:
+    import torch
+
+    from tebench.workloads.base import Batch
 
 
-class Workload(Protocol):
-    """What the runner needs from a workload."""
+class Workload(WorkloadSpec, Protocol):
+    """What the worker needs from a workload: its spec plus the model code."""
 
-    name: str
-    size_type: type
-    description: str
-
-    def check(self, size: Any) -> None: ...
-    def fp8_problem(self, size: Any) -> str | None: ...
-    def tokens_per_step(self, size: Any) -> int: ...
-    def flops_per_step(self, size: Any) -> float: ...
     def params(self, size: Any) -> int: ...
-    def build(self, size: Any, family: str, device: torch.device, seed: int) -> torch.nn.Module: ...
-    def batches(self, size: Any, count: int, seed: int, device: torch.device) -> list[Batch]: ...
-    def graph_inputs(self, model: torch.nn.Module, batch: Batch) -> tuple[torch.Tensor, ...]: ...
-    def loss(self, model: torch.nn.Module, batch: Batch) -> torch.Tensor: ...
-    def validate(self, model: torch.nn.Module, size: Any, seed: int, device: torch.device,
+    def build(self, size: Any, family: str, device: "torch.device", seed: int) -> "torch.nn.Module": ...
+    def batches(self, size: Any, count: int, seed: int, device: "torch.device") -> "list[Batch]": ...
+    def graph_inputs(self, model: "torch.nn.Module", batch: "Batch") -> "tuple[torch.Tensor, ...]": ...
+    def loss(self, model: "torch.nn.Module", batch: "Batch") -> "torch.Tensor": ...
+    def validate(self, model: "torch.nn.Module", size: Any, seed: int, device: "torch.device",
                  forward_ctx: Any) -> dict[str, Any]: ...
 
 
-WORKLOADS: dict[str, Workload] = {w.name: w for w in (GPTWorkload(), DistillWorkload(), ModuleWorkload())}
+class _Registry(dict):
+    """Built-ins by name; any other name is resolved as a user workload on first use."""
 
-__all__ = ["WORKLOADS", "Workload", "Batch", "SizeError"]
+    def __missing__(self, name: str) -> Any:
+        from tebench.workloads.plugins import load
+
+        return load(name)
+
+
+SPECS: dict[str, WorkloadSpec] = _Registry({s.name: s for s in (GPTSpec(), LlamaSpec(), DistillSpec(), ModuleSpec())})
+"""Built-in workload specs (torch-free); user workloads resolve on first lookup."""
+
+
+def __getattr__(name: str) -> Any:
+    # WORKLOADS and Batch import torch: loaded on first use only (PEP 562), so
+    # importing this package from the parent process stays torch-free.
+    if name == "WORKLOADS":
+        from tebench.workloads.distill import DistillWorkload
+        from tebench.workloads.gpt import GPTWorkload
+        from tebench.workloads.llama import LlamaWorkload
+        from tebench.workloads.modules import ModuleWorkload
+
+        workloads = _Registry({w.name: w for w in (GPTWorkload(), LlamaWorkload(), DistillWorkload(),
+                                                   ModuleWorkload())})
+        globals()["WORKLOADS"] = workloads
+        return workloads
+    if name == "Batch":
+        from tebench.workloads.base import Batch
+
+        globals()["Batch"] = Batch
+        return Batch
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["SPECS", "WORKLOADS", "Workload", "WorkloadSpec", "Batch", "SizeError"]

@@ -12,20 +12,14 @@ translate, or a shape that differs, is an error rather than a silent mismatch.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 import torch
 from torch import nn
 
-
-class SizeError(ValueError):
-    """A size that cannot be built; ``key`` names the offending field."""
-
-    def __init__(self, key: str, value: Any, message: str):
-        super().__init__(message)
-        self.key = key
-        self.value = value
+# Re-exported: the torch-free helpers live in spec.py, where the parent process finds them.
+from tebench.workloads.spec import SizeError, divisible_by_16, positive, size_from_dict  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -130,35 +124,3 @@ def canonical_shapes(build_pt: Callable[[], nn.Module]) -> dict[str, torch.Size]
     with torch.device("meta"):
         model = build_pt()
     return {name: p.shape for name, p in model.named_parameters()}
-
-
-def size_from_dict(cls: type, data: dict[str, Any], where: str) -> Any:
-    """Build a size dataclass from a matrix-file table, rejecting unknown keys."""
-    known = {f.name: f for f in fields(cls)}
-    unknown = sorted(set(data) - set(known))
-    if unknown:
-        raise SizeError(unknown[0], data[unknown[0]],
-                        f"{where}: unknown key '{unknown[0]}' (known: {', '.join(sorted(known))})")
-    for key, value in data.items():
-        want = known[key].type
-        if want in ("int", int) and (not isinstance(value, int) or isinstance(value, bool)):
-            raise SizeError(key, value, f"{where}: '{key}' must be an integer, got {value!r}")
-        if want in ("str", str) and not isinstance(value, str):
-            raise SizeError(key, value, f"{where}: '{key}' must be a string, got {value!r}")
-    return cls(**data)
-
-
-def positive(size: Any, *names: str) -> None:
-    """Raise SizeError for the first of ``names`` that is not a positive integer."""
-    for name in names:
-        value = getattr(size, name)
-        if value <= 0:
-            raise SizeError(name, value, f"'{name}' must be positive, got {value}")
-
-
-def divisible_by_16(**dims: int) -> str | None:
-    """FP8 GEMMs need every matrix dimension divisible by 16; return what is not."""
-    bad = [f"{k}={v}" for k, v in dims.items() if v % 16]
-    if bad:
-        return "FP8 GEMMs need dimensions divisible by 16; not divisible: " + ", ".join(bad)
-    return None

@@ -10,7 +10,6 @@ so the measured step is the student's alone. The TE student's blocks are
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -19,26 +18,12 @@ from torch import nn
 
 from tebench.workloads.base import (
     Batch,
-    SizeError,
     canonical_shapes,
     default_init,
-    divisible_by_16,
     init_canonical,
-    positive,
     translate_names,
 )
-
-
-@dataclass(frozen=True)
-class DistillSize:
-    """Shape of a distillation case (defaults: the TE tutorial's distillation example)."""
-
-    vocab: int = 4096
-    hidden: int = 512
-    ffn: int = 2048
-    blocks: int = 3
-    seq: int = 128
-    batch: int = 8
+from tebench.workloads.distill_spec import DistillSize, DistillSpec
 
 
 class PTMLPBlock(nn.Module):
@@ -101,25 +86,8 @@ def _teacher_init(name: str, shape: torch.Size) -> tuple[str, float]:
     return "normal", 1.0 if name.startswith("embed") else 1.0 / math.sqrt(shape[-1])
 
 
-class DistillWorkload:
-    """Student-teacher distillation with an MSE loss."""
-
-    name = "distill"
-    size_type = DistillSize
-    description = "student MLP learns a frozen teacher's hidden states (MSE)"
-
-    def check(self, s: DistillSize) -> None:
-        positive(s, "vocab", "hidden", "ffn", "blocks", "seq", "batch")
-
-    def fp8_problem(self, s: DistillSize) -> str | None:
-        return divisible_by_16(tokens=s.batch * s.seq, hidden=s.hidden, ffn=s.ffn)
-
-    def tokens_per_step(self, s: DistillSize) -> int:
-        return s.batch * s.seq
-
-    def flops_per_step(self, s: DistillSize) -> float:
-        """6 x student matmul parameters x tokens (the teacher runs before timing)."""
-        return 6.0 * s.blocks * 2 * s.hidden * s.ffn * self.tokens_per_step(s)
+class DistillWorkload(DistillSpec):
+    """Student-teacher distillation: the spec (:mod:`tebench.workloads.distill_spec`) plus the model."""
 
     def params(self, s: DistillSize) -> int:
         return sum(math.prod(shape) for shape in canonical_shapes(lambda: self._pt(s)).values())

@@ -11,7 +11,6 @@ across the batch: the loss still falls, to the wrong value).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -20,29 +19,12 @@ from torch import nn
 
 from tebench.workloads.base import (
     Batch,
-    SizeError,
     canonical_shapes,
     default_init,
-    divisible_by_16,
     init_canonical,
-    positive,
     translate_names,
 )
-
-MAX_STRIDE = 6
-
-
-@dataclass(frozen=True)
-class GPTSize:
-    """Shape of a GPT case. The defaults are the original TE tutorial's."""
-
-    vocab: int = 96
-    d_model: int = 768
-    heads: int = 12
-    layers: int = 4
-    ffn: int = 3072
-    seq: int = 256
-    batch: int = 16
+from tebench.workloads.gpt_spec import MAX_STRIDE, GPTSize, GPTSpec
 
 
 class PTBlock(nn.Module):
@@ -132,37 +114,8 @@ class GPT(nn.Module):
         return self.head(self.ln_f(self.blocks(self.embed_tokens(idx))))
 
 
-class GPTWorkload:
-    """The GPT causal-LM workload."""
-
-    name = "gpt"
-    size_type = GPTSize
-    description = "causal LM on arithmetic sequences; validated by greedy generation"
-
-    def check(self, s: GPTSize) -> None:
-        positive(s, "vocab", "d_model", "heads", "layers", "ffn", "seq", "batch")
-        if s.d_model % s.heads:
-            raise SizeError("d_model", s.d_model, f"d_model={s.d_model} is not divisible by heads={s.heads}")
-        if s.vocab <= MAX_STRIDE:
-            raise SizeError("vocab", s.vocab, f"vocab must exceed the largest stride ({MAX_STRIDE})")
-        if s.seq < 4:
-            raise SizeError("seq", s.seq, "seq must be at least 4 (the validation prompts half of it)")
-
-    def fp8_problem(self, s: GPTSize) -> str | None:
-        return divisible_by_16(tokens=s.batch * s.seq, d_model=s.d_model, ffn=s.ffn)
-
-    def tokens_per_step(self, s: GPTSize) -> int:
-        return s.batch * s.seq
-
-    def flops_per_step(self, s: GPTSize) -> float:
-        """Training FLOPs per step: 6 x matmul parameters x tokens, plus attention.
-
-        Attention is counted as 12 * layers * d_model * seq per token (PaLM,
-        appendix B), i.e. without halving for the causal mask.
-        """
-        matmul_params = s.layers * (4 * s.d_model**2 + 2 * s.d_model * s.ffn) + s.d_model * s.vocab
-        tokens = self.tokens_per_step(s)
-        return 6.0 * matmul_params * tokens + 12.0 * s.layers * s.d_model * s.seq * tokens
+class GPTWorkload(GPTSpec):
+    """The GPT causal-LM workload: the spec (:mod:`tebench.workloads.gpt_spec`) plus the model."""
 
     def params(self, s: GPTSize) -> int:
         return sum(math.prod(shape) for shape in canonical_shapes(lambda: self._pt(s)).values())

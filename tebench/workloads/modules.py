@@ -8,7 +8,6 @@ gradient is computed as it would be inside a network.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import torch
@@ -17,32 +16,12 @@ from torch import nn
 
 from tebench.workloads.base import (
     Batch,
-    SizeError,
     canonical_shapes,
-    divisible_by_16,
     init_canonical,
-    positive,
     translate_names,
 )
 from tebench.workloads.gpt import TE_BLOCK_NAMES, GPTSize, PTBlock, te_block
-
-MODULES = ("linear", "layernorm", "layernorm_linear", "layernorm_mlp", "transformer_layer")
-
-
-@dataclass(frozen=True)
-class ModuleSize:
-    """One module at one shape. ``ffn`` and ``heads`` of 0 mean 4*hidden and hidden/64."""
-
-    module: str = "linear"
-    hidden: int = 1024
-    tokens: int = 4096
-    ffn: int = 0
-    heads: int = 0
-    seq: int = 512
-    """Sequence length of ``transformer_layer`` (batch = tokens / seq)."""
-
-    def resolved(self) -> "ModuleSize":
-        return replace(self, ffn=self.ffn or 4 * self.hidden, heads=self.heads or max(1, self.hidden // 64))
+from tebench.workloads.modules_spec import MODULES, ModuleSize, ModuleSpec
 
 
 class PTLinear(nn.Module):
@@ -142,42 +121,8 @@ class Wrapped(nn.Module):
         return self.blocks(x)
 
 
-class ModuleWorkload:
-    """Single-module forward+backward: te.Linear, te.LayerNorm, ... against PyTorch."""
-
-    name = "module"
-    size_type = ModuleSize
-    description = "one TE module vs its PyTorch equivalent (forward+backward+step)"
-
-    def check(self, s: ModuleSize) -> None:
-        if s.module not in MODULES:
-            raise SizeError("module", s.module, f"unknown module '{s.module}' (known: {', '.join(MODULES)})")
-        positive(s, "hidden", "tokens", "seq")
-        r = s.resolved()
-        if s.module == "transformer_layer":
-            if s.tokens % s.seq:
-                raise SizeError("tokens", s.tokens, f"tokens={s.tokens} is not divisible by seq={s.seq}")
-            if r.hidden % r.heads:
-                raise SizeError("hidden", s.hidden, f"hidden={s.hidden} is not divisible by heads={r.heads}")
-
-    def fp8_problem(self, s: ModuleSize) -> str | None:
-        r = s.resolved()
-        return divisible_by_16(tokens=r.tokens, hidden=r.hidden, ffn=r.ffn)
-
-    def tokens_per_step(self, s: ModuleSize) -> int:
-        return s.tokens
-
-    def flops_per_step(self, s: ModuleSize) -> float:
-        r = s.resolved()
-        t, h = r.tokens, r.hidden
-        per_module = {
-            "linear": 6.0 * t * h * h,
-            "layernorm": 0.0,  # memory-bound: no meaningful FLOP rate
-            "layernorm_linear": 6.0 * t * h * h,
-            "layernorm_mlp": 12.0 * t * h * r.ffn,
-            "transformer_layer": 6.0 * t * (4 * h * h + 2 * h * r.ffn) + 12.0 * h * r.seq * t,
-        }
-        return per_module[r.module]
+class ModuleWorkload(ModuleSpec):
+    """Single-module forward+backward: the spec (:mod:`tebench.workloads.modules_spec`) plus the modules."""
 
     def params(self, s: ModuleSize) -> int:
         return sum(math.prod(v) for v in canonical_shapes(lambda: self._pt(s.resolved())).values())

@@ -1,0 +1,1 @@
+"""An example tebench workload: a small MLP learns a fixed random function."""

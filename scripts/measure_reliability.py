@@ -1,0 +1,181 @@
+"""Measure the reliability figures the README quotes (run it on the machine the figures are for).
+
+    .venv/bin/python scripts/measure_reliability.py [--skip-runs]
+
+Everything goes through the real ``tebench`` command in child processes:
+start-up times, the fuzz corpus (tests/fuzz/), two concurrent writers on one
+OUT, and a disk-full run (ENOSPC injected into the results writer of an
+in-process run with real workers) followed by ``--resume``. Prints a Markdown
+table; nothing here is a pass/fail test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FUZZ = ROOT / "tests" / "fuzz"
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+TEBENCH = [sys.executable, "-m", "tebench"]
+
+TINY = """
+name = "tiny"
+[settings]
+steps = 3
+warmup = 1
+timeout_s = 300
+[axes]
+modes = ["PT-FP32", "PT-AMP"]
+[sizes.gpt.micro]
+vocab = 16
+d_model = 32
+heads = 2
+layers = 1
+ffn = 64
+seq = 16
+batch = 4
+[sizes.distill.micro]
+vocab = 64
+hidden = 32
+ffn = 64
+blocks = 1
+seq = 8
+batch = 4
+"""
+
+
+def timed(args: list[str], **kw) -> tuple[float, subprocess.CompletedProcess]:
+    t0 = time.perf_counter()
+    proc = subprocess.run(TEBENCH + args, capture_output=True, text=True, env=ENV, **kw)
+    return time.perf_counter() - t0, proc
+
+
+def startup(n: int) -> dict[str, str]:
+    helps = [timed(["--help"])[0] for _ in range(n)]
+    timed(["list", "--preset", "nightly"])  # warms the probe cache
+    lists = [timed(["list", "--preset", "nightly"])[0] for _ in range(n)]
+    return {"tebench --help": f"median {statistics.median(helps):.2f} s, max {max(helps):.2f} s ({n} runs)",
+            "tebench list --preset nightly (probe cached)":
+                f"median {statistics.median(lists):.2f} s, max {max(lists):.2f} s ({n} runs)"}
+
+
+def corpus(tmp: Path) -> dict[str, str]:
+    named, times, tracebacks, matrices = 0, [], 0, sorted((FUZZ / "matrices").glob("*.toml"))
+    for path in matrices:
+        head = path.read_bytes().decode("utf-8", "replace")
+        key = re.search(r"^# expect-key: (.*)$", head, re.M).group(1)
+        where = re.search(r"^# expect-file: (.*)$", head, re.M)
+        file = str(path.parent / where.group(1)) if where else str(path)
+        seconds, proc = timed(["run", str(path), "--out", str(tmp / "never")])
+        times.append(seconds)
+        tracebacks += "Traceback" in proc.stderr
+        # Value: shown as "[key] = value" unless the key is missing (then the message lists the missing keys).
+        names_value = " = " in proc.stderr or "missing key" in proc.stderr or key in ("file", "exclude", "sizes")
+        named += proc.returncode == 2 and file in proc.stderr and f"[{key}]" in proc.stderr and names_value
+    expected = json.loads((FUZZ / "results" / "expected.json").read_text())
+    res_ok, res_times = 0, []
+    for name, want in sorted(expected.items()):
+        seconds, proc = timed(["report", str(FUZZ / "results" / name), "--out", str(tmp / "report")])
+        res_times.append(seconds)
+        tracebacks += "Traceback" in proc.stderr
+        code = 2 if want["outcome"] == "refused" else 0
+        res_ok += proc.returncode == code and want["fragment"] in proc.stderr and str(FUZZ / "results" / name) in proc.stderr
+    return {
+        "bad matrices: exit 2 naming file, key and value": f"{named}/{len(matrices)} ({100 * named / len(matrices):.0f}%)",
+        "bad matrices: seconds per rejection (tebench run)": f"median {statistics.median(times):.2f} s, "
+                                                             f"max {max(times):.2f} s",
+        "corrupt results (tebench report): refused with exit 2, or line skipped naming file:line":
+            f"{res_ok}/{len(expected)} ({100 * res_ok / len(expected):.0f}%), max {max(res_times):.2f} s",
+        "tracebacks": str(tracebacks),
+    }
+
+
+def concurrent(tmp: Path) -> dict[str, str]:
+    matrix = tmp / "tiny.toml"
+    matrix.write_text(textwrap.dedent(TINY))
+    out = tmp / "shared-out"
+    first = subprocess.Popen(TEBENCH + ["run", str(matrix), "--out", str(out), "--quiet", "--no-report"],
+                             env={**ENV, "TEBENCH_TEST_FAULT": "gpt/micro/PT-FP32=hang"},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 300
+        # The first run is under way (and holds the lock) once its first case's worker has started.
+        while time.time() < deadline and not list(out.glob(".work/*.case.json")):
+            time.sleep(0.2)
+        seconds, second = timed(["run", str(matrix), "--out", str(out), "--quiet", "--no-report", "--resume"])
+    finally:
+        first.kill()  # the process this script started (it hangs by design); its worker watchdog exits too
+        first.wait()
+    refused = second.returncode == 2 and "in use by another tebench run" in second.stderr
+    return {"2 concurrent writers on one OUT": ("one refused" if refused else f"NOT refused: {second.stderr[-300:]}")
+            + f" (exit {second.returncode} after {seconds:.2f} s)"}
+
+
+def disk_full(tmp: Path) -> dict[str, str]:
+    sys.path.insert(0, str(ROOT))
+    from tebench import detect, matrix, results, runner
+
+    path = tmp / "tiny.toml"
+    path.write_text(textwrap.dedent(TINY))
+    mat = matrix.load(path)
+    env = detect.probe(cached=True)
+    out = tmp / "full-out"
+    original = results.Writer.append
+    calls = {"n": 0}
+
+    def append(self, record):
+        calls["n"] += 1
+        if calls["n"] > 3:  # header + 2 cases fit, then the disk is full
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
+        original(self, record)
+
+    results.Writer.append = append
+    try:
+        runner.run(mat, env, runner.RunOptions(out=out, live=False))
+        stopped = "did not stop"
+    except runner.StorageError as exc:
+        stopped = "stopped with exit 2: " + str(exc).split(". Finished")[0].split(" in /")[0] + ", ENOSPC"
+    finally:
+        results.Writer.append = original
+    kept = results.read(out).latest()
+    runner.run(mat, env, runner.RunOptions(out=out, resume=True, live=False))
+    final = results.read(out)
+    statuses = sorted({r["status"] for r in final.latest().values()})
+    return {"disk full mid-run (ENOSPC injected at the 3rd record, real workers)":
+            f"{stopped}; {len(kept)} finished case(s) kept, {sum(r['status'] != 'ok' for r in kept.values())} "
+            f"mislabelled; --resume completed {len(final.latest())}/{len(list(matrix.iter_cases(mat)))} cases, "
+            f"statuses {statuses}, {len(final.cases)} case records in all"}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--skip-runs", action="store_true", help="skip the runs with real workers")
+    parser.add_argument("-n", type=int, default=5, help="repetitions of the start-up timings")
+    args = parser.parse_args()
+    figures: dict[str, str] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        figures.update(startup(args.n))
+        figures.update(corpus(Path(tmp)))
+        if not args.skip_runs:
+            figures.update(concurrent(Path(tmp)))
+            figures.update(disk_full(Path(tmp)))
+    print(f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} CPU cores, `python scripts/measure_reliability.py`\n")
+    print("| what | measured |\n|---|---|")
+    for key, value in figures.items():
+        print(f"| {key} | {value} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

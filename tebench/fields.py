@@ -1,0 +1,127 @@
+"""Declared limits of the fields a user sets in a matrix file, and the one checker.
+
+Each user-settable dataclass field says what it accepts in its metadata
+(``knob(default, "doc", min=..., max=...)``); :func:`build` checks a table
+against those declarations (type, finiteness, range, choices, required keys)
+before anything is imported or probed. The rules live next to the fields they
+guard, so a new field cannot be added without saying what it accepts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from functools import lru_cache
+from typing import Any
+
+# Far beyond any real run, small enough that products of dimensions stay
+# exact in Python ints and reasonable in float64 FLOP counts.
+MAX_DIM = 2**20
+
+
+class FieldError(ValueError):
+    """One bad field: ``key`` names it, ``value`` is what was given."""
+
+    def __init__(self, key: str, value: Any, message: str):
+        super().__init__(message)
+        self.key, self.value = key, value
+
+
+_NO_VALUE = object()
+
+
+def knob(default: Any, doc: str, *, min: float | None = None, max: float | None = None,
+         choices: tuple[Any, ...] | None = None, optional: bool = False) -> Any:
+    """A dataclass field with its documentation and its accepted values.
+
+    ``optional`` marks a field a matrix file may leave out (its default has a
+    meaning, e.g. "derived"); every other field of a size must be given.
+    """
+    meta = {"doc": doc, "min": min, "max": max, "choices": choices, "optional": optional}
+    return dataclasses.field(default=default, metadata=meta)
+
+
+@lru_cache(maxsize=None)
+def _types(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def doc(cls: type, name: str) -> str:
+    """The one-line documentation of a field."""
+    return next(f.metadata.get("doc", "") for f in dataclasses.fields(cls) if f.name == name)
+
+
+def _kind(value: Any) -> str:
+    return "a boolean" if isinstance(value, bool) else type(value).__name__
+
+
+def check_value(cls: type, name: str, value: Any, limits: bool = True) -> Any:
+    """``value`` checked (and an int given for a float converted) for field ``name`` of ``cls``.
+
+    ``limits=False`` checks type and finiteness only (reading old records,
+    whose values were valid under the limits of their day).
+    """
+    fld = next(f for f in dataclasses.fields(cls) if f.name == name)
+    want = _types(cls)[name]
+    meta = fld.metadata
+    if want is bool:
+        if not isinstance(value, bool):
+            raise FieldError(name, value, f"must be true or false, not {_kind(value)}")
+        return value
+    if want is str:
+        if not isinstance(value, str):
+            raise FieldError(name, value, f"must be a string, not {_kind(value)}")
+    elif want is int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise FieldError(name, value, f"must be an integer, not {_kind(value)}")
+    elif want is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise FieldError(name, value, f"must be a number, not {_kind(value)}")
+        if isinstance(value, int):
+            if abs(value) > 2**53:
+                raise FieldError(name, value, "is too large to be a number of this kind")
+            value = float(value)
+        if not math.isfinite(value):
+            raise FieldError(name, value, "must be a finite number")
+    if not limits:
+        return value
+    lo, hi = meta.get("min"), meta.get("max")
+    if lo is not None and value < lo:
+        raise FieldError(name, value, f"must be at least {lo}" + (f" (at most {hi})" if hi is not None else ""))
+    if hi is not None and value > hi:
+        raise FieldError(name, value, f"must be at most {hi}")
+    choices = meta.get("choices")
+    if choices is not None and value not in choices:
+        raise FieldError(name, value, f"unknown value (known: {', '.join(map(str, choices))})")
+    return value
+
+
+def build(cls: type, data: dict[str, Any], *, require_all: bool = True, base: Any = None,
+          limits: bool = True) -> Any:
+    """An instance of ``cls`` from a table, every value checked against its field's metadata.
+
+    ``require_all``: every non-optional field must be present (a size table that
+    names only ``vocab`` must not silently take the other dimensions from
+    defaults). ``base``: an instance the table overrides (settings).
+    """
+    known = [f.name for f in dataclasses.fields(cls)]
+    for key, value in data.items():
+        if key not in known:
+            raise FieldError(key, value, f"unknown key (known: {', '.join(known)})")
+    values = {key: check_value(cls, key, value, limits) for key, value in data.items()}
+    if require_all:
+        missing = [f.name for f in dataclasses.fields(cls)
+                   if f.name not in data and not f.metadata.get("optional")]
+        if missing:
+            # key "": the table as a whole is incomplete, not one of its keys.
+            raise FieldError("", _NO_VALUE, f"missing key(s) {', '.join(missing)}: "
+                             f"every dimension must be given (needs {', '.join(known)})")
+    if base is not None:
+        return dataclasses.replace(base, **values)
+    return cls(**values)
+
+
+def is_missing(value: Any) -> bool:
+    """True for the placeholder value of a missing-key FieldError."""
+    return value is _NO_VALUE

@@ -1,0 +1,60 @@
+"""The GPT workload's spec: its size, shape rules and per-step counts (no torch).
+
+The model itself is in :mod:`tebench.workloads.gpt`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tebench.fields import MAX_DIM, knob
+from tebench.workloads.spec import SizeError, divisible_by_16, positive
+
+MAX_STRIDE = 6
+"""Largest stride of the arithmetic training sequences."""
+
+
+@dataclass(frozen=True)
+class GPTSize:
+    """Shape of a GPT case. The defaults are the original TE tutorial's."""
+
+    vocab: int = knob(96, "Vocabulary size (must exceed the largest stride, 6).", min=MAX_STRIDE + 1, max=MAX_DIM)
+    d_model: int = knob(768, "Hidden width of the model.", min=1, max=2**17)
+    heads: int = knob(12, "Attention heads; must divide d_model.", min=1, max=1024)
+    layers: int = knob(4, "Transformer blocks.", min=1, max=1024)
+    ffn: int = knob(3072, "Hidden width of each block's MLP.", min=1, max=2**19)
+    seq: int = knob(256, "Sequence length (the validation prompts with half of it).", min=4, max=MAX_DIM)
+    batch: int = knob(16, "Sequences per step.", min=1, max=2**16)
+
+
+class GPTSpec:
+    """The GPT causal-LM workload, as the parent process sees it."""
+
+    name = "gpt"
+    size_type = GPTSize
+    description = "causal LM on arithmetic sequences; validated by greedy generation"
+
+    def check(self, s: GPTSize) -> None:
+        positive(s, "vocab", "d_model", "heads", "layers", "ffn", "seq", "batch")
+        if s.d_model % s.heads:
+            raise SizeError("d_model", s.d_model, f"d_model={s.d_model} is not divisible by heads={s.heads}")
+        if s.vocab <= MAX_STRIDE:
+            raise SizeError("vocab", s.vocab, f"vocab must exceed the largest stride ({MAX_STRIDE})")
+        if s.seq < 4:
+            raise SizeError("seq", s.seq, "seq must be at least 4 (the validation prompts half of it)")
+
+    def fp8_problem(self, s: GPTSize) -> str | None:
+        return divisible_by_16(tokens=s.batch * s.seq, d_model=s.d_model, ffn=s.ffn)
+
+    def tokens_per_step(self, s: GPTSize) -> int:
+        return s.batch * s.seq
+
+    def flops_per_step(self, s: GPTSize) -> float:
+        """Training FLOPs per step: 6 x matmul parameters x tokens, plus attention.
+
+        Attention is counted as 12 * layers * d_model * seq per token (PaLM,
+        appendix B), i.e. without halving for the causal mask.
+        """
+        matmul_params = s.layers * (4 * s.d_model**2 + 2 * s.d_model * s.ffn) + s.d_model * s.vocab
+        tokens = self.tokens_per_step(s)
+        return 6.0 * matmul_params * tokens + 12.0 * s.layers * s.d_model * s.seq * tokens

@@ -1,0 +1,143 @@
+"""User workloads: find a workload that is not built in, and check it before anything runs.
+
+A matrix names a workload in ``[sizes.<workload>.<size>]`` (and in
+``[axes] workloads``) in one of three ways:
+
+- a built-in name: ``gpt``, ``llama``, ``distill``, ``module``;
+- an import path ``package.module:Name``, imported the way ``python -m``
+  would import it: from the current directory and ``PYTHONPATH``;
+- the name of an entry point in the group ``tebench.workloads``, declared by an
+  installed package (``[project.entry-points."tebench.workloads"]``).
+
+``Name`` may be a class (instantiated without arguments) or an instance. A
+workload that cannot be imported, or that lacks part of the protocol, is a
+:class:`PluginError` naming the workload, the module path and the cause, so a
+run stops (exit 2) before its first case instead of failing half-way. Each
+case's worker process resolves the same name the same way: it inherits the
+current directory and ``PYTHONPATH``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import os
+import sys
+from importlib import metadata
+from typing import Any
+
+ENTRY_POINT_GROUP = "tebench.workloads"
+
+REQUIRED_METHODS = ("check", "fp8_problem", "tokens_per_step", "flops_per_step",
+                    "build", "batches", "loss", "validate")
+"""What the runner calls on every workload. ``graph_inputs`` is needed only by
+cases with ``graphs = true``, ``params`` and ``description`` only by people."""
+
+
+class PluginError(ValueError):
+    """A user workload that cannot be used; the message names it and says why."""
+
+
+def load(name: str) -> Any:
+    """The workload called ``name``: built in, or a user workload resolved, checked and cached once.
+
+    Built-ins come from the torch-free :data:`tebench.workloads.SPECS` (the
+    parent) unless the model code is already loaded (the worker). The cache
+    makes every later lookup by ``name`` in either registry find the same object.
+    """
+    import tebench.workloads as registry
+
+    loaded = registry.__dict__.get("WORKLOADS")
+    for table in (loaded, registry.SPECS):
+        if table is not None and dict.__contains__(table, name):
+            return dict.__getitem__(table, name)
+    workload = resolve(name)
+    for table in (loaded, registry.SPECS):
+        if table is not None:
+            dict.__setitem__(table, name, workload)
+    return workload
+
+
+def resolve(name: str) -> Any:
+    """Import the user workload ``name`` (an import path or an entry point) and check its protocol."""
+    if not isinstance(name, str) or not name:
+        raise PluginError(f"a workload name must be a non-empty string, got {name!r}")
+    if ":" in name:
+        obj, origin = _import_path(name)
+    else:
+        obj, origin = _entry_point(name)
+    workload = _instantiate(obj, name, origin)
+    check_protocol(workload, name, origin)
+    return workload
+
+
+def _import_path(spec: str) -> tuple[Any, str]:
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise PluginError(f"workload '{spec}': an import path is 'package.module:Name'")
+    # The CLI's script directory, not the current one, heads sys.path; the
+    # worker (python -m) has the current directory on it. Make both agree.
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.append(os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # a plugin's import can fail in any way: report it, never a traceback
+        where = _origin(module_name)
+        where = f"from {where}" if where else f"searched the current directory {os.getcwd()} and PYTHONPATH"
+        raise PluginError(f"workload '{spec}': cannot import module '{module_name}' ({where}): "
+                          f"{type(exc).__name__}: {exc}") from None
+    origin = getattr(module, "__file__", None) or module_name
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise PluginError(f"workload '{spec}': module '{module_name}' ({origin}) has no attribute '{attr}'")
+        obj = getattr(obj, part)
+    return obj, str(origin)
+
+
+def _origin(module_name: str) -> str | None:
+    """The file a module would be imported from, if it can be found at all."""
+    try:
+        spec = importlib.util.find_spec(module_name)
+    except Exception:  # a parent package that fails to import, or does not exist
+        return None
+    return spec.origin if spec is not None else None
+
+
+def _entry_point(name: str) -> tuple[Any, str]:
+    found = [ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
+    if not found:
+        from tebench.workloads import SPECS
+
+        plugins = sorted(ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP))
+        known = ", ".join(list(dict.keys(SPECS)) + plugins)
+        raise PluginError(f"unknown workload '{name}' (known: {known}; or an import path 'package.module:Name', "
+                          f"or an entry point in the group '{ENTRY_POINT_GROUP}')")
+    ep = found[0]
+    origin = f"entry point '{ep.name} = {ep.value}'"
+    try:
+        return ep.load(), origin
+    except Exception as exc:
+        raise PluginError(f"workload '{name}': cannot load {origin}: {type(exc).__name__}: {exc}") from None
+
+
+def _instantiate(obj: Any, name: str, origin: str) -> Any:
+    if not isinstance(obj, type):
+        return obj
+    try:
+        return obj()
+    except Exception as exc:
+        raise PluginError(f"workload '{name}' ({origin}): {obj.__name__}() failed: "
+                          f"{type(exc).__name__}: {exc}") from None
+
+
+def check_protocol(workload: Any, name: str, origin: str) -> None:
+    """Raise PluginError listing everything ``workload`` lacks of the workload protocol."""
+    problems = [f"no method '{m}'" for m in REQUIRED_METHODS if not callable(getattr(workload, m, None))]
+    size_type = getattr(workload, "size_type", None)
+    if not (isinstance(size_type, type) and dataclasses.is_dataclass(size_type)):
+        problems.append("'size_type' must be a dataclass (the fields a [sizes] table may set)")
+    if problems:
+        raise PluginError(f"workload '{name}' ({origin}) does not implement the workload protocol: "
+                          + "; ".join(problems) + " (see README: Your own workload)")

@@ -1,0 +1,241 @@
+"""Storage failures and concurrent writers: nothing finished is lost or mislabelled.
+
+Runs use a stub worker (``RunOptions.python``): a tiny script that answers the
+runner's worker contract instantly, so the runner's own behaviour is tested
+without torch. Disk-full and read-only file systems are injected (monkeypatched
+writes raising ENOSPC / EROFS), since no size-limited file system is available.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tebench import atomic, cli, matrix, results, runner, worker
+from tebench.detect import Environment, Support
+
+MATRIX = """
+name = "storage"
+[settings]
+steps = 3
+warmup = 1
+[axes]
+modes = ["PT-FP32", "PT-AMP"]
+[sizes.gpt.micro]
+vocab = 16
+d_model = 32
+heads = 2
+layers = 1
+ffn = 64
+seq = 16
+batch = 4
+[sizes.distill.micro]
+vocab = 64
+hidden = 32
+ffn = 64
+blocks = 1
+seq = 8
+batch = 4
+"""
+
+STUB = """
+import argparse, fnmatch, json, os, sys
+args = sys.argv[1:]
+if args[:2] == ["-m", "tebench.worker"]:
+    args = args[2:]
+p = argparse.ArgumentParser()
+p.add_argument("--case"); p.add_argument("--result"); p.add_argument("--progress", action="store_true")
+a = p.parse_args(args)
+case = json.load(open(a.case))
+case_id = "/".join([case["workload"], case["size"], case["mode"]])
+for item in filter(None, os.environ.get("STUB_FAULT", "").split(";")):
+    pattern, _, kind = item.rpartition("=")
+    if fnmatch.fnmatchcase(case_id, pattern):
+        if kind == "enospc":
+            print("OSError: [Errno 28] No space left on device", file=sys.stderr)
+            sys.exit(75)
+        if kind == "die":
+            sys.exit(3)
+steps = case["settings"]["steps"]
+json.dump({"status": "ok", "device": {"type": "cpu", "name": "stub"},
+           "timing": {"samples_ms": [1.0 + 0.01 * i for i in range(steps)]},
+           "loss": {"per_step": [2.0 - 0.1 * i for i in range(steps)]},
+           "memory": {"kind": "cpu", "peak_rss_bytes": 1000}}, open(a.result, "w"))
+"""
+
+ENV = Environment(device_type="cpu", compile=Support(False, "no compiler in this test"), bf16=True, cpu="test")
+
+
+@pytest.fixture
+def stub(tmp_path) -> str:
+    path = tmp_path / "stub-python"
+    path.write_text(f"#!{sys.executable}\n" + textwrap.dedent(STUB))
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.fixture
+def mat(tmp_path) -> matrix.Matrix:
+    path = tmp_path / "m.toml"
+    path.write_text(textwrap.dedent(MATRIX))
+    return matrix.load(path)
+
+
+def opts(out: Path, stub: str, resume: bool = False) -> runner.RunOptions:
+    return runner.RunOptions(out=out, python=stub, resume=resume, live=False)
+
+
+def latest(out: Path) -> dict:
+    return results.read(out).latest()
+
+
+def test_a_full_run_with_the_stub_records_every_case(mat, stub, tmp_path):
+    out = tmp_path / "out"
+    runner.run(mat, ENV, opts(out, stub))
+    assert {k[0] for k in latest(out)} == {c.id for c in matrix.iter_cases(mat)}
+    assert all(r["status"] == "ok" for r in latest(out).values())
+    assert (out / runner.LOCK_NAME).is_file()  # the lock file stays; the lock itself went with the run
+
+
+def test_second_writer_is_refused_while_the_first_holds_out(mat, stub, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    with runner.lock_out(out):  # a separate open file: flock conflicts as between two processes
+        with pytest.raises(runner.RunError, match=r"in use by another tebench run \(pid \d+"):
+            runner.run(mat, ENV, opts(out, stub))
+    assert not (out / results.RESULTS_NAME).exists()
+    runner.run(mat, ENV, opts(out, stub))  # released: the next run goes ahead
+    assert len(latest(out)) == 4
+
+
+def test_second_cli_writer_exits_2(mat, tmp_path, tebench_cli):
+    out = tmp_path / "out"
+    out.mkdir()
+    with runner.lock_out(out):
+        proc = tebench_cli("run", mat.source, "--out", str(out), "--quiet", "--no-report", timeout=300)
+    assert proc.returncode == 2 and "in use by another tebench run" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def _fail_after(monkeypatch, n: int, err: int = errno.ENOSPC) -> None:
+    """Make results.Writer.append fail from its (n+1)-th call on, as a full disk would."""
+    original = results.Writer.append
+    calls = {"n": 0}
+
+    def append(self, record):
+        calls["n"] += 1
+        if calls["n"] > n:
+            raise OSError(err, os.strerror(err), str(self.path))
+        original(self, record)
+
+    monkeypatch.setattr(results.Writer, "append", append)
+
+
+def test_disk_full_while_recording_stops_cleanly_and_resume_completes(mat, stub, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    _fail_after(monkeypatch, 3)  # the header and two cases fit; the third case's record does not
+    with pytest.raises(runner.StorageError, match=r"ENOSPC \(No space left on device\).*--resume"):
+        runner.run(mat, ENV, opts(out, stub))
+    monkeypatch.undo()
+    first = latest(out)
+    assert len(first) == 2 and all(r["status"] == "ok" for r in first.values())
+    runner.run(mat, ENV, opts(out, stub, resume=True))
+    final = results.read(out)
+    assert len(final.latest()) == 4 and all(r["status"] == "ok" for r in final.latest().values())
+    assert len(final.cases) == 4  # nothing recorded twice, nothing recorded as failed
+
+
+def test_worker_that_cannot_write_its_result_leaves_the_case_to_resume(mat, stub, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    monkeypatch.setenv("STUB_FAULT", "distill/micro/PT-FP32=enospc")
+    with pytest.raises(runner.StorageError, match="distill/micro/PT-FP32: the worker could not write its result"):
+        runner.run(mat, ENV, opts(out, stub))
+    assert "distill/micro/PT-FP32" not in {k[0] for k in latest(out)}  # not recorded as failed
+    monkeypatch.delenv("STUB_FAULT")
+    runner.run(mat, ENV, opts(out, stub, resume=True))
+    assert {r["status"] for r in latest(out).values()} == {"ok"} and len(latest(out)) == 4
+
+
+def test_a_worker_dying_for_another_reason_is_still_recorded_as_failed(mat, stub, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    monkeypatch.setenv("STUB_FAULT", "gpt/micro/PT-AMP=die")
+    runner.run(mat, ENV, opts(out, stub))
+    rec = latest(out)[("gpt/micro/PT-AMP", 0)]
+    assert rec["status"] == "failed" and "exit code 3" in rec["reason"]
+
+
+def test_out_is_a_file(mat, stub, tmp_path, capsys):
+    out = tmp_path / "out"
+    out.write_text("not a directory")
+    with pytest.raises(runner.StorageError, match="is a file, not a directory"):
+        runner.run(mat, ENV, opts(out, stub))
+    # The CLI checks OUT before probing the hardware: exit 2 at once.
+    assert cli.main(["run", mat.source, "--out", str(out), "--no-report"]) == 2
+    assert "is a file, not a directory" in capsys.readouterr().err
+
+
+def test_read_only_file_system_is_named(mat, stub, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    out.mkdir()
+    real_open = os.open
+
+    def read_only(path, flags, *args):
+        if str(path).endswith(runner.LOCK_NAME):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(runner.os, "open", read_only)
+    with pytest.raises(runner.StorageError, match=r"EROFS \(Read-only file system\)"):
+        runner.run(mat, ENV, opts(out, stub))
+
+
+def test_worker_reports_a_result_it_cannot_write(tmp_path, monkeypatch, capsys):
+    target = tmp_path / "r.json"
+
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Path, "write_text", full)
+    assert worker._deliver(target, {"status": "ok"}) == runner.EXIT_STORAGE == worker.EXIT_STORAGE
+    monkeypatch.undo()
+    assert "No space left on device" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # no result, no stray .tmp
+    assert worker._deliver(target, {"status": "ok"}) == 0 and json.loads(target.read_text()) == {"status": "ok"}
+
+
+def test_atomic_write_keeps_the_old_file_and_leaves_no_tmp(tmp_path, monkeypatch):
+    target = tmp_path / "chart.png"
+    atomic.write_bytes(target, b"old")
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(atomic.os, "fsync", full)
+    with pytest.raises(OSError):
+        atomic.write_bytes(target, b"new and longer")
+    assert target.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["chart.png"]
+
+
+def test_report_on_a_full_disk_exits_2_without_stray_files(tmp_path, monkeypatch, capsys):
+    from conftest import FIXTURES
+
+    out = tmp_path / "report"
+    real = atomic.write_bytes
+    calls = {"n": 0}
+
+    def fill_up(path, data):
+        calls["n"] += 1
+        if calls["n"] == 2:  # the second chart finds the disk full
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        real(path, data)
+
+    monkeypatch.setattr(atomic, "write_bytes", fill_up)
+    assert cli.main(["report", str(FIXTURES / "cpu-smoke.jsonl"), "--out", str(out)]) == 2
+    assert "No space left on device" in capsys.readouterr().err
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
