@@ -434,6 +434,8 @@ class Comparison:
     """Both sides come from one interleaved ``tebench ab`` run: rounds are compared pair by pair."""
     env_details: list[str] = field(default_factory=list)
     """Every environment difference, env variables included."""
+    skipped: list[str] = field(default_factory=list)
+    """Lines of either results file that could not be used (e.g. a NaN step time), as file:line: why."""
 
     @property
     def thresholds(self) -> dict[str, float]:
@@ -482,7 +484,7 @@ class Comparison:
             "thresholds": self.thresholds, "options": asdict(self.options), "method": self.method,
             "summary": {v: self.count(v) for v in VERDICTS},
             "failing": len(self.failures), "advisory": sum(d.failing and not d.counted for d in self.deltas),
-            "too_few_rounds": len(self.too_few_rounds),
+            "too_few_rounds": len(self.too_few_rounds), "skipped_lines": self.skipped,
             "exit_code": self.exit_code,
             "cases": [asdict(d) for d in self.deltas],
         }
@@ -530,7 +532,8 @@ def compare_runs(base: results.Run, head: results.Run, opts: Options | None = No
     for d in judge_cases(pairs, opts, paired):
         deltas[(d.case_id, d.device)] = d
     return Comparison(base_name, head_name, benv, henv, differs, opts.count_env_changes or not differs, opts,
-                      [deltas[k] for k in sorted(deltas)], paired, env_differences(benv, henv))
+                      [deltas[k] for k in sorted(deltas)], paired, env_differences(benv, henv),
+                      list(base.problems) + list(head.problems))
 
 
 def compare(base_path: str | Path, head_path: str | Path, thresholds: dict[str, float] | None = None,
@@ -568,6 +571,9 @@ def to_markdown(c: Comparison, title: str = "tebench compare") -> str:
         extra.append("missing cases fail the gate (--fail-on-missing)")
     if extra:
         lines.append("Also: " + ", ".join(extra) + ".")
+    if c.skipped:
+        lines += ["", f"> ⚠️ **{len(c.skipped)} unusable line(s) skipped** (their cases are judged on the rest): "
+                  + "; ".join(esc(x) for x in c.skipped[:5]) + (" …" if len(c.skipped) > 5 else "")]
     few = c.too_few_rounds
     if few:
         lines += ["", f"> ⚠️ **Too few rounds to separate run-to-run noise** for {len(few)} case(s) (fewer than "

@@ -252,16 +252,28 @@ def test_concurrent_side_is_advisory(tmp_path):
 
 
 def test_nan_step_time_gets_an_explicit_verdict(tmp_path):
+    from tebench.compare import Side, judge
+
+    # Judged directly (history and the calibration build sides in memory): an explicit verdict.
+    good = Side("ok", None, [[1.0, 1.1, 1.0, 1.2, 1.0]] * 3, 1.0, None, [], None, None)
+    bad = Side("ok", None, [[1.0, float("nan"), 1.0, 1.2, 1.0]] * 3, 1.0, None, [], None, None)
+    d = judge("c", "cpu", good, bad)
+    assert d.verdict == "invalid" and d.failing and "nan" in d.why[0]
+    d = judge("c", "cpu", good, Side("ok", None, [[1.0, float("inf")] * 3] * 3, 1.0, None, [], None, None))
+    assert d.verdict == "invalid"
+
+    # In a results file the reader skips such a record with a warning; compare says so plainly.
     def edit(r: dict) -> None:
         if r["case_id"] == AMP and r.get("timing") and r["round"] == 2:
             r["timing"]["samples_ms"][3] = float("nan")
 
     base = multi_round(tmp_path, "base.jsonl", seed=1)
     head = multi_round(tmp_path, "head.jsonl", seed=2, edit=edit)
-    result = compare(base, head)
-    d = delta(result)
-    assert d.verdict == "invalid" and "nan" in d.why[0] and result.exit_code == 1
-    json.loads(result.to_json())  # still valid JSON (no NaN literal)
+    with pytest.warns(UserWarning, match="must be a finite number"):
+        result = compare(base, head)
+    assert delta(result).rounds == (5, 4) and len(result.skipped) == 1
+    assert "1 unusable line(s) skipped" in to_markdown(result)
+    assert json.loads(result.to_json())["skipped_lines"] == result.skipped
 
 
 @pytest.mark.parametrize("item,value", [("time=5%", 0.05), ("time=0.05", 0.05), ("memory=12.5%", 0.125),
