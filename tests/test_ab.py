@@ -95,14 +95,17 @@ def test_ab_end_to_end(tmp_path, tebench_cli):
 def test_calibration_from_a_pool_of_rounds(tmp_path):
     # benchmarks/gate_calibration.py pool: resample stored rounds of one code into A/A and slowdown
     # trials. Synthetic rounds (2% round offsets, AR(1)-free steps) stand in for a long run.
-    import sys
+    import importlib.util
 
     import numpy as np
 
     from conftest import FIXTURES, ROOT, write_jsonl
 
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import gate_calibration
+    # Loaded from its file: putting benchmarks/ on sys.path would shadow tests/conftest.py for
+    # every later import of it (spawned test workers included).
+    spec = importlib.util.spec_from_file_location("gate_calibration", ROOT / "benchmarks" / "gate_calibration.py")
+    gate_calibration = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gate_calibration)
 
     rng = np.random.default_rng(0)
     header, *cases = [r for r in read_jsonl(FIXTURES / "cpu-smoke.jsonl")]
