@@ -615,8 +615,10 @@ def to_markdown(c: Comparison, title: str = "tebench compare") -> str:
     lines += ["", f"<details><summary>All {len(c.deltas)} cases</summary>", "",
               md_table(pd.DataFrame([row(d) for d in c.deltas])), "", "</details>", "",
               "<details><summary>Method and inputs</summary>", "",
-              f"- base: {esc(c.base)} ({esc(c.base_env.get('device'))}, commit {esc(c.base_env.get('git_commit'))})",
-              f"- head: {esc(c.head)} ({esc(c.head_env.get('device'))}, commit {esc(c.head_env.get('git_commit'))})",
+              f"- base: {esc(c.base)} ({esc(c.base_env.get('device'))}, "
+              f"commit {esc(c.base_env.get('git_commit') or 'unknown: not run from a git checkout')})",
+              f"- head: {esc(c.head)} ({esc(c.head_env.get('device'))}, "
+              f"commit {esc(c.head_env.get('git_commit') or 'unknown: not run from a git checkout')})",
               "- thresholds: " + ", ".join(f"{k} {v:.1%}" for k, v in c.thresholds.items())
               + f"; alpha {o.alpha:g} across cases ({o.correction})",
               f"- {esc(c.method)}", "", "</details>", ""]
