@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -197,49 +198,111 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     from tebench.report import render
 
+    url = args.assets_url
+    if url is not None and not re.match(r"^https?://[^\s/]+\S*$", url):
+        raise UsageError(f"--assets-url {url!r}: not an absolute http(s) URL (a PR comment cannot show relative "
+                         "image paths)")
     t0 = time.perf_counter()
-    out = render(args.results, Path(args.out))
+    out = render(args.results, Path(args.out), assets_url=url)
     print(f"report: {out / 'index.html'}\n        {out / 'report.md'}  ({time.perf_counter() - t0:.1f} s)")
     return 0
 
 
 def _thresholds(items: list[str]) -> dict[str, float]:
-    from tebench.compare import DEFAULT_THRESHOLDS
+    from tebench.compare import CompareError, parse_thresholds
 
-    out = {}
-    for item in items:
-        key, _, value = item.partition("=")
-        if key not in DEFAULT_THRESHOLDS:
-            raise UsageError(f"--threshold {item}: unknown metric '{key}' (known: {', '.join(DEFAULT_THRESHOLDS)})")
-        try:
-            out[key] = float(value.rstrip("%")) / (100 if value.endswith("%") else 1)
-        except ValueError:
-            raise UsageError(f"--threshold {item}: expected METRIC=FRACTION, e.g. time=0.05 or time=5%") from None
-    return out
+    try:
+        return parse_thresholds(items)
+    except CompareError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _compare_options(args: argparse.Namespace, count_env_changes: bool):
+    from tebench.compare import CompareError, Options
+
+    try:
+        return Options(thresholds=_thresholds(args.threshold), alpha=args.alpha, correction=args.correction,
+                       min_rounds=args.min_rounds, gate_launch_bound=args.gate_launch_bound,
+                       fail_on_missing=args.fail_on_missing, count_env_changes=count_env_changes)
+    except CompareError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _add_gate_args(p: argparse.ArgumentParser) -> None:
+    from tebench.compare import CORRECTIONS, DEFAULT_ALPHA
+    from tebench.stats import MIN_ROUNDS
+
+    p.add_argument("--threshold", action="append", default=[], metavar="METRIC=VALUE",
+                   help="regression threshold per metric, as a percentage (time=5%%) or a fraction below 1 "
+                   "(time=0.05): time, memory (default 5%%), loss (default 10%%)")
+    p.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
+                   help="error rate across all cases of the comparison (default %(default)s)")
+    p.add_argument("--correction", choices=CORRECTIONS, default="holm",
+                   help="multiple-comparison control across cases: holm (family-wise) or bh (false discovery)")
+    p.add_argument("--min-rounds", type=int, default=MIN_ROUNDS,
+                   help="rounds per side below which step time is inconclusive (default %(default)s)")
+    p.add_argument("--gate-launch-bound", action="store_true",
+                   help="count step-time regressions of launch-bound cases (GPU busy < 50%%), advisory by default")
+    p.add_argument("--fail-on-missing", action="store_true", help="a case in base but not in head fails the gate")
+    p.add_argument("--format", choices=("markdown", "json"), default="markdown")
+
+
+def _emit(text: str, out: str | None, markdown: bool) -> None:
+    import os
+
+    if out:
+        from tebench import atomic
+
+        atomic.write_text(out, text + "\n")
+    else:
+        print(text)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary and markdown:
+        with open(summary, "a", encoding="utf-8") as fh:
+            fh.write(text + "\n")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Compare BASE and HEAD; exit 1 on a regression beyond threshold and noise."""
-    import os
-
     from tebench.compare import CompareError, compare, to_markdown
 
+    opts = _compare_options(args, args.count_env_changes)
     try:
-        result = compare(args.base, args.head, _thresholds(args.threshold), args.count_env_changes)
+        result = compare(args.base, args.head, opts=opts)
     except CompareError as exc:
         raise UsageError(str(exc)) from None
     # Strict JSON (null for NaN/inf): what jq, browsers and other languages accept.
     text = strict_json(result.to_json()) if args.format == "json" else to_markdown(result)
-    if args.out:
-        from tebench import atomic
+    _emit(text, args.out, args.format == "markdown")
+    return result.exit_code
 
-        atomic.write_text(args.out, text + "\n")
-    else:
-        print(text)
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary and args.format == "markdown":
-        with open(summary, "a", encoding="utf-8") as fh:
-            fh.write(text + "\n")
+
+def cmd_ab(args: argparse.Namespace) -> int:
+    """Run base and head interleaved (ABBA) on one device, compare round by round; exit 1 on a regression."""
+    from tebench import ab
+    from tebench.compare import to_markdown
+
+    if args.matrix and args.preset:
+        raise UsageError("give a matrix file or --preset, not both")
+    try:
+        opts = ab.ABOptions(
+            out=Path(args.out), rounds=args.rounds,
+            base=ab.SideSpec(args.base_python or sys.executable, ab.parse_env(args.base_env, "--base-env")),
+            head=ab.SideSpec(args.head_python or sys.executable, ab.parse_env(args.head_env, "--head-env")),
+            device=args.device, only=args.only, timeout_s=args.timeout, live=False if args.quiet else None,
+            command=["tebench", *sys.argv[1:]], compare=_compare_options(args, True))
+        if not 1 <= args.rounds <= MAX_ROUNDS:
+            raise ab.ABError(f"--rounds must be at least 1 and at most {MAX_ROUNDS}, not {args.rounds}")
+        if args.device is not None and not args.device.isdigit():
+            raise ab.ABError(f"--device {args.device}: expected one GPU index, e.g. 0")
+        mat = _load_matrix(args)
+        result = ab.run(mat, opts)
+    except ab.ABError as exc:
+        raise UsageError(str(exc)) from None
+    text = strict_json(result.to_json()) if args.format == "json" else to_markdown(result, title="tebench ab")
+    print(f"\nbase:    {opts.out / 'base' / 'results.jsonl'}\nhead:    {opts.out / 'head' / 'results.jsonl'}\n"
+          f"compare: {opts.out / 'compare.md'}\n         {opts.out / 'compare.json'}\n", file=sys.stderr)
+    _emit(text, None, args.format == "markdown")
     return result.exit_code
 
 
@@ -290,7 +353,9 @@ def cmd_history_report(args: argparse.Namespace) -> int:
     _check_db(args.db, must_exist=True)
     if not 1 <= args.window <= MAX_ROUNDS:
         raise UsageError(f"--window {args.window}: must be 1 to {MAX_ROUNDS}")
-    out = history.report(args.db, args.out, args.window, _thresholds(args.threshold))
+    if args.confirm < 1:
+        raise UsageError(f"--confirm {args.confirm}: must be at least 1")
+    out = history.report(args.db, args.out, args.window, _thresholds(args.threshold), args.confirm)
     print(f"history: {out / 'history.html'}\n         {out / 'history.md'}")
     return 0
 
@@ -347,18 +412,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results", nargs="+", help="results.jsonl files, run directories or pytest-benchmark JSON; "
                    "several from different machines are compared side by side")
     p.add_argument("--out", required=True, help="directory for index.html, report.md and chart PNGs")
+    p.add_argument("--assets-url", metavar="URL",
+                   help="absolute URL the chart PNGs will be published at (a branch, Pages): report.md then shows "
+                        "them from there; without it report.md has no images and reads whole as text")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("compare", help="compare two runs: regressions beyond threshold and noise (exit 1)")
     p.add_argument("base", help="base results file or run directory")
     p.add_argument("head", help="head results file or run directory")
-    p.add_argument("--threshold", action="append", default=[], metavar="METRIC=FRACTION",
-                   help="regression threshold per metric: time, memory (default 5%%), loss (default 10%%)")
-    p.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    _add_gate_args(p)
     p.add_argument("--out", help="write to this file instead of stdout")
     p.add_argument("--count-env-changes", action="store_true",
                    help="count regressions even when base and head ran in different environments")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("ab", help="run base and head interleaved (ABBA) on one device and compare (exit 1)")
+    p.add_argument("matrix", nargs="?", help="a matrix file (TOML); default: --preset auto")
+    p.add_argument("--preset", help="a shipped preset, as for run")
+    p.add_argument("--only", action="append", default=[], metavar="GLOB", help="run only matching cases")
+    p.add_argument("--out", required=True, help="directory for base/, head/, compare.md and compare.json")
+    p.add_argument("--rounds", type=int, default=5, help="rounds per side (default %(default)s; at least "
+                   "3 are needed for a verdict)")
+    p.add_argument("--base-python", metavar="PY", help="interpreter of the base side (default: this one)")
+    p.add_argument("--head-python", metavar="PY", help="interpreter of the head side (default: this one)")
+    p.add_argument("--base-env", action="append", default=[], metavar="K=V", help="environment variable "
+                   "for the base side's cases (repeatable)")
+    p.add_argument("--head-env", action="append", default=[], metavar="K=V", help="environment variable "
+                   "for the head side's cases (repeatable)")
+    p.add_argument("--device", help="GPU index both sides run on (default: the default device)")
+    p.add_argument("--timeout", type=float, help="per-case wall-clock limit in seconds (overrides the matrix)")
+    p.add_argument("--quiet", action="store_true", help="no live progress line")
+    _add_gate_args(p)
+    p.set_defaults(func=cmd_ab)
 
     p = sub.add_parser("merge", help="join shard results (tebench run --shard I/N) into one run")
     p.add_argument("shards", nargs="+", help="shard run directories or results files")
@@ -377,7 +462,10 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--db", required=True)
     h.add_argument("--out", required=True)
     h.add_argument("--window", type=int, default=5, help="how many earlier runs form the baseline")
-    h.add_argument("--threshold", action="append", default=[], metavar="METRIC=FRACTION")
+    h.add_argument("--threshold", action="append", default=[], metavar="METRIC=VALUE",
+                   help="as for compare: time=5%% or time=0.05")
+    h.add_argument("--confirm", type=int, default=3,
+                   help="runs that must follow a change before it is reported (default %(default)s)")
     h.set_defaults(func=cmd_history_report)
 
     return parser

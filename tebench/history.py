@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tebench import compare, results
+from tebench import compare, results, stats
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -126,25 +126,59 @@ def records(db: str | Path, run_ids: list[str]) -> list[dict[str, Any]]:
 
 @dataclass
 class StepChange:
-    """A shift in a series: from ``index`` on, the level moved from ``before`` to ``after``."""
+    """A shift in a series: from ``index`` on, the level moved from ``before`` to ``after``.
+
+    ``kind`` is ``step`` (a jump between two flat levels) or ``drift`` (a steady
+    slope over runs ``index`` .. ``end - 1``, better fit by a line than by two
+    levels). ``awaiting`` > 0 marks a possible change at the end of the series
+    that fewer than ``confirm`` runs follow yet: not reported as a change until
+    that many more runs agree.
+    """
 
     index: int
     before: float
     after: float
+    kind: str = "step"
+    end: int | None = None
+    awaiting: int = 0
 
     @property
     def ratio(self) -> float:
         return self.after / self.before
 
+    @property
+    def label(self) -> str:
+        if self.awaiting:
+            return f"possible change, awaiting {self.awaiting} more run(s)"
+        return self.kind
+
+
+def _abs_cost(x: np.ndarray) -> float:
+    return float(np.abs(x - np.median(x)).sum())
+
+
+def _line_fit(x: np.ndarray) -> tuple[float, float, np.ndarray]:
+    """A robust line (Theil-Sen slope, median intercept): its absolute-deviation cost, slope, residuals."""
+    t = np.arange(x.size, dtype=float)
+    i, j = np.triu_indices(x.size, 1)
+    slope = float(np.median((x[j] - x[i]) / (t[j] - t[i])))
+    resid = x - slope * t
+    resid = resid - np.median(resid)
+    return float(np.abs(resid).sum()), slope, resid
+
 
 def step_changes(values: list[float], threshold: float = 0.05, min_side: int = 3,
                  depth: int = 3) -> list[StepChange]:
-    """Find level shifts by binary segmentation on medians.
+    """Find level shifts by binary segmentation on medians; tell drift from steps; hold back recent ones.
 
     Each segment is split where two levels fit it best; the split is kept when
     the medians on either side differ by more than ``threshold`` (relative)
     and by more than three times the noise (median absolute deviation) within
-    the two sides, and the two sides barely overlap; each side is searched again.
+    the two sides, the two sides barely overlap, and the first runs after the
+    split already sit at the new level. A segment that a straight line fits at
+    least as well as two levels is a ``drift``, not a step. Each side needs
+    ``min_side`` runs: a change fewer runs follow is returned with ``awaiting``
+    set (a possible change), never placed at a guessed run.
     """
     v = np.asarray(values, dtype=float)
     found: list[StepChange] = []
@@ -156,11 +190,23 @@ def step_changes(values: list[float], threshold: float = 0.05, min_side: int = 3
         # absolute deviation from each side's median.
         best, best_k = np.inf, None
         for k in range(lo + min_side, hi - min_side + 1):
-            left, right = v[lo:k], v[k:hi]
-            cost = np.abs(left - np.median(left)).sum() + np.abs(right - np.median(right)).sum()
+            cost = _abs_cost(v[lo:k]) + _abs_cost(v[k:hi])
             if cost < best:
                 best, best_k = cost, k
         if best_k is None:
+            return
+        segment = v[lo:hi]
+        line_cost, slope, resid = _line_fit(segment)
+        if line_cost <= best:
+            # A straight line fits as well as two levels: a drift if the line moves far enough
+            # (beyond the threshold and three times the noise around it, steadily), else nothing.
+            total = slope * (segment.size - 1)
+            noise = float(np.median(np.abs(resid))) * 1.4826
+            i, j = np.triu_indices(segment.size, 1)
+            steady = abs(float(np.sign(segment[j] - segment[i]).mean())) >= 0.6  # Kendall's tau
+            start = float(np.median(segment[:min_side]))
+            if abs(total) > threshold * start and abs(total) > 3 * noise and steady:
+                found.append(StepChange(lo, start, float(np.median(segment[-min_side:])), "drift", hi))
             return
         left, right = v[lo:best_k], v[best_k:hi]
         a, b = float(np.median(left)), float(np.median(right))
@@ -169,23 +215,52 @@ def step_changes(values: list[float], threshold: float = 0.05, min_side: int = 3
         # two sides to barely overlap (rank separation, as in Mann-Whitney).
         above = (right[:, None] > left[None, :]).mean()
         separated = max(above, 1 - above) >= 0.95
-        if abs(b / a - 1) > threshold and abs(b - a) > 3 * noise and separated:
-            found.append(StepChange(best_k, a, b))
-            search(lo, best_k, level + 1)
-            search(best_k, hi, level + 1)
+        # The runs right after the split are at the new level, those right before at the old:
+        # otherwise the change happened elsewhere and this index would misplace it.
+        mid = (a + b) / 2
+        crisp = (np.sign(right[:min_side] - mid) == np.sign(b - a)).all() and \
+                (np.sign(left[-min_side:] - mid) == np.sign(a - b)).all()
+        if not (abs(b / a - 1) > threshold and abs(b - a) > 3 * noise and separated and crisp):
+            return
+        found.append(StepChange(best_k, a, b))
+        search(lo, best_k, level + 1)
+        search(best_k, hi, level + 1)
 
     search(0, len(v), 1)
-    return sorted(found, key=lambda s: s.index)
+    found.sort(key=lambda s: s.index)
+    last = found[-1] if found else None
+    # A drift ending at the last run is still going on: no separate "possible change" after it.
+    if last is not None and last.kind == "drift" and last.end == len(v):
+        return found
+    pending = _pending(v, last.index if last else 0, threshold, min_side)
+    return found + ([pending] if pending else [])
 
 
-def latest_vs_recent(db: str | Path, window: int = 5,
-                     thresholds: dict[str, float] | None = None) -> tuple[list[compare.Delta], dict[str, Any]]:
+def _pending(v: np.ndarray, start: int, threshold: float, min_side: int) -> StepChange | None:
+    """The last 1 .. min_side-1 runs, when every one of them sits beyond threshold and noise on the
+    same side of the level before them: a possible change that too few runs follow to confirm."""
+    for t in range(min(min_side - 1, v.size - start - min_side), 0, -1):
+        before, tail = v[start:v.size - t], v[v.size - t:]
+        level = float(np.median(before))
+        noise = float(np.median(np.abs(before - level))) * 1.4826
+        rel = tail / level - 1
+        if (np.abs(rel) > threshold).all() and (np.abs(tail - level) > 3 * noise).all() and \
+                len(set(np.sign(rel))) == 1:
+            return StepChange(v.size - t, level, float(np.median(tail)), "step", awaiting=min_side - t)
+    return None
+
+
+def latest_vs_recent(db: str | Path, window: int = 5, thresholds: dict[str, float] | None = None,
+                     opts: compare.Options | None = None) -> tuple[list[compare.Delta], dict[str, Any]]:
     """The newest run of each device against the ``window`` runs of that device before it.
 
-    The earlier runs' samples are pooled as rounds, so run-to-run variation is
-    part of the noise a regression must exceed.
+    Each earlier run is one unit (its level: the median of its rounds' median
+    step times). The latest run is judged against the *prediction* interval of
+    one more run from those levels, so the latest run's own run-to-run variance
+    is part of the noise a regression must exceed. p-values are adjusted across
+    cases; fewer than ``min_rounds`` earlier runs leave step time inconclusive.
     """
-    thr = {**compare.DEFAULT_THRESHOLDS, **(thresholds or {})}
+    opts = opts or compare.Options(thresholds=dict(thresholds or {}))
     df = frame(db)
     deltas: list[compare.Delta] = []
     info: dict[str, Any] = {}
@@ -200,10 +275,34 @@ def latest_vs_recent(db: str | Path, window: int = 5,
             continue
         head = _by_case(records(db, [latest]))
         base = _by_case(records(db, previous))
+        items, tests = [], []
         for case_id in sorted(set(head) & set(base)):
-            deltas.append(compare._judge(case_id, device, compare._side(base[case_id]),
-                                         compare._side(head[case_id]), thr))
+            b, h = compare.side(base[case_id]), compare.side(head[case_id])
+            items.append((case_id, b, h))
+            tests.append(_run_level_test(base[case_id], h, opts) if h.median_ms else None)
+        family = [i for i, t in enumerate(tests) if t is not None and t.enough]
+        adjusted = dict(zip(family, stats.adjust_pvalues([tests[i].p for i in family], opts.correction)))
+        for i, (case_id, b, h) in enumerate(items):
+            deltas.append(compare.judge(case_id, device, b, h, opts, tests[i], adjusted.get(i)))
     return deltas, info
+
+
+def _run_level_test(base_records: list[dict[str, Any]], head: compare.Side,
+                    opts: compare.Options) -> stats.TimeTest | None:
+    by_run: dict[str, list[float]] = {}
+    for r in base_records:
+        samples = (r.get("timing") or {}).get("samples_ms") or []
+        if r["status"] == "ok" and len(samples) >= opts.min_steps:
+            by_run.setdefault(r["run_id"], []).append(float(np.median(samples)))
+    levels = [float(np.median(v)) for v in by_run.values()]
+    if not levels:
+        return None
+    if len(levels) < opts.min_rounds:
+        ratio = head.median_ms / float(np.exp(np.mean(np.log(levels))))
+        return stats.TimeTest(ratio, None, None, None, None, (len(levels), 1), False,
+                              f"{len(levels)} earlier run(s); at least {opts.min_rounds} are needed to know "
+                              "the run-to-run spread")
+    return stats.prediction_test(levels, head.median_ms, confidence=1 - opts.alpha)
 
 
 def _by_case(recs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -213,7 +312,7 @@ def _by_case(recs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def trend_figure(df: pd.DataFrame, threshold: float = 0.05):
+def trend_figure(df: pd.DataFrame, threshold: float = 0.05, confirm: int = 3):
     """Median step time per run for every case, one panel per (device, workload/size); step changes marked."""
     from matplotlib.figure import Figure
 
@@ -237,11 +336,16 @@ def trend_figure(df: pd.DataFrame, threshold: float = 0.05):
             mode = case_id.split("/")[2]
             ax.plot(x, cg["median_ms"], marker="o", markersize=3, color=color(mode), linewidth=1,
                     label=case_id.split("/", 2)[2])
-            for change in step_changes(list(cg["median_ms"]), threshold):
+            for change in step_changes(list(cg["median_ms"]), threshold, min_side=confirm):
                 xc = x[change.index] - 0.5
-                ax.axvline(xc, color=color(mode), linestyle=":", linewidth=1.2)
-                ax.annotate(f"{change.ratio - 1:+.0%}", (xc, change.after), fontsize=7, color=color(mode))
-                changes.append({"device": device, "case_id": case_id, "run_id": cg["run_id"].iloc[change.index],
+                if change.kind == "drift":
+                    ax.axvspan(xc, x[change.end - 1] + 0.5, color=color(mode), alpha=0.08)
+                else:
+                    ax.axvline(xc, color=color(mode), linestyle="--" if change.awaiting else ":", linewidth=1.2)
+                ax.annotate(f"{change.ratio - 1:+.0%}" + ("?" if change.awaiting else ""), (xc, change.after),
+                            fontsize=7, color=color(mode))
+                changes.append({"device": device, "case_id": case_id, "kind": change.label,
+                                "run_id": cg["run_id"].iloc[change.index],
                                 "created": cg["created"].iloc[change.index], "before_ms": change.before,
                                 "after_ms": change.after, "change": change.ratio - 1})
         ax.set_title(f"{group} — {device}", fontsize=10)
@@ -251,11 +355,13 @@ def trend_figure(df: pd.DataFrame, threshold: float = 0.05):
         ax.legend(fontsize=6.5)
     for ax in axes[len(panels):]:
         ax.set_visible(False)
-    fig.suptitle("Trends: median step time per run (dotted: detected step change)")
+    fig.suptitle("Trends: median step time per run (dotted: step change; dashed '?': possible change awaiting "
+                 "more runs; shaded: drift)")
     return fig, changes
 
 
-def report(db: str | Path, out: str | Path, window: int = 5, thresholds: dict[str, float] | None = None) -> Path:
+def report(db: str | Path, out: str | Path, window: int = 5, thresholds: dict[str, float] | None = None,
+           confirm: int = 3) -> Path:
     """Render ``history.html`` and ``history.md`` (+ ``trends.png``) into ``out``."""
     import jinja2
 
@@ -264,14 +370,17 @@ def report(db: str | Path, out: str | Path, window: int = 5, thresholds: dict[st
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     df = frame(db)
-    fig, changes = trend_figure(df, (thresholds or {}).get("time", compare.DEFAULT_THRESHOLDS["time"]))
+    opts = compare.Options(thresholds=dict(thresholds or {}))
+    fig, changes = trend_figure(df, opts.thresholds["time"], confirm)
     chart = Chart("trends", "Trends", "", png_bytes(fig)) if fig is not None else None
     if chart:
         (out / "trends.png").write_bytes(chart.png)
-    deltas, info = latest_vs_recent(db, window, thresholds)
-    regress = pd.DataFrame([{"device": d.device, "case": d.case_id, "verdict": d.verdict,
+    deltas, info = latest_vs_recent(db, window, opts=opts)
+    regress = pd.DataFrame([{"device": d.device, "case": d.case_id,
+                             "verdict": d.verdict + ("" if d.counted or not d.failing else " (advisory)"),
                              "step time": "–" if d.time_ratio is None else f"{d.time_ratio - 1:+.1%}",
-                             "why": "; ".join(d.why)} for d in deltas if d.verdict != "inconclusive"])
+                             "why": "; ".join(d.why + d.flags)}
+                            for d in deltas if d.verdict not in ("inconclusive", "unchanged")])
     runs = df.drop_duplicates("run_id")[["run_id", "created", "device", "git_commit"]] if not df.empty else df
     steps = pd.DataFrame(changes)
     if not steps.empty:
@@ -279,11 +388,16 @@ def report(db: str | Path, out: str | Path, window: int = 5, thresholds: dict[st
         steps[["before_ms", "after_ms"]] = steps[["before_ms", "after_ms"]].round(3)
     ctx = {
         "db": str(db), "window": window, "info": info, "chart": chart,
-        "n_regressions": sum(d.verdict in ("regressed", "status-changed") for d in deltas),
+        "n_regressions": sum(d.failing and d.counted for d in deltas),
         "regressions": {"html": html_table(regress), "md": md_table(regress)},
         "steps": {"html": html_table(steps), "md": md_table(steps)},
         "runs": {"html": html_table(runs), "md": md_table(runs)},
-        "method": compare.METHOD,
+        "method": ("latest run: each earlier run is one unit (median of its rounds' median step times); the latest "
+                   "run is judged against the prediction interval of one more run (its own run-to-run variance "
+                   f"included), p-values adjusted across cases ({opts.correction}), alpha {opts.alpha:g}; at least "
+                   f"{opts.min_rounds} earlier runs, else inconclusive. Trends: binary segmentation on run medians; "
+                   f"a change is reported once {confirm} runs follow it (before that: possible change, awaiting "
+                   "more runs); a segment a straight line fits as well as two levels is drift, not a step."),
     }
     loader = jinja2.FileSystemLoader(str(templates_dir()))
     html_env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined)

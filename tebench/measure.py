@@ -8,6 +8,7 @@ derived in one place, :mod:`tebench.stats` and :mod:`tebench.parity`.
 from __future__ import annotations
 
 import math
+import os
 import resource
 import statistics
 import sys
@@ -22,6 +23,21 @@ from tebench.matrix import Case
 from tebench.train import Trainer, build_trainer
 
 Progress = Callable[[str, int, int], None]
+
+# Test hook (documented): TEBENCH_TEST_SLOWDOWN=1.05 stretches every timed step to 1.05x its
+# own duration, so a gate's power can be measured against a known, proportional slowdown.
+SLOWDOWN_ENV = "TEBENCH_TEST_SLOWDOWN"
+
+
+def injected_slowdown() -> float | None:
+    """The factor of TEBENCH_TEST_SLOWDOWN (None when unset); a bad value is an error, not ignored."""
+    raw = os.environ.get(SLOWDOWN_ENV, "").strip()
+    if not raw:
+        return None
+    factor = float(raw)
+    if not (math.isfinite(factor) and factor >= 1.0):
+        raise ValueError(f"{SLOWDOWN_ENV}={raw!r}: expected a factor >= 1, e.g. 1.05")
+    return factor
 
 
 class _CudaTimer:
@@ -152,9 +168,19 @@ def timed_steps(trainer: Trainer, batches: list, start: int, stop: int, losses: 
     """Run and time steps ``start..stop-1``; returns per-step milliseconds (synchronizes once, at the end)."""
     device = batches[0].inputs.device
     timer = _CudaTimer(stop - start) if device.type == "cuda" else _CpuTimer(stop - start)
+    slowdown = injected_slowdown()
     for i in range(start, stop):
         timer.start()
+        t0 = time.perf_counter()
         losses.append(trainer.step(batches[i]))
+        if slowdown is not None:
+            # Test hook: wait for the step to finish (the sync happens for a factor of 1.0 too, so
+            # A/A trials are treated alike), then spin, not sleep, for the extra fraction: a sleep
+            # overshoots by tens of microseconds, several percent of a millisecond step.
+            _sync(device)
+            end = t0 + (time.perf_counter() - t0) * slowdown
+            while time.perf_counter() < end:
+                pass
         timer.stop()
         if after_step is not None:
             after_step(i)
@@ -191,6 +217,8 @@ def run_case(case: Case, device: torch.device, progress: Progress,
     wl = WORKLOADS[case.workload]
     batches = wl.batches(case.size_spec, total, st.seed if data_seed is None else data_seed, device)
     trainer = build_trainer(case, device, batches, wrap=wrap, amax_group=amax_group)
+    if injected_slowdown() is not None:
+        trainer.setup["test_slowdown"] = injected_slowdown()
     params = sum(p.numel() for p in trainer.eager.parameters())
     _sync(device)
     phases["build_s"] = time.perf_counter() - t

@@ -21,7 +21,8 @@ span orders of magnitude; a ratio is what stays comparable):
 * how far PT-AMP strays from PT-FP32 on the same weights and batches (the
   cost of bf16 compute; not used when judging PT-AMP itself);
 * the spread of the reference's rounds, when the run has several;
-* the reference's own step-to-step noise, after smoothing;
+* the step-to-step jitter of the case against the reference (their paired
+  difference, in which the shared batches cancel), after smoothing;
 * a floor of ``parity_rtol``.
 
 Each noise source is multiplied by :data:`NOISE_K`, and the reference curve is
@@ -169,7 +170,7 @@ class Noise:
 
 def measure_noise(ref_curves: Sequence[Sequence[float]], companions: Sequence[Sequence[float]],
                   geo: Geometry, floor: float) -> Noise:
-    """Noise sources for a band: rounds, PT-AMP against PT-FP32, and step-to-step noise."""
+    """Noise sources for a band that the reference runs show: rounds, and PT-AMP against PT-FP32."""
     n = geo.n
     logs = np.array([_log(c[:n], floor, geo.width) for c in ref_curves])
     center = logs.mean(axis=0)
@@ -179,11 +180,6 @@ def measure_noise(ref_curves: Sequence[Sequence[float]], companions: Sequence[Se
     if companions:
         other = np.mean([_log(c[:n], floor, geo.width) for c in companions], axis=0)
         sources["PT-AMP vs PT-FP32"] = np.abs(other - center)
-    raw = np.log(np.maximum(np.asarray(ref_curves[0][:n], dtype=float), floor))
-    resid = raw - _log(ref_curves[0][:n], floor, geo.width)
-    half = resid[n // 2:]
-    if geo.width > 1 and half.size > 1:
-        sources["step-to-step noise"] = np.full(n, float(np.std(half, ddof=1)) / math.sqrt(geo.width))
     return Noise(sources)
 
 
@@ -235,8 +231,19 @@ def evaluate(losses: Sequence[float], ref_curves: Sequence[Sequence[float]], ref
     geo = Geometry.for_steps(n)
     floor = max(1e-12, min(atol, FLOOR_FRACTION * ref_final))
     noise = measure_noise(refs, [c for c in companions if len(c) >= n], geo, floor)
-    tau = noise.band(geo, rtol)
     center = np.mean([_log(r[:n], floor, geo.width) for r in refs], axis=0)
+    if geo.width > 1:
+        # Step-to-step noise of the *paired* difference: every mode sees the same batches, so a
+        # hard batch spikes both curves at once and cancels here; what is left is how much two
+        # runs jitter against each other, which the smoothed comparison must allow for. A
+        # systematic difference (a wrong model) is not jitter and stays outside.
+        raw = lambda c: np.log(np.maximum(np.asarray(c[:n], dtype=float), floor))  # noqa: E731
+        paired = raw(losses) - np.mean([raw(r) for r in refs], axis=0)
+        jitter = (paired - smooth(paired, geo.width))[n // 2:]
+        if jitter.size > 1:
+            noise.sources["paired step-to-step noise"] = np.full(
+                n, float(np.std(jitter, ddof=1)) / math.sqrt(geo.width))
+    tau = noise.band(geo, rtol)
     hi = _window(center, geo.shift, np.max) + tau
     lo = _window(center, geo.shift, np.min) - tau
     curve = _log(losses[:n], floor, geo.width)
@@ -266,7 +273,8 @@ def evaluate(losses: Sequence[float], ref_curves: Sequence[Sequence[float]], ref
     out["band"] = {"step": steps, "lo": c_lo, "hi": c_hi, "center": c_mid}
     if final_tau > MAX_BAND:
         return {**out, "verdict": "inconclusive",
-                "reason": f"the reference's noise band is ±{math.expm1(final_tau):.0%} at the end: too wide to judge"}
+                "reason": (f"the band is ±{math.expm1(final_tau):.0%} at the end (noise measured: "
+                           + ", ".join(f"{k} {v:.2f}" for k, v in out["noise"].items()) + "): too wide to judge")}
 
     failures = []
     if run >= geo.excursion:

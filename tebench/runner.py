@@ -127,6 +127,8 @@ class RunOptions:
     only: list[str] = field(default_factory=list)
     """Glob patterns on case ids; when given, only matching cases run."""
     python: str = sys.executable
+    env: dict[str, str] = field(default_factory=dict)
+    """Extra environment variables for every case's process (``tebench ab`` sets each side's)."""
     live: bool | None = None
     """Live progress line; None means 'when stderr is a terminal'."""
     command: list[str] = field(default_factory=list)
@@ -335,7 +337,7 @@ class _Executor:
         except OSError as exc:
             raise _storage_error(f"cannot prepare case {case.id} in {self.work}", exc, self.opts.out) from None
         child_env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": _pythonpath(),
-                     "TEBENCH_PARENT_PID": str(os.getpid())}
+                     "TEBENCH_PARENT_PID": str(os.getpid()), **self.opts.env}
         if device is not None:
             # Several GPUs: a multi-process case gets a contiguous group starting here.
             child_env["CUDA_VISIBLE_DEVICES"] = device
@@ -419,6 +421,10 @@ class _Executor:
         with self.lock:
             for proc in list(self.children):
                 _kill(proc)
+
+
+Executor = _Executor
+"""Public name for callers that drive cases one by one (``tebench ab`` interleaves two runs)."""
 
 
 def _log(log: Any, text: str) -> None:

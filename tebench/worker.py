@@ -104,6 +104,8 @@ def _device_info(torch: Any, device: Any) -> dict[str, Any]:
         "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "capability": [props.major, props.minor],
         "memory_bytes": props.total_memory,
+        # The physical GPU, so compare can tell two GPUs of one model apart.
+        "uuid": str(getattr(props, "uuid", "") or "") or None,
     }
 
 

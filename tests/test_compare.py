@@ -1,4 +1,8 @@
-"""tebench compare: verdicts, noise, status changes, environments, exit codes; with real CPU runs."""
+"""tebench compare: verdicts, round-level noise, flags, strict thresholds, exit codes.
+
+Statistical behaviour is tested on synthetic rounds (per-round offsets, AR(1)
+steps, a known shift); the one real-run test asserts only what load cannot flip.
+"""
 
 from __future__ import annotations
 
@@ -13,122 +17,276 @@ import pytest
 from conftest import FIXTURES
 from conftest import read_jsonl as lines
 from conftest import write_jsonl as write
-from tebench.compare import compare
+from tebench.compare import CompareError, Options, compare, parse_threshold, to_markdown
 
 CPU = FIXTURES / "cpu-smoke.jsonl"
+AMP = "gpt/tiny/PT-AMP"
 
 
-def variant(tmp_path: Path, name: str, edit) -> Path:
-    records = copy.deepcopy(lines(CPU))
-    for r in records:
-        if r["type"] == "case":
-            edit(r)
-    return write(tmp_path / name, records)
-
-
-def scale_case(case_id: str, factor: float, noise: float = 0.0, seed: int = 0):
+def multi_round(tmp_path: Path, name: str, rounds: int = 5, seed: int = 0, factor: dict | None = None,
+                round_sd: float = 0.01, step_sd: float = 0.02, edit=None, header_edit=None) -> Path:
+    """The CPU fixture with ``rounds`` synthetic rounds per case: each round its own offset, AR(1)
+    steps within it; cases in ``factor`` are scaled by their factor."""
     rng = np.random.default_rng(seed)
-
-    def edit(r: dict) -> None:
-        if r["case_id"] == case_id and r.get("timing"):
-            s = np.asarray(r["timing"]["samples_ms"]) * factor
-            r["timing"]["samples_ms"] = list(s * (1 + rng.normal(0, noise, s.size)))
-    return edit
+    records = copy.deepcopy(lines(CPU))
+    out = []
+    for r in records:
+        if r["type"] == "header":
+            r["rounds"] = rounds
+            if header_edit:
+                header_edit(r)
+            out.append(r)
+            continue
+        for k in range(rounds):
+            rec = copy.deepcopy(r)
+            rec["round"] = k
+            if rec.get("timing"):
+                level = float(np.median(r["timing"]["samples_ms"])) * (factor or {}).get(r["case_id"], 1.0)
+                noise = np.empty(30)
+                noise[0] = rng.normal(0, step_sd)
+                for i in range(1, 30):
+                    noise[i] = 0.6 * noise[i - 1] + rng.normal(0, step_sd * 0.8)
+                rec["timing"]["samples_ms"] = list(level * np.exp(rng.normal(0, round_sd) + noise))
+            if edit:
+                edit(rec)
+            out.append(rec)
+    return write(tmp_path / name, out)
 
 
 def verdicts(result) -> dict[str, str]:
     return {d.case_id: d.verdict for d in result.deltas}
 
 
-def test_identical_inputs_have_no_regression():
-    result = compare(CPU, CPU)
+def delta(result, case_id: str = AMP):
+    (d,) = [d for d in result.deltas if d.case_id == case_id]
+    return d
+
+
+def test_identical_inputs_have_no_regression(tmp_path):
+    base = multi_round(tmp_path, "base.jsonl")
+    result = compare(base, base)
     assert result.exit_code == 0 and not result.regressions
-    assert set(verdicts(result).values()) == {"inconclusive"}
+    timed = [d for d in result.deltas if d.time_ratio is not None]
+    assert timed and all(d.verdict == "unchanged" and d.time_ratio == pytest.approx(1.0) for d in timed)
+
+
+def test_one_round_is_too_few_for_a_time_verdict():
+    # The fixture has one round per case: run-to-run noise is unknown, so no step-time verdict,
+    # and the Markdown says so plainly (it does not call these cases unchanged).
+    result = compare(CPU, CPU)
+    assert result.exit_code == 0
+    assert verdicts(result)[AMP] == "inconclusive" and "at least 3" in delta(result).why[0]
+    md = to_markdown(result)
+    assert "Too few rounds to separate run-to-run noise" in md and "inconclusive" in md.splitlines()[0]
 
 
 def test_real_slowdown_beyond_noise_is_a_regression(tmp_path):
-    head = variant(tmp_path, "head.jsonl", scale_case("gpt/tiny/PT-AMP", 1.5))
-    result = compare(CPU, head)
-    assert verdicts(result)["gpt/tiny/PT-AMP"] == "regressed" and result.exit_code == 1
-    (delta,) = [d for d in result.deltas if d.case_id == "gpt/tiny/PT-AMP"]
-    assert 1.45 < delta.time_ratio < 1.55 and delta.time_ci[0] > 1.0
+    base = multi_round(tmp_path, "base.jsonl", seed=1)
+    head = multi_round(tmp_path, "head.jsonl", seed=2, factor={AMP: 1.5})
+    result = compare(base, head)
+    d = delta(result)
+    assert d.verdict == "regressed" and result.exit_code == 1
+    assert 1.4 < d.time_ratio < 1.6 and d.time_ci[0] > 1.0 and d.p_adjusted >= d.p_value
+    assert d.rounds == (5, 5) and d.paired is False
+    others = {v for c, v in verdicts(result).items() if c != AMP}
+    assert "regressed" not in others and "improved" not in others
 
 
 def test_speedup_is_an_improvement(tmp_path):
-    head = variant(tmp_path, "head.jsonl", scale_case("gpt/tiny/PT-AMP", 0.6))
-    result = compare(CPU, head)
-    assert verdicts(result)["gpt/tiny/PT-AMP"] == "improved" and result.exit_code == 0
-
-
-def test_change_within_noise_is_not_a_regression(tmp_path):
-    # +8% median shift, but with 40% per-step noise on 30 samples: the interval includes no change.
-    base = variant(tmp_path, "base.jsonl", scale_case("gpt/tiny/PT-AMP", 1.0, noise=0.4, seed=1))
-    head = variant(tmp_path, "head.jsonl", scale_case("gpt/tiny/PT-AMP", 1.08, noise=0.4, seed=2))
+    base = multi_round(tmp_path, "base.jsonl", seed=1)
+    head = multi_round(tmp_path, "head.jsonl", seed=2, factor={AMP: 0.6})
     result = compare(base, head)
-    assert verdicts(result)["gpt/tiny/PT-AMP"] == "inconclusive" and result.exit_code == 0
+    assert verdicts(result)[AMP] == "improved" and result.exit_code == 0
 
 
-def test_change_below_threshold_is_not_a_regression(tmp_path):
-    # Quiet samples: a 3% slowdown is real (outside the noise) but below the 5% default threshold.
-    def steady(level: float, seed: int):
-        rng = np.random.default_rng(seed)
+def test_change_within_run_to_run_noise_is_not_a_regression(tmp_path):
+    # +8% with 10% round-to-round noise over 5 rounds: the interval includes no change.
+    base = multi_round(tmp_path, "base.jsonl", seed=1, round_sd=0.10)
+    head = multi_round(tmp_path, "head.jsonl", seed=2, round_sd=0.10, factor={AMP: 1.08})
+    result = compare(base, head)
+    assert verdicts(result)[AMP] == "inconclusive" and result.exit_code == 0
+    assert "beyond the threshold" in delta(result).why[0]
 
-        def edit(r: dict) -> None:
-            if r["case_id"] == "gpt/tiny/PT-AMP":
-                r["timing"]["samples_ms"] = list(level + rng.normal(0, 0.01, 30))
-        return edit
 
-    base = variant(tmp_path, "base.jsonl", steady(10.0, 1))
-    head = variant(tmp_path, "head.jsonl", steady(10.3, 2))
-    assert verdicts(compare(base, head))["gpt/tiny/PT-AMP"] == "inconclusive"
-    assert verdicts(compare(base, head, {"time": 0.01}))["gpt/tiny/PT-AMP"] == "regressed"
+def test_change_below_threshold_is_unchanged_unless_the_threshold_is_lower(tmp_path):
+    base = multi_round(tmp_path, "base.jsonl", seed=1, round_sd=0.002, step_sd=0.002)
+    head = multi_round(tmp_path, "head.jsonl", seed=2, round_sd=0.002, step_sd=0.002, factor={AMP: 1.03})
+    assert verdicts(compare(base, head))[AMP] == "unchanged"
+    assert verdicts(compare(base, head, {"time": 0.01}))[AMP] == "regressed"
+
+
+def test_multiple_comparison_control_across_cases(tmp_path):
+    # A modest shift on every case: each alone is significant at 5%, but after Holm adjustment
+    # the adjusted p-values are larger, never smaller, than the raw ones.
+    cases = {"gpt/tiny/PT-FP32", AMP, "gpt/tiny/PT-AMP+compile", "distill/tiny/PT-FP32", "distill/tiny/PT-AMP"}
+    base = multi_round(tmp_path, "base.jsonl", seed=1, round_sd=0.03)
+    head = multi_round(tmp_path, "head.jsonl", seed=2, round_sd=0.03, factor={c: 1.1 for c in cases})
+    result = compare(base, head)
+    timed = [d for d in result.deltas if d.p_value is not None]
+    assert len(timed) == 5 and all(d.p_adjusted >= d.p_value for d in timed)
+    bh = compare(base, head, opts=Options(correction="bh"))
+    assert all(b.p_adjusted <= h.p_adjusted + 1e-12 for b, h in zip(
+        [d for d in bh.deltas if d.p_value is not None], timed))
 
 
 def test_status_change_and_missing_cases(tmp_path):
-    def edit(r: dict) -> None:
-        if r["case_id"] == "gpt/tiny/PT-FP32":
-            r["status"], r["reason"] = "diverged", "loss became nan at step 7"
-
     records = [r for r in copy.deepcopy(lines(CPU)) if r.get("case_id") != "distill/tiny/PT-AMP"]
     for r in records:
-        if r["type"] == "case":
-            edit(r)
+        if r.get("case_id") == "gpt/tiny/PT-FP32":
+            r["status"], r["reason"] = "diverged", "loss became nan at step 7"
     head = write(tmp_path / "head.jsonl", records)
     result = compare(CPU, head)
     v = verdicts(result)
     assert v["gpt/tiny/PT-FP32"] == "status-changed" and v["distill/tiny/PT-AMP"] == "missing-in-head"
     assert result.exit_code == 1
-    from tebench.compare import to_markdown
-
     md = to_markdown(result)
     assert "status ok → diverged" in md and "missing-in-head" in md
 
 
-def test_parity_pass_to_fail_is_a_regression(tmp_path):
+def test_missing_in_head_fails_only_on_request(tmp_path):
+    head = write(tmp_path / "head.jsonl", [r for r in lines(CPU) if r.get("case_id") != "distill/tiny/PT-AMP"])
+    assert compare(CPU, head).exit_code == 0
+    strict = compare(CPU, head, opts=Options(fail_on_missing=True))
+    assert strict.exit_code == 1 and [d.verdict for d in strict.failures] == ["missing-in-head"]
+
+
+def _parity(verdict: str):
     def edit(r: dict) -> None:
-        if r["case_id"] == "gpt/tiny/PT-AMP":
+        if r["case_id"] == AMP:
+            r["parity"] = {"verdict": verdict, "reason": "test"}
+            r["status"] = "ok"
+    return edit
+
+
+@pytest.mark.parametrize("head_verdict", ["fail", "inconclusive"])
+def test_parity_pass_to_fail_or_inconclusive_is_a_regression(tmp_path, head_verdict, monkeypatch):
+    # Parity is recomputed from the curves on read; pin it so the test is about compare's rule.
+    from tebench import compare as cmp
+
+    monkeypatch.setattr(cmp.parity, "attach", lambda records: None)
+    base = multi_round(tmp_path, "base.jsonl", edit=_parity("pass"))
+    head = multi_round(tmp_path, "head.jsonl", edit=_parity(head_verdict))
+    d = delta(compare(base, head))
+    assert d.verdict == "regressed" and any(f"parity pass → {head_verdict}" in w for w in d.why)
+    # inconclusive -> pass is not an improvement of a pass; inconclusive is never counted as one.
+    d = delta(compare(multi_round(tmp_path, "h2.jsonl", edit=_parity("inconclusive")), base))
+    assert d.verdict == "improved" and "loss parity inconclusive → pass" in d.why
+
+
+def test_parity_of_real_curves_pass_to_fail(tmp_path):
+    def edit(r: dict) -> None:
+        if r["case_id"] == AMP:
             r["loss"]["per_step"] = [v * 1.6 for v in r["loss"]["per_step"]]
             r["loss"]["final"] *= 1.6
             r.pop("parity", None)
 
-    head = variant(tmp_path, "head.jsonl", edit)
-    (delta,) = [d for d in compare(CPU, head).deltas if d.case_id == "gpt/tiny/PT-AMP"]
-    assert delta.verdict == "regressed" and any("parity pass → fail" in w for w in delta.why)
+    records = copy.deepcopy(lines(CPU))
+    for r in records:
+        if r["type"] == "case":
+            edit(r)
+    head = write(tmp_path / "head.jsonl", records)
+    d = delta(compare(CPU, head))
+    assert d.verdict == "regressed" and any("parity pass → fail" in w for w in d.why)
 
 
 def test_different_environments_are_flagged_not_counted(tmp_path):
-    records = copy.deepcopy(lines(CPU))
-    records[0]["env"]["torch"] = "9.9.9"
-    for r in records:
-        if r.get("case_id") == "gpt/tiny/PT-AMP":
-            r["timing"]["samples_ms"] = [s * 2 for s in r["timing"]["samples_ms"]]
-    head = write(tmp_path / "head.jsonl", records)
-    result = compare(CPU, head)
+    base = multi_round(tmp_path, "base.jsonl", seed=1)
+    head = multi_round(tmp_path, "head.jsonl", seed=2, factor={AMP: 2.0},
+                       header_edit=lambda h: h["env"].update(torch="9.9.9", env_vars={"NVTE_FOO": "1"}))
+    result = compare(base, head)
     assert result.env_differs == ["torch"] and result.regressions and result.exit_code == 0
-    from tebench.compare import to_markdown
+    md = to_markdown(result)
+    assert "different environments" in md and "$NVTE\\_FOO: (unset) → 1" in md
+    assert compare(base, head, count_env_changes=True).exit_code == 1
 
-    assert "different environments" in to_markdown(result)
-    assert compare(CPU, head, count_env_changes=True).exit_code == 1
+
+def test_settings_differ_is_not_comparable(tmp_path):
+    base = multi_round(tmp_path, "base.jsonl", seed=1)
+
+    def edit(r: dict) -> None:
+        if r["case_id"] == AMP:
+            r["case"]["settings"]["lr_warmup"] = 16
+            r["case"]["settings"]["timeout_s"] = 1  # ignored: does not change what is measured
+
+    head = multi_round(tmp_path, "head.jsonl", seed=2, factor={AMP: 2.0}, edit=edit)
+    result = compare(base, head)
+    d = delta(result)
+    assert d.verdict == "not-comparable" and "lr_warmup 0 → 16" in d.why[0].replace("'", "")
+    assert "timeout_s" not in d.why[0] and result.exit_code == 0
+
+
+def _flag_edit(key: str, value_base, value_head):
+    def make(value):
+        def edit(r: dict) -> None:
+            if r["case_id"] == AMP and r.get("timing"):
+                if key == "busy":
+                    r["gpu_busy"] = {"busy_fraction": value}
+                else:
+                    r["device"]["uuid"] = value
+        return edit
+    return make(value_base), make(value_head)
+
+
+@pytest.mark.parametrize("key,b,h,flag", [
+    ("busy", 0.3, 0.3, "launch-bound"),
+    ("uuid", "GPU-aaaa", "GPU-bbbb", "different physical GPU"),
+])
+def test_flagged_time_regressions_are_advisory(tmp_path, key, b, h, flag):
+    eb, eh = _flag_edit(key, b, h)
+    base = multi_round(tmp_path, "base.jsonl", seed=1, edit=eb)
+    head = multi_round(tmp_path, "head.jsonl", seed=2, factor={AMP: 1.5}, edit=eh)
+    result = compare(base, head)
+    d = delta(result)
+    assert d.verdict == "regressed" and not d.counted and any(flag in f for f in d.flags)
+    assert result.exit_code == 0 and "advisory" in to_markdown(result)
+    if key == "busy":
+        assert compare(base, head, opts=Options(gate_launch_bound=True)).exit_code == 1
+
+
+def test_concurrent_side_is_advisory(tmp_path):
+    base = multi_round(tmp_path, "base.jsonl", seed=1)
+    head = multi_round(tmp_path, "head.jsonl", seed=2, factor={AMP: 1.5},
+                       header_edit=lambda h: h.update(devices=["0", "1"]))
+    d = delta(compare(base, head))
+    assert not d.counted and any("only head ran cases concurrently" in f for f in d.flags)
+
+
+def test_nan_step_time_gets_an_explicit_verdict(tmp_path):
+    from tebench.compare import Side, judge
+
+    # Judged directly (history and the calibration build sides in memory): an explicit verdict.
+    good = Side("ok", None, [[1.0, 1.1, 1.0, 1.2, 1.0]] * 3, 1.0, None, [], None, None)
+    bad = Side("ok", None, [[1.0, float("nan"), 1.0, 1.2, 1.0]] * 3, 1.0, None, [], None, None)
+    d = judge("c", "cpu", good, bad)
+    assert d.verdict == "invalid" and d.failing and "nan" in d.why[0]
+    d = judge("c", "cpu", good, Side("ok", None, [[1.0, float("inf")] * 3] * 3, 1.0, None, [], None, None))
+    assert d.verdict == "invalid"
+
+    # In a results file the reader skips such a record with a warning; compare says so plainly.
+    def edit(r: dict) -> None:
+        if r["case_id"] == AMP and r.get("timing") and r["round"] == 2:
+            r["timing"]["samples_ms"][3] = float("nan")
+
+    base = multi_round(tmp_path, "base.jsonl", seed=1)
+    head = multi_round(tmp_path, "head.jsonl", seed=2, edit=edit)
+    with pytest.warns(UserWarning, match="must be a finite number"):
+        result = compare(base, head)
+    assert delta(result).rounds == (5, 4) and len(result.skipped) == 1
+    assert "1 unusable line(s) skipped" in to_markdown(result)
+    assert json.loads(result.to_json())["skipped_lines"] == result.skipped
+
+
+@pytest.mark.parametrize("item,value", [("time=5%", 0.05), ("time=0.05", 0.05), ("memory=12.5%", 0.125),
+                                        ("loss=0", 0.0), ("time=.5", 0.5), ("time=150%", 1.5)])
+def test_threshold_parsing_accepts_percent_and_fraction(item, value):
+    assert parse_threshold(item)[1] == pytest.approx(value)
+
+
+@pytest.mark.parametrize("item", ["time=3", "time=-5%", "time=-0.05", "time=nan", "time=inf", "time=5 %%",
+                                  "time=", "time", "speed=3%", "time=1.5", "time=1"])
+def test_threshold_parsing_refuses_ambiguous_or_bad_values(item):
+    with pytest.raises(CompareError):
+        parse_threshold(item)
 
 
 def test_bad_inputs_exit_2(tmp_path, tebench_cli):
@@ -144,15 +302,19 @@ def test_bad_inputs_exit_2(tmp_path, tebench_cli):
         {**r, "case_id": "x/" + r["case_id"]} for r in lines(CPU)[1:]])
     proc = tebench_cli("compare", str(CPU), str(other))
     assert proc.returncode == 2 and "no case in common" in proc.stderr
-    proc = tebench_cli("compare", str(CPU), str(CPU), "--threshold", "speed=3")
-    assert proc.returncode == 2 and "unknown metric" in proc.stderr
+    # Each refused value is covered by test_threshold_parsing_refuses_ambiguous_or_bad_values; here the CLI path.
+    proc = tebench_cli("compare", str(CPU), str(CPU), "--threshold", "time=3")
+    assert proc.returncode == 2 and "ambiguous" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    proc = tebench_cli("compare", str(CPU), str(CPU), "--alpha", "2")
+    assert proc.returncode == 2 and "alpha" in proc.stderr
 
 
 def test_json_format_and_step_summary(tmp_path, tebench_cli):
     summary = tmp_path / "summary.md"
     proc = tebench_cli("compare", str(CPU), str(CPU), "--format", "json", check=True)
     data = json.loads(proc.stdout)
-    assert data["exit_code"] == 0 and data["summary"]["regressed"] == 0 and "bootstrap" in data["method"]
+    assert data["exit_code"] == 0 and data["summary"]["regressed"] == 0 and "rounds" in data["method"]
+    assert data["summary"]["inconclusive"] >= 1 and data["too_few_rounds"] >= 1
     tebench_cli("compare", str(CPU), str(CPU), env={"GITHUB_STEP_SUMMARY": str(summary)}, check=True)
     assert "tebench compare" in summary.read_text()
 
@@ -160,35 +322,36 @@ def test_json_format_and_step_summary(tmp_path, tebench_cli):
 REAL = """
 name = "compare-real"
 [settings]
-steps = 25
-warmup = 3
+steps = 8
+warmup = 2
+profile_steps = 0
 [axes]
-modes = ["PT-FP32", "PT-AMP"]
+modes = ["PT-FP32"]
 [sizes.gpt.micro]
 vocab = 16
-d_model = 64
+d_model = 32
 heads = 2
-layers = 2
-ffn = 128
-seq = 32
-batch = 8
+layers = 1
+ffn = 64
+seq = 16
+batch = 4
 """
 
 
 @pytest.mark.slow
-def test_real_runs_same_code_clean_and_injected_sleep_flagged(tmp_path, tebench_cli):
+def test_real_runs_flow_through_compare(tmp_path, tebench_cli):
+    # Two separate real runs, the second with every timed step stretched 10x. Load can make either
+    # run slower by any amount, so only what it cannot flip is asserted: a run compared with itself
+    # has no regression, and a 10x-stretched run is never judged an improvement.
     matrix = tmp_path / "m.toml"
     matrix.write_text(textwrap.dedent(REAL))
-    for name, env in (("a", {}), ("b", {}), ("slow", {"TEBENCH_TEST_STEP_SLEEP_MS": "40"})):
+    for name, env in (("a", {}), ("slow", {"TEBENCH_TEST_SLOWDOWN": "10"})):
         tebench_cli("run", str(matrix), "--out", str(tmp_path / name), "--rounds", "3", "--no-report",
                     env=env, check=True)
-    # Two runs of a tiny model (a few ms a step) on a 2-core CI machine drift apart,
-    # and the three rounds of each run share that drift: 10-25% with other work
-    # running, and once +36% (95% CI +28..+60%) with nothing else running. A 100%
-    # threshold separates such drift from the injected 40 ms sleep, a several-fold
-    # slowdown. The same threshold judges both.
-    clean = tebench_cli("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--threshold", "time=100%")
-    assert clean.returncode == 0, clean.stdout
-    slow = tebench_cli("compare", str(tmp_path / "a"), str(tmp_path / "slow"), "--threshold", "time=100%")
-    assert slow.returncode == 1, slow.stdout
-    assert "2 regression(s)" in slow.stdout
+    same = tebench_cli("compare", str(tmp_path / "a"), str(tmp_path / "a"), "--format", "json")
+    assert same.returncode == 0 and json.loads(same.stdout)["summary"]["regressed"] == 0
+    slow = tebench_cli("compare", str(tmp_path / "a"), str(tmp_path / "slow"), "--format", "json")
+    assert slow.returncode in (0, 1), slow.stderr
+    (case,) = json.loads(slow.stdout)["cases"]
+    assert case["verdict"] != "improved" and case["rounds"] == [3, 3]
+    assert lines(tmp_path / "slow" / "results.jsonl")[1]["setup"]["test_slowdown"] == 10.0

@@ -71,24 +71,68 @@ def test_step_change_detection():
     assert history.step_changes(flat) == []
     stepped = list(10 + rng.normal(0, 0.1, 6)) + list(12 + rng.normal(0, 0.1, 6))
     (change,) = history.step_changes(stepped)
-    assert change.index == 6 and 1.15 < change.ratio < 1.25
+    assert change.index == 6 and 1.15 < change.ratio < 1.25 and change.kind == "step" and not change.awaiting
     noisy = list(10 + rng.normal(0, 2.0, 12))
     assert history.step_changes(noisy) == []
 
 
-def test_report_marks_the_step_and_flags_the_latest_run(tmp_path):
+def test_recent_change_awaits_confirmation_and_is_placed_right():
+    rng = np.random.default_rng(4)
+    level = list(10 + rng.normal(0, 0.05, 9))
+    for after in (1, 2):
+        (change,) = history.step_changes(level + list(12 + rng.normal(0, 0.05, after)), min_side=3)
+        # Not reported as a change yet, and placed at the first slow run, not before it.
+        assert change.awaiting == 3 - after and change.index == 9
+        assert change.label == f"possible change, awaiting {3 - after} more run(s)"
+    (change,) = history.step_changes(level + list(12 + rng.normal(0, 0.05, 3)), min_side=3)
+    assert change.index == 9 and not change.awaiting and change.kind == "step"
+    # One noisy run at the end that stays within the noise is nothing at all.
+    assert history.step_changes(level + [10.02]) == []
+
+
+def test_drift_is_told_apart_from_a_step():
+    rng = np.random.default_rng(6)
+    ramp = list(10 * (1 + 0.02 * np.arange(14)) + rng.normal(0, 0.03, 14))
+    changes = history.step_changes(ramp)
+    assert changes and all(c.kind == "drift" for c in changes if not c.awaiting)
+    assert changes[0].index == 0 and changes[0].ratio > 1.15
+    stepped = list(10 + rng.normal(0, 0.05, 7)) + list(12 + rng.normal(0, 0.05, 7))
+    assert [c.kind for c in history.step_changes(stepped)] == ["step"]
+
+
+def test_latest_run_against_the_window_includes_run_to_run_variance(tmp_path):
     db = tmp_path / "h.db"
-    for path in nightly(tmp_path, 9, slow_from=6):
+    for path in nightly(tmp_path, 7, slow_from=6):
         history.add(db, path)
     deltas, info = history.latest_vs_recent(db, window=5)
+    by_case = {d.case_id: d for d in deltas}
+    assert info["CPU (AMD EPYC)"]["latest"] == "night-06"
     flagged = {d.case_id for d in deltas if d.verdict == "regressed"}
-    assert flagged == {"gpt/tiny/PT-AMP"}
+    assert flagged == {"gpt/tiny/PT-AMP"} and by_case["gpt/tiny/PT-AMP"].rounds == (5, 1)
+    # Too few earlier runs: the run-to-run spread is unknown, no step-time verdict.
+    db2 = tmp_path / "h2.db"
+    for path in nightly(tmp_path, 3, slow_from=2):
+        history.add(db2, path)
+    deltas, _ = history.latest_vs_recent(db2, window=5)
+    assert {d.verdict for d in deltas if d.time_ratio is not None} == {"inconclusive"}
+
+
+def test_report_marks_the_step_and_flags_the_latest_run(tmp_path):
+    db = tmp_path / "h.db"
+    for path in nightly(tmp_path, 9, slow_from=8):
+        history.add(db, path)
     out = history.report(db, tmp_path / "hist")
     html = (out / "history.html").read_text()
     md = (out / "history.md").read_text()
     assert "1 regression(s)" in md and "gpt/tiny/PT-AMP" in md
-    assert "night-06" in html  # the run where the step change happened
+    assert "possible change, awaiting 2 more run(s)" in md and "night-08" in html
     assert (out / "trends.png").is_file() and "data:image/png;base64," in html
+    # Three runs later the change is confirmed at the run where it happened.
+    db2 = tmp_path / "h2.db"
+    for path in nightly(tmp_path, 9, slow_from=6):
+        history.add(db2, path)
+    md2 = (history.report(db2, tmp_path / "hist2") / "history.md").read_text()
+    assert "night-06" in md2 and "awaiting 1 more" not in md2 and "awaiting 2 more" not in md2
 
 
 def test_cli_history(tmp_path, tebench_cli):

@@ -31,16 +31,34 @@ def test_render_cpu_fixture(tmp_path):
     out = report.render([CPU], tmp_path / "rep")
     html = (out / "index.html").read_text()
     check_self_contained(html)
-    for section in ("headline", "environment", "cases", "charts", "busy", "fp8", "not-run", "reproduce"):
+    for section in ("answer", "headline", "crossover", "environment", "cases", "charts", "not-run", "reproduce"):
         assert f'id="{section}"' in html
+    # A CPU run has no GPU-busy numbers and no FP8 state: no sections for them.
+    assert 'id="busy"' not in html and "How busy the GPU was" not in html and 'id="fp8"' not in html
     assert html.count("data:image/png;base64,") >= 4
     assert "gpt/tiny/PT-AMP+compile" in html and "needs a CUDA GPU" in html
+    # The answer comes before any chart or the case table.
+    assert html.index('id="answer"') < html.index('id="crossover"') < html.index('id="charts"') < html.index('id="cases"')
     md = (out / "report.md").read_text()
-    assert "| machine | workload | size | fastest mode |" in md
+    assert "| workload | size | fastest mode |" in md  # one machine: no machine column
+    assert "**Loss parity: 3 pass**" in md and "**Where FP8 pays**: no TE-FP8 case finished" in md
     assert "<details><summary>All 11 cases</summary>" in md
-    for png in re.findall(r"\]\(([^)]+\.png)\)", md):
-        assert (out / png).is_file()
+    # Complete without image files: no image, no link to a local file.
+    assert "![" not in md and ".png" not in md
+    assert "GPU busy" not in md
     assert (out / "cases.csv").read_text().count("\n") == 12
+    assert (out / "speedup.png").is_file()  # the PNGs are still written, for publishing
+
+
+def test_assets_url_links_charts_absolutely(tmp_path, tebench_cli):
+    out = report.render([CPU], tmp_path / "rep", assets_url="https://example.org/pr-7/run-1")
+    md = (out / "report.md").read_text()
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
+    assert links and all(u.startswith("https://example.org/pr-7/run-1/") for u in links)
+    for url in links:
+        assert (out / url.rsplit("/", 1)[1]).is_file()
+    proc = tebench_cli("report", str(CPU), "--out", str(tmp_path / "rel"), "--assets-url", "charts/")
+    assert proc.returncode == 2 and "--assets-url" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_multi_machine_comparison(tmp_path):
@@ -98,7 +116,9 @@ def test_hostile_strings_cannot_inject_markup(tmp_path):
     assert "<script>" not in md and "&lt;script&gt;" in md
     assert "[link](http" not in md and "**bold**" not in md and "http://evil" not in md
     # Every table row still has the same number of cells: no row was split by '|'.
-    for block in re.findall(r"(\| machine \| case \| status \| reason \|\n(?:\|.*\n)+)", md):
+    blocks = re.findall(r"(\| case \| status \| reason \|\n(?:\|.*\n)+)", md)
+    assert blocks
+    for block in blocks:
         widths = {len(re.split(r"(?<!\\)\|", row)) for row in block.strip().splitlines()}
         assert len(widths) == 1, widths
 
@@ -129,7 +149,7 @@ def test_render_h200_fixture(tmp_path):
     assert "NVIDIA H200" in html and 'id="crossover"' in html and "CPU-bound" in html
     assert (out / "fp8_state_0.png").is_file() and (out / "scaling.png").is_file()
     md = (out / "report.md").read_text()
-    assert "Where FP8 starts to pay" in md and "| NVIDIA H200 | gpt | on | PT-AMP | s1024 |" in md
+    assert "**Where FP8 pays**" in md and "| gpt | on | PT-AMP | s1024 |" in md
 
 
 def test_render_h200_distributed_fixture(tmp_path):
@@ -153,6 +173,209 @@ def test_h200_vs_cpu_side_by_side(tmp_path):
     out = report.render([H200, CPU], tmp_path / "rep")
     assert "different environments" in (out / "index.html").read_text()
 
+
+def _judged(monkeypatch, verdicts: dict[str, tuple[str, str]]):
+    """Make parity judge the named cases as given (the verdict rules themselves are tested in test_parity)."""
+    from tebench import parity
+
+    real = parity.judge
+
+    def judge(records, record):
+        out = real(records, record)
+        if record["case_id"] in verdicts:
+            verdict, reason = verdicts[record["case_id"]]
+            out = dict(out, verdict=verdict, reason=reason)
+        return out
+
+    monkeypatch.setattr(parity, "judge", judge)
+
+
+def test_inconclusive_is_counted_apart_and_listed_with_reasons(tmp_path, monkeypatch):
+    _judged(monkeypatch, {
+        "gpt/tiny/PT-AMP": ("inconclusive", "reference did not learn: PT-FP32 went 4.6 -> 4.7"),
+        "gpt/tiny/PT-AMP+compile": ("fail", "curve left the reference band at step 12"),
+    })
+    out = report.render([CPU], tmp_path / "rep")
+    md = (out / "report.md").read_text()
+    assert "**Loss parity: 1 pass · 1 fail · 1 inconclusive (reference did not learn)**" in md
+    # The headline row of gpt/tiny counts the verdicts; it never says "all N pass".
+    row = next(line for line in md.splitlines() if line.startswith("| gpt | tiny |"))
+    assert "1 fail · 1 inconclusive" in row and "pass" not in row
+    assert "all " not in md.split("<details>")[0]
+    # Both are listed, failures first, each with its reason.
+    listed = md.index("**fail** gpt/tiny/PT-AMP+compile: curve left the reference band at step 12")
+    assert listed < md.index("**inconclusive** gpt/tiny/PT-AMP: reference did not learn: PT-FP32 went 4.6 -&gt; 4.7")
+    html = (out / "index.html").read_text()
+    assert 'id="parity"' in html and "1 inconclusive" in html and "reference did not learn" in html
+    assert html.index('id="parity"') < html.index('id="charts"')
+
+
+def test_rows_ordered_workload_size_mode():
+    import pandas as pd
+
+    from tebench.report import tables
+
+    rows = [("distill", "tutorial", "TE-FP8", 1e9), ("gpt", "d4096", "PT-AMP", 4e13), ("gpt", "tutorial", "TE-BF16", 7e11),
+            ("gpt", "d512", "PT-FP32", 1e10), ("gpt", "tutorial", "PT-FP32", 7e11), ("gpt", "d4096", "PT-FP32", None),
+            ("distill", "tutorial", "PT-AMP", 1e9), ("gpt", "d1024", "TE-FP8", 2e12)]
+    df = pd.DataFrame([{"source": "m", "workload": w, "size": s, "mode": m, "variant": m, "graphs": False,
+                        "fp8_weights": False, "parallel": "single", "recipe": None, "flops_per_step": f}
+                       for w, s, m, f in rows])
+    got = [(r.workload, r.size, r.mode) for r in tables.order_rows(df).itertuples()]
+    assert got == [("distill", "tutorial", "PT-AMP"), ("distill", "tutorial", "TE-FP8"),
+                   ("gpt", "d512", "PT-FP32"), ("gpt", "tutorial", "PT-FP32"), ("gpt", "tutorial", "TE-BF16"),
+                   ("gpt", "d1024", "TE-FP8"), ("gpt", "d4096", "PT-FP32"), ("gpt", "d4096", "PT-AMP")]
+
+
+def test_markdown_stays_within_github_comment_limit(tmp_path, monkeypatch):
+    monkeypatch.setattr(report, "draw_all", lambda jobs: [None] * len(jobs))  # the text is what is tested
+    records = lines(CPU)
+    head, cases = records[0], records[1:]
+    many = [head]
+    for i in range(150):  # 1,650 cases: far beyond one comment
+        for r in cases:
+            r = copy.deepcopy(r)
+            r["case_id"] = r["case_id"] + f"/copy{i}"
+            r["reason"] = (r.get("reason") or "") + " x" * 20
+            many.append(r)
+    head["case_ids"] = []
+    out = report.render([write(tmp_path / "many.jsonl", many)], tmp_path / "rep")
+    md = (out / "report.md").read_text()
+    assert len(md) <= report.MD_LIMIT < 65_536
+    assert "to stay within GitHub's comment limit" in md
+    assert md.count("<details>") == md.count("</details>") and md.count("```") % 2 == 0
+    assert "**Loss parity:" in md  # the answer at the top survives
+
+
+def test_text_bar():
+    from tebench.report.tables import text_bar
+
+    assert text_bar(1.0, 2.0, width=10) == "████│"
+    assert text_bar(2.0, 2.0, width=10) == "████│█████"
+    assert text_bar(0.5, 2.0, width=10) == "██▌ │"
+    assert text_bar(float("nan"), 2.0) == ""
+
+
+def test_engineering_units_and_log_rule():
+    from tebench.report import charts
+
+    assert charts.eng(1.7e14, "FLOP") == "170 TFLOP"
+    assert charts.eng(687_568) == "688k" and charts.eng(999.7) == "1k"
+    assert charts._plain(1.0e8) == "100M" and charts._plain(0.5) == "0.5" and charts._plain(1500) == "1,500"
+    assert charts.spans([1, 5, 11]) and not charts.spans([1, 5, 10]) and not charts.spans([0, 3])
+
+
+def test_reference_band_prefers_the_recorded_band():
+    from tebench.report import charts
+
+    ref = {"loss": {"per_step": [4.0, 2.0, 1.0]}, "case": {"settings": {"parity_atol": 0.05, "parity_rtol": 0.1}}}
+    band = {"step": [0, 1, 2], "lo": [3.0, 1.5, 0.5], "hi": [5.0, 2.5, 1.5], "center": [4.0, 2.0, 1.0]}
+    assert charts.reference_band([{"parity": {"verdict": "pass", "band": band}}], ref) is band
+    fallback = charts.reference_band([{"parity": {"verdict": "pass"}}], ref)
+    assert fallback["lo"] == pytest.approx([3.6, 1.8, 0.9]) and fallback["hi"] == pytest.approx([4.4, 2.2, 1.1])
+
+
+def test_repro_fields_read_as_text():
+    src = report.load_all([H200])[0]
+    src.header["devices"] = ["0", "1"]
+    row = dict(report._reproduce(src))["rounds / shard / devices"]
+    assert row.endswith("/ 0, 1") and "[" not in row
+
+
+@pytest.fixture(scope="module")
+def h200_charts():
+    from tebench.report import charts, tables
+
+    sources = report.load_all([H200])
+    return sources, tables.case_frame(sources), charts
+
+
+def _texts(fig):
+    from matplotlib.text import Text
+
+    return [t for t in fig.findobj(Text) if t.get_text().strip() and t.get_visible()]
+
+
+def test_charts_are_legible(h200_charts):
+    import io
+
+    from PIL import Image
+
+    sources, df, charts = h200_charts
+    figs = [charts.speedup(df), charts.step_time(df), charts.loss_curves(sources, df), charts.scaling(df)]
+    for fig in figs:
+        assert min(t.get_fontsize() for t in _texts(fig)) >= 9
+        assert "e+" not in " ".join(t.get_text() for t in _texts(fig))
+    image = Image.open(io.BytesIO(report.png_bytes(figs[0])))
+    assert round(image.info["dpi"][0]) >= 110
+    labels = [t.get_text() for ax in figs[3].axes for t in ax.get_xticklabels()]
+    assert any(label.endswith("TFLOP") for label in labels)
+
+
+def test_loss_chart_is_small_multiples_with_the_reference_in_each(h200_charts):
+    sources, df, charts = h200_charts
+    fig = charts.loss_curves(sources, df)
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    sizes = df[df["final_loss"].notna()].groupby(["workload", "size"]).ngroups
+    assert len(panels) > sizes  # more than one panel per size
+    for ax in panels:
+        colors = [line.get_color() for line in ax.get_lines() if line.get_color() == "black" and len(line.get_xdata()) > 2]
+        assert colors, ax.get_title()  # the reference curve is in every panel
+        assert ax.collections, ax.get_title()  # and its band
+        curves = [(line.get_color(), line.get_linestyle()) for line in ax.get_lines() if len(line.get_xdata()) > 2]
+        assert len(set(curves)) == len(curves), ax.get_title()  # no two curves alike
+
+
+def test_fp8_state_charts_cover_largest_size_and_spikes(h200_charts):
+    sources, df, charts = h200_charts
+    chosen, total = report._fp8_selection(sources, df)
+    assert total and chosen
+    sizes = {r["case"]["size"] for _, r, _ in chosen}
+    assert "s2048" in sizes  # the largest size of the fixture
+    fig = charts.fp8_state(chosen[0][1])
+    for ax in fig.axes:
+        lines = [(line.get_color(), line.get_linestyle()) for line in ax.get_lines()]
+        assert len(set(lines)) == len(lines)
+
+
+def test_loss_spike_detection():
+    from tebench.report.tables import loss_spike
+
+    ref = [5.0, 7.0, 5.9, 5.5, 5.0]
+    assert loss_spike([5.0, 7.0, 6.0, 5.4, 5.1], ref) is None  # shares the reference's own bump
+    assert loss_spike([5.0, 4.8, 8.6, 7.1, 5.0], ref) == 2
+    assert loss_spike([5.0, float("nan")], ref) == 1
+
+
+def test_each_chart_is_drawn_once(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    monkeypatch.setenv("TEBENCH_REPORT_PROCESSES", "1")  # count in this process
+    draws = []
+    real = Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda self, renderer: (draws.append(id(self)), real(self, renderer))[1])
+    out = report.render([H200], tmp_path / "rep")
+    pngs = list(out.glob("*.png"))
+    assert len(draws) == len(pngs) == len(set(draws))
+
+
+def test_parallel_and_serial_drawing_give_the_same_bytes(tmp_path, monkeypatch):
+    monkeypatch.setenv("TEBENCH_REPORT_PROCESSES", "1")
+    one = report.render([CPU], tmp_path / "one")
+    monkeypatch.setenv("TEBENCH_REPORT_PROCESSES", "2")
+    two = report.render([CPU], tmp_path / "two")
+    for png in one.glob("*.png"):
+        assert png.read_bytes() == (two / png.name).read_bytes(), png.name
+
+
+def test_compare_names_a_missing_commit_in_words(tmp_path):
+    from tebench import compare
+
+    records = lines(CPU)
+    records[0]["env"]["git_commit"] = None
+    path = write(tmp_path / "nogit.jsonl", records)
+    md = compare.to_markdown(compare.compare(path, path))
+    assert "commit None" not in md and "commit unknown: not run from a git checkout" in md
 
 def test_names_that_look_like_mathtext_render_as_typed(tmp_path):
     """A size named like TeX (``$\\foo{$``) used to crash matplotlib's mathtext: no report at all."""

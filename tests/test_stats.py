@@ -1,8 +1,15 @@
-"""Timing statistics, throughput/MFU and the bootstrap used by compare."""
+"""Timing statistics, throughput/MFU and the round-level tests used by compare and history.
+
+The gate's error rates are checked on synthetic samples with known properties
+(AR(1) step noise, per-round offsets, a known shift), never on timed runs.
+"""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import pytest
 
 from tebench import stats
 
@@ -30,3 +37,104 @@ def test_bootstrap_detects_a_real_shift_and_not_noise():
     assert lo < 1.0 < hi
     point, lo, hi = stats.bootstrap_ratio(base, slower, resamples=500)
     assert 1.07 < point < 1.13 and lo > 1.0
+
+
+def test_t_distribution_matches_tables():
+    # Student's t critical values from any table.
+    assert stats.t_quantile(0.975, 4) == pytest.approx(2.776, abs=1e-3)
+    assert stats.t_quantile(0.975, 10) == pytest.approx(2.228, abs=1e-3)
+    assert stats.t_quantile(0.995, 30) == pytest.approx(2.750, abs=1e-3)
+    assert stats.t_sf2(2.776, 4) == pytest.approx(0.05, abs=1e-3)
+    assert stats.t_sf2(0.0, 7) == pytest.approx(1.0)
+
+
+def test_holm_and_benjamini_hochberg():
+    p = [0.01, 0.04, 0.03, 0.5]
+    assert stats.adjust_pvalues(p, "holm") == pytest.approx([0.04, 0.09, 0.09, 0.5])
+    assert stats.adjust_pvalues(p, "bh") == pytest.approx([0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.5])
+    assert stats.adjust_pvalues([], "holm") == []
+    with pytest.raises(ValueError):
+        stats.adjust_pvalues(p, "bonferroni-ish")
+
+
+def ar1(rng: np.random.Generator, n: int, rho: float, sigma: float) -> np.ndarray:
+    """Stationary AR(1) noise with marginal standard deviation ``sigma``."""
+    e = rng.normal(0, sigma * math.sqrt(1 - rho * rho), n)
+    x = np.empty(n)
+    x[0] = rng.normal(0, sigma)
+    for i in range(1, n):
+        x[i] = rho * x[i - 1] + e[i]
+    return x
+
+
+def rounds(rng, level: float, n_rounds: int, steps: int = 30, rho: float = 0.7, step_sd: float = 0.05,
+           round_sd: float = 0.02, drift: np.ndarray | None = None) -> list[list[float]]:
+    """Rounds of step times: each round its own offset (a new process), steps AR(1) within it."""
+    out = []
+    for r in range(n_rounds):
+        offset = rng.normal(0, round_sd) + (drift[r] if drift is not None else 0.0)
+        out.append(list(level * np.exp(offset + ar1(rng, steps, rho, step_sd))))
+    return out
+
+
+def test_block_length_grows_with_autocorrelation():
+    rng = np.random.default_rng(0)
+    white = ar1(rng, 60, 0.0, 1.0)
+    sticky = ar1(rng, 60, 0.85, 1.0)
+    assert stats.block_length(white) <= 3 and 6 <= stats.block_length(sticky) <= 20
+    # Correlated steps carry less information: the block bootstrap says so.
+    assert stats.block_bootstrap_log_median_var(10 + 0.3 * sticky) > stats.block_bootstrap_log_median_var(
+        10 + 0.3 * white)
+
+
+def test_too_few_rounds_or_steps_give_no_verdict():
+    rng = np.random.default_rng(2)
+    t = stats.compare_rounds(rounds(rng, 10, 1), rounds(rng, 20, 1))
+    assert not t.enough and t.p is None and "at least 3" in t.note and t.ratio > 1.5
+    t = stats.compare_rounds(rounds(rng, 10, 5, steps=1), rounds(rng, 10, 5, steps=1))
+    assert not t.enough and "timed steps" in t.note
+    with pytest.raises(ValueError):
+        stats.compare_rounds([[1.0, float("nan"), 1.0]], [[1.0, 1.0, 1.0]])
+
+
+def false_positive_rate(trials: int, paired: bool, **kw) -> float:
+    rng = np.random.default_rng(11 if paired else 12)
+    hits = 0
+    for _ in range(trials):
+        drift = np.cumsum(rng.normal(0, 0.03, 5)) if paired else None  # the machine wanders over the run
+        t = stats.compare_rounds(rounds(rng, 10, 5, drift=drift, **kw), rounds(rng, 10, 5, drift=drift, **kw),
+                                 paired=paired)
+        hits += t.p < 0.05
+    return hits / trials
+
+
+@pytest.mark.parametrize("paired", [False, True])
+def test_aa_false_positive_rate_holds_with_autocorrelation_and_round_offsets(paired):
+    # 200 A/A comparisons, AR(1) steps (rho 0.7) and 2% per-round offsets: the 5% test must hold
+    # its level (a binomial 99.9% bound above 5% of 200 is ~10%).
+    assert false_positive_rate(200, paired) <= 0.10
+
+
+def test_power_against_a_known_shift():
+    # +5% with 1% run-to-run noise, 5 rounds: found nearly always; paired rounds cancel a drifting machine.
+    rng = np.random.default_rng(3)
+    found_unpaired = found_paired = 0
+    for _ in range(100):
+        drift = np.cumsum(rng.normal(0, 0.03, 5))
+        b = rounds(rng, 10, 5, round_sd=0.01, step_sd=0.02, drift=drift)
+        h = rounds(rng, 10.5, 5, round_sd=0.01, step_sd=0.02, drift=drift)
+        found_unpaired += stats.compare_rounds(b, h).p < 0.05
+        t = stats.compare_rounds(b, h, paired=True)
+        found_paired += t.p < 0.05 and t.lo > 1.0
+        assert 1.0 < t.ratio < 1.1
+    assert found_paired >= 90 and found_paired > found_unpaired
+
+
+def test_prediction_interval_includes_the_new_runs_own_variance():
+    levels = [10.0, 10.2, 9.9, 10.1, 10.0]
+    same = stats.prediction_test(levels, 10.15)
+    assert same.p > 0.05 and same.lo < 1.0 < same.hi
+    slower = stats.prediction_test(levels, 11.5)
+    assert slower.p < 0.01 and slower.lo > 1.0
+    # A confidence interval of the mean would be narrower: the prediction interval is sqrt(1 + 1/n) wider.
+    assert not stats.prediction_test(levels[:1], 11.0).enough

@@ -1,21 +1,31 @@
 """Render reports from stored results: one self-contained HTML file and PR-ready Markdown.
 
 ``render(paths, out)`` reads results files (and pytest-benchmark JSON), builds
-the tables with pandas and the charts with matplotlib, and writes
-``index.html`` (styles and charts inside it, no network requests),
-``report.md`` and the chart PNGs the Markdown refers to. Nothing here runs a
+the tables with pandas and the charts with matplotlib (each figure drawn
+once), and writes ``index.html`` (styles and charts inside it, no network
+requests), ``report.md``, the chart PNGs and ``cases.csv``. Nothing here runs a
 model or needs a GPU.
+
+``report.md`` reads whole without any image: the answer (verdicts, headline,
+where FP8 pays) is text and text bars. It links the chart PNGs only when the
+caller says where they will be served (``assets_url``), and then by absolute
+URL, because a PR comment cannot show files that sit next to it. It stays
+under GitHub's comment limit (:data:`MD_LIMIT`).
 """
 
 from __future__ import annotations
 
 import base64
 import io
+import math
+import multiprocessing as mp
+import os
 import re
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import jinja2
 import pandas as pd
@@ -25,7 +35,11 @@ from tebench import atomic
 from tebench.report import charts, tables
 from tebench.report.load import Source, load_all
 
-MAX_FP8_CHARTS = 8
+MAX_FP8_CHARTS = 24
+"""Upper bound on FP8-state charts (largest sizes and loss spikes are chosen first)."""
+MD_LIMIT = 60_000
+"""Characters report.md may hold. GitHub refuses comments over 65,536; the rest
+is room for what a CI job puts around the report (a marker, links, a compare summary)."""
 
 
 @dataclass
@@ -45,7 +59,7 @@ class Chart:
 def png_bytes(fig: Any) -> bytes:
     """A figure as PNG bytes (the resolution every report chart uses)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90)
+    fig.savefig(buf, format="png", dpi=charts.DPI)
     return buf.getvalue()
 
 
@@ -71,6 +85,11 @@ def md_escape(value: Any) -> str:
     text = _MD_SPECIAL.sub(lambda m: {"<": "&lt;", ">": "&gt;", "|": "\\|"}.get(m.group(1), "\\" + m.group(1)), text)
     # GitHub turns bare URLs into links; an entity for '/' keeps them plain text.
     return text.replace("://", ":&#47;&#47;").replace("www.", "www&#46;")
+
+
+def code_safe(value: Any) -> str:
+    """Text for inside a fenced code block: no backtick can close the fence early."""
+    return str(value).replace("`", "'").replace("\r", " ")
 
 
 def md_table(df: pd.DataFrame) -> str:
@@ -109,7 +128,7 @@ DIST_COLUMNS = [
     ("replicas_in_sync", "replicas identical (DDP)", ""), ("rank0_final_loss", "rank-0 final loss", "loss"),
 ]
 BUSY_COLUMNS = [
-    ("source", "machine", ""), ("case_id", "case", ""), ("median_ms", "step ms", "ms"),
+    ("case_id", "case", ""), ("source", "machine", ""), ("median_ms", "step ms", "ms"),
     ("gpu_busy", "GPU busy", "pct"), ("bound", "label", ""),
 ]
 
@@ -125,6 +144,7 @@ def _sentence(row: pd.Series) -> str:
     if pd.notna(saving) and abs(saving) >= 0.0005:
         text += f"; it uses {fmt(abs(saving), 'pct')} {'less' if saving > 0 else 'more'} memory than PT-AMP"
     return text + f"; loss parity: {row['parity']}."
+
 
 
 def _environment(src: Source) -> list[tuple[str, str]]:
@@ -152,6 +172,17 @@ def _environment(src: Source) -> list[tuple[str, str]]:
     return rows
 
 
+def _listed(value: Any) -> str:
+    """A header field for people: a list as "0, 1" (not "['0', '1']"), a mapping as "k=v", None as ""."""
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items())
+    return str(value)
+
+
 def _reproduce(src: Source) -> list[tuple[str, str]]:
     head, env = src.header, src.env
     matrix = head.get("matrix", {})
@@ -163,78 +194,215 @@ def _reproduce(src: Source) -> list[tuple[str, str]]:
         ("matrix", f"{matrix.get('name', '–')} ({matrix.get('source', '–')})"),
         ("matrix sha256 (resolved / file)", f"{matrix.get('sha256', '–')} / {matrix.get('text_sha256', '–')}"),
         ("run id / created", f"{head.get('run_id', '–')} / {head.get('created', '–')}"),
-        ("rounds / shard / devices", f"{head.get('rounds', 1)} / {head.get('shard') or 'whole matrix'} / "
-                                     f"{head.get('devices') or 'default'}"),
+        ("rounds / shard / devices", f"{head.get('rounds', 1)} / {_listed(head.get('shard')) or 'whole matrix'} / "
+                                     f"{_listed(head.get('devices')) or 'default'}"),
         ("tebench", f"{head.get('tebench') or env.get('tebench') or '–'} @ {commit}"),
         ("results file", src.path),
     ]
 
 
-def build_context(sources: list[Source], out: Path) -> dict[str, Any]:
-    """Everything both templates show, computed once."""
+
+
+def _fp8_selection(sources: list[Source], df: pd.DataFrame) -> tuple[list[tuple[Source, dict[str, Any], str]], int]:
+    """Which cases get an FP8-state chart, and why; and how many recorded a state at all.
+
+    The largest size of each workload (where FP8 matters and where scales
+    drift), every case whose loss spiked above its reference, and every case
+    with a flag. Ordered like the case table; at most MAX_FP8_CHARTS.
+    """
+    sizes = tables.size_order(df) if not df.empty else {}
+    chosen, total = [], 0
+    for src in sources:
+        recs = [r for r in src.records if r.get("round", 0) == 0]
+        with_state = [r for r in recs if r.get("fp8_state")]
+        total += len(with_state)
+        largest: dict[str, float] = {}
+        for r in with_state:
+            key = sizes.get((r["case"]["workload"], r["case"]["size"]), (0.0, 0.0))[0]  # FLOPs: the model's size
+            largest[r["case"]["workload"]] = max(largest.get(r["case"]["workload"], -math.inf), key)
+        refs = {(r["case"]["workload"], r["case"]["size"]): r for r in recs
+                if (r.get("parity") or {}).get("verdict") == "reference" and r.get("loss")}
+        for r in with_state:
+            c = r["case"]
+            why = []
+            if sizes.get((c["workload"], c["size"]), (0.0, 0.0))[0] == largest[c["workload"]]:
+                why.append("largest size")
+            ref = refs.get((c["workload"], c["size"]))
+            if ref is not None and r.get("loss"):
+                step = tables.loss_spike(r["loss"]["per_step"], ref["loss"]["per_step"],
+                                         (r.get("parity") or {}).get("tolerance") or 0.0)
+                if step is not None:
+                    why.append(f"loss spiked above the reference at step {step}")
+            if r["fp8_state"].get("flags"):
+                why.append(f"{len(r['fp8_state']['flags'])} flag(s)")
+            if why:
+                chosen.append((src, r, "; ".join(why)))
+    order = {cid: i for i, cid in enumerate(df["case_id"])} if not df.empty else {}
+    chosen.sort(key=lambda t: order.get(t[1]["case_id"], len(order)))
+    return chosen[:MAX_FP8_CHARTS], total
+
+
+def _pays_bars(pays: pd.DataFrame, multi: bool) -> list[dict[str, Any]]:
+    """Rows of the "where FP8 pays" bars: label, speedup, bar text and bar width (% of the widest)."""
+    if pays.empty:
+        return []
+    top = max(1.0, float(pays["speedup_vs_amp"].max())) * 1.05
+    rows = []
+    for _, r in pays.iterrows():
+        label = f"{r['workload']}/{r['size']}" + (f" on {r['source']}" if multi else "")
+        rows.append({"label": label, "variant": r["best_fp8"], "speedup": tables.fmt(r["speedup_vs_amp"], "x"),
+                     "vs_compile": tables.fmt(r["speedup_vs_compile"], "x"),
+                     "bar": tables.text_bar(float(r["speedup_vs_amp"]), top),
+                     "width": round(100 * float(r["speedup_vs_amp"]) / top, 1), "one": round(100 / top, 1),
+                     "faster": bool(r["speedup_vs_amp"] > 1)})
+    return rows
+
+
+def _aligned(rows: list[tuple[str, str, str]]) -> list[str]:
+    """Label, number and bar per line, in columns (for a fixed-width code block)."""
+    if not rows:
+        return []
+    width = max(len(str(label)) for label, _, _ in rows)
+    return [f"{str(label):<{width}}  {num:>6}  {bar}".rstrip() for label, num, bar in rows]
+
+
+def _speedup_bars(df: pd.DataFrame, multi: bool) -> list[dict[str, Any]]:
+    """The speedup chart as text: one block per (machine, workload, size), one bar per variant."""
+    ok = df[(df["status"] == "ok") & (df["parallel"] == "single") & df["speedup_vs_amp"].notna()] \
+        if not df.empty else df
+    if ok.empty:
+        return []
+    top = max(1.0, float(ok["speedup_vs_amp"].max())) * 1.05
+    blocks = []
+    for (source, workload, size), g in ok.groupby(["source", "workload", "size"], sort=False):
+        lines = _aligned([(v, tables.fmt(x, "x"), tables.text_bar(float(x), top))
+                          for v, x in zip(g["variant"], g["speedup_vs_amp"])])
+        blocks.append({"title": f"{workload}/{size}" + (f" on {source}" if multi else ""), "lines": lines})
+    return blocks
+
+
+_JOBS: list[Callable[[], Any]] = []
+
+
+def _draw_job(i: int) -> bytes | None:
+    fig = _JOBS[i]()
+    return None if fig is None else png_bytes(fig)
+
+
+def draw_all(jobs: list[Callable[[], Any]]) -> list[bytes | None]:
+    """PNG bytes of each job's figure (None where a job has nothing to draw), each drawn once.
+
+    On Linux the figures are drawn in up to ``TEBENCH_REPORT_PROCESSES``
+    (default: the CPU count, at most 4) forked processes: drawing is CPU-bound
+    Python, so this is what brings a 54-case report down to a few seconds on a
+    2-core machine. The forked workers read the jobs from memory; only PNG
+    bytes travel back. Anywhere else, or with 1, they are drawn in turn.
+    """
+    global _JOBS
+    wanted = os.environ.get("TEBENCH_REPORT_PROCESSES", "")
+    workers = min(len(jobs), int(wanted) if wanted.isdigit() and int(wanted) > 0 else min(4, os.cpu_count() or 1))
+    if workers > 1 and sys.platform == "linux":
+        _JOBS = jobs
+        try:
+            with mp.get_context("fork").Pool(workers) as pool:
+                return pool.map(_draw_job, range(len(jobs)), chunksize=1)
+        finally:
+            _JOBS = []
+    _JOBS = jobs
+    try:
+        return [_draw_job(i) for i in range(len(jobs))]
+    finally:
+        _JOBS = []
+
+
+def build_context(sources: list[Source], out: Path, assets_url: str | None = None) -> dict[str, Any]:
+    """Everything both templates show, computed once (each chart drawn once, used by HTML and Markdown)."""
     df = tables.case_frame(sources)
-    charts_out: list[Chart] = []
-
-    def add(name: str, title: str, caption: str, fig: Any) -> None:
-        if fig is not None:
-            charts_out.append(Chart(name, title, caption, png_bytes(fig)))
-
-    fp8_charts: list[Chart] = []
+    multi = len(sources) > 1
+    jobs: list[tuple[str, str, str, Callable[[], Any]]] = []
+    chosen, fp8_total = _fp8_selection(sources, df)
     if not df.empty:
-        add("speedup", "Speedup over PT-AMP", "Each variant's median step time relative to eager PT-AMP at the "
-            "same size on the same machine; right of the dashed line is faster. Hatched: CUDA graphs.",
-            charts.speedup(df))
-        add("step_time", "Train-step time", "Median of the timed steps (warm-up excluded); error bars span the "
-            "25th to 75th percentile of the stored per-step samples.", charts.step_time(df))
-        add("memory", "Peak memory", "CUDA max allocated over warm-up and timed steps (reset per case); on a CPU, "
-            "the case process's peak resident set. With CUDA graphs, activations live in the graph's "
-            "private memory pool, set up before the reset: compare such cases by their peak reserved "
-            "memory (in the case table), not by this chart.", charts.memory(df))
-        add("loss", "Loss curves", "Training loss at every step, warm-up included. Every mode starts from the "
-            "same weights and sees the same batches; the grey band is the reference mode ± the parity tolerance.",
-            charts.loss_curves(sources, df))
-        add("scaling", "Scaling with model size", "Per mode, the best variant at each size; x axis ordered by "
-            "training FLOPs per step. Dashed: CUDA graphs.", charts.scaling(df))
-        add("comparison", "Machines side by side", "Median step time of the same case on each machine.",
-            charts.comparison(df))
-        fp8_records = [(s, r) for s in sources for r in s.records if r.get("fp8_state") and r.get("round", 0) == 0]
-        for i, (src, rec) in enumerate(fp8_records[:MAX_FP8_CHARTS]):
-            fig = charts.fp8_state(rec)
-            if fig is not None:
-                fp8_charts.append(Chart(f"fp8_state_{i}", rec["case_id"], src.label, png_bytes(fig)))
+        # The loss chart first: it is the largest, and the pool hands jobs out in order.
+        jobs += [
+            ("loss", "Loss curves", "Training loss at every step, warm-up included, one panel per mode family. "
+             "Every mode starts from the same weights and sees the same batches; the black curve is the "
+             "reference mode and the grey band the band each curve was judged against.",
+             lambda: charts.loss_curves(sources, df)),
+            ("speedup", "Speedup over PT-AMP", "Each variant's median step time relative to eager PT-AMP at the "
+             "same size on the same machine; right of the dashed line is faster. Hatched: CUDA graphs.",
+             lambda: charts.speedup(df)),
+            ("step_time", "Train-step time", "Median of the timed steps (warm-up excluded); error bars span the "
+             "25th to 75th percentile of the stored per-step samples. A panel whose values span more than 10× "
+             "has a log axis.", lambda: charts.step_time(df)),
+            ("memory", "Peak memory", "CUDA max allocated over warm-up and timed steps (reset per case); on a "
+             "CPU, the case process's peak resident set. With CUDA graphs, activations live in the graph's "
+             "private memory pool, set up before the reset: compare such cases by their peak reserved "
+             "memory (in the case table), not by this chart.", lambda: charts.memory(df)),
+            ("scaling", "Scaling with model size", "Per mode, the best variant at each size; x axis ordered by "
+             "training FLOPs per step. Dashed: CUDA graphs.", lambda: charts.scaling(df)),
+            ("comparison", "Machines side by side", "Median step time of the same case on each machine.",
+             lambda: charts.comparison(df)),
+        ]
+        for i, (src, rec, why) in enumerate(chosen):
+            jobs.append((f"fp8_state_{i}", rec["case_id"], why + (f"; {src.label}" if multi else ""),
+                         lambda rec=rec, why=why: charts.fp8_state(rec, note=why)))
+    pngs = draw_all([job[3] for job in jobs])
+    charts_out = [Chart(name, title, caption, png) for (name, title, caption, _), png in zip(jobs, pngs)
+                  if png is not None and not name.startswith("fp8_state_")]
+    fp8_charts = [Chart(name, title, caption, png) for (name, title, caption, _), png in zip(jobs, pngs)
+                  if png is not None and name.startswith("fp8_state_")]
     fp8_flags = [(s.label, r["case_id"], flag) for s in sources for r in s.records
                  if r.get("fp8_state") for flag in r["fp8_state"].get("flags", [])]
-    fp8_total = sum(1 for s in sources for r in s.records if r.get("fp8_state") and r.get("round", 0) == 0)
 
     head = tables.headline(df)
-    busy = df[df["gpu_busy"].notna()] if not df.empty else df
+    has_busy = not df.empty and df["gpu_busy"].notna().any()
+    busy = df[df["gpu_busy"].notna()] if has_busy else df.iloc[0:0]
     dist = tables.distributed(df, sources) if not df.empty else pd.DataFrame()
     cross = tables.crossover(df)
     comp = tables.comparison(df)
     not_run = tables.not_run(df)
-    parity_bad = tables.parity_failures(df)
+    issues = tables.parity_issues(df)
+    pays = tables.fp8_pays(df)
     envs_differ = len({(s.device, s.env.get("torch"), s.env.get("te"), s.env.get("cuda")) for s in sources}) > 1
 
     def both(frame: pd.DataFrame, columns=None) -> dict[str, str]:
+        if columns and not multi:
+            columns = [c for c in columns if c[0] != "source"]  # one machine: a column of one value
         shown = tables.formatted(frame, columns) if (columns and not frame.empty) else frame
-        return {"html": html_table(shown), "md": md_table(shown)}
+        return {"html": html_table(shown), "md": md_table(shown), "frame": shown}
 
     comp_cols = None
     if not comp.empty:
         comp_cols = [("case_id", "case", "")] + [(c, f"{c} (ms)" if "/" not in c else c, "ms" if "/" not in c else "x")
                                                  for c in comp.columns if c != "case_id"]
+    counts = tables.verdict_counts(df)
+    parity_issue_rows = [{"case": r["case_id"], "source": r["source"], "verdict": r["parity"],
+                          "reason": r["parity_reason"] or "no reason recorded"} for _, r in issues.iterrows()]
+    fp8_ran = not df.empty and ((df["mode"] == "TE-FP8") & (df["status"] == "ok")).any()
+    fp8_cases = int((df["mode"] == "TE-FP8").sum()) if not df.empty else 0
     return {
         "title": ", ".join(dict.fromkeys(s.header.get("matrix", {}).get("name", "results") for s in sources)),
         "generated": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "tebench_version": tebench.__version__,
         "sources": [{"label": s.label, "kind": s.kind, "notes": s.notes, "env": _environment(s),
                      "reproduce": _reproduce(s), "matrix": s.header.get("matrix", {}).get("data")} for s in sources],
+        "multi": multi,
         "envs_differ": envs_differ,
         "headline_sentences": [_sentence(r) for _, r in head.iterrows()],
         "headline": both(head, HEADLINE_COLUMNS),
-        "cases": both(df, tables.CASE_COLUMNS),
+        "verdict_line": tables.verdict_text(df, reasons=True),
+        "verdict_counts": counts,
+        "parity_issues": parity_issue_rows,
+        "parity_table": both(issues, tables.PARITY_COLUMNS),
+        "pays": _pays_bars(pays, multi),
+        "pays_text": _aligned([(r["label"], r["speedup"], r["bar"]) for r in _pays_bars(pays, multi)]),
+        "fp8_ran": bool(fp8_ran),
+        "fp8_cases": fp8_cases,
+        "speedup_text": _speedup_bars(df, multi),
+        "cases": both(df, tables.CASE_COLUMNS if has_busy else [c for c in tables.CASE_COLUMNS if c[0] != "gpu_busy"]),
         "n_cases": len(df),
         "status_counts": df["status"].value_counts().to_dict() if not df.empty else {},
+        "has_busy": bool(has_busy),
         "busy": both(busy, BUSY_COLUMNS),
         "cpu_bound": int((busy["bound"] == "CPU-bound").sum()) if not busy.empty else 0,
         "crossover": both(cross, CROSSOVER_COLUMNS),
@@ -243,25 +411,64 @@ def build_context(sources: list[Source], out: Path) -> dict[str, Any]:
         "has_distributed": not dist.empty,
         "comparison": both(comp, comp_cols),
         "has_comparison": not comp.empty,
-        "not_run": both(not_run, [("source", "machine", ""), ("case_id", "case", ""), ("status", "status", ""),
+        "not_run": both(not_run, [("case_id", "case", ""), ("source", "machine", ""), ("status", "status", ""),
                                   ("reason", "reason", "")]),
         "n_not_run": len(not_run),
-        "parity_failures": both(parity_bad, tables.PARITY_COLUMNS),
-        "n_parity_failures": len(parity_bad),
         "charts": charts_out,
         "fp8_charts": fp8_charts,
         "fp8_total": fp8_total,
         "fp8_flags": fp8_flags,
+        "assets_url": assets_url.rstrip("/") + "/" if assets_url else None,
+        "md_note": None,
         "frame": df,
     }
 
 
-def render(paths: list[str | Path], out: str | Path) -> Path:
-    """Render ``index.html``, ``report.md`` and chart PNGs into ``out``; returns ``out``."""
+def fit_markdown(render_md: Any, ctx: dict[str, Any], limit: int = MD_LIMIT) -> str:
+    """report.md within ``limit`` characters: the case table shortened first, then a hard cut, each with a note.
+
+    ``render_md(ctx)`` renders the template. The answer at the top is never
+    cut: what goes first is the folded detail below it.
+    """
+    text = render_md(ctx)
+    if len(text) <= limit:
+        return text
+    cases = ctx["cases"]["frame"]
+    full = ctx["cases"]["md"]
+    over = len(text) - limit + 400  # room for the note
+    lines = full.splitlines()
+    keep = len(lines)
+    while keep > 2 and over > 0:
+        keep -= 1
+        over -= len(lines[keep]) + 1
+    shown = len(cases) - (len(lines) - keep)
+    ctx = dict(ctx, cases=dict(ctx["cases"], md="\n".join(lines[:keep])),
+               md_note=f"The case table shows {max(shown, 0)} of {len(cases)} cases to stay within GitHub's comment "
+                       "limit; every case is in cases.csv and index.html.")
+    text = render_md(ctx)
+    if len(text) <= limit:
+        return text
+    note = ("\n\n> ✂️ Cut here to stay within GitHub's comment limit of 65,536 characters; "
+            "the whole report is index.html.\n")
+    cut = text.rfind("\n", 0, limit - len(note) - 200)
+    text = text[:cut]
+    if text.count("```") % 2:
+        text += "\n```"
+    text += "\n</details>" * max(0, text.count("<details>") - text.count("</details>"))
+    return text + note
+
+
+def render(paths: list[str | Path], out: str | Path, assets_url: str | None = None) -> Path:
+    """Render ``index.html``, ``report.md``, chart PNGs and ``cases.csv`` into ``out``; returns ``out``.
+
+    ``assets_url``: the absolute URL the PNGs will be served from (a branch,
+    Pages, an artifact store); report.md then shows the charts from there.
+    Without it report.md has no images, and reads whole without them.
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     sources = load_all(list(paths))
-    ctx = build_context(sources, out)
+    ctx = build_context(sources, out, assets_url)
     # Atomic writes: a full disk leaves the previous file (or none), never half of one.
     for chart in ctx["charts"] + ctx["fp8_charts"]:
         atomic.write_bytes(out / f"{chart.name}.png", chart.png)
@@ -270,8 +477,10 @@ def render(paths: list[str | Path], out: str | Path) -> Path:
     md_env = jinja2.Environment(loader=loader, autoescape=False, undefined=jinja2.StrictUndefined,
                                 keep_trailing_newline=True)
     md_env.filters["md"] = md_escape
+    md_env.filters["code"] = code_safe
+    md_template = md_env.get_template("report.md.j2")
     atomic.write_text(out / "index.html", html_env.get_template("report.html.j2").render(**ctx))
-    atomic.write_text(out / "report.md", md_env.get_template("report.md.j2").render(**ctx))
+    atomic.write_text(out / "report.md", fit_markdown(lambda c: md_template.render(**c), ctx))
     frame = ctx["frame"].drop(columns=["dims", "round_medians_ms"], errors="ignore")
     atomic.write_text(out / "cases.csv", frame.to_csv(index=False))
     return out

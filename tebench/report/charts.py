@@ -1,10 +1,16 @@
 """Report charts. Each function takes tables or records and returns a Figure.
 
-The caller decides where a figure goes (a PNG file next to the Markdown, a
-data URI inside the HTML). Figures are built with the object-oriented
-matplotlib API (no pyplot state). Every mode has one colour in every chart
-(variants of one mode in one panel get shades of it); CUDA-graph variants are
-hatched or dashed.
+The caller decides where a figure goes (a PNG file for a Markdown page, a
+data URI inside the HTML); it is rendered once and used for both. Figures are
+built with the object-oriented matplotlib API (no pyplot state) on a fixed
+grid measured in inches: a layout engine would lay every figure out in an
+extra full draw, which made rendering the 54-case nightly three times slower.
+
+Conventions, so that every chart reads at 100% zoom: text at least 9 pt at
+110 dpi; small multiples instead of one crowded panel; a log axis where the
+values span more than 10×; tick labels in engineering units ("170 TFLOP",
+"680k"), never "1.7e+02". Every mode has one colour in every chart;
+CUDA-graph variants are hatched or dashed.
 """
 
 from __future__ import annotations
@@ -15,8 +21,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import matplotlib
-from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from tebench.modes import MODES
+from tebench.recipes import RECIPES
+from tebench.report import tables
+
+DPI = 110
+FONT = 9.0
+"""Smallest text in any chart (points): tick labels, legends."""
+CHAR_IN = 0.075
+"""Approximate width of one 9 pt character in inches: margins are sized from label lengths."""
+LOG_SPAN = 10.0
+"""Values spanning more than this factor get a log axis."""
+MAX_BARS = 60
+"""Bars per panel, curves per loss panel: beyond this a chart would be unreadable (and huge); the tables hold all."""
 
 
 def use_plain_text() -> None:
@@ -41,27 +61,117 @@ MODE_COLORS = {
     "TE-FP8": "#d62728",
 }
 FALLBACK = "#9467bd"
+# Distinct colours for curves inside one panel (tab10, then two that stay apart from it).
+DISTINCT = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+            "#bcbd22", "#17becf", "#000000", "#e6ab02"]
+LINESTYLES = ["-", "--", ":", "-."]
 
 
 def color(mode: str) -> str:
+    """The one colour a mode has in every chart."""
     return MODE_COLORS.get(mode, FALLBACK)
 
 
-def shades(mode: str, n: int) -> list[str]:
-    """``n`` shades of the mode's colour, dark to light, so that its variants stay apart."""
-    if n <= 1:
-        return [color(mode)]
-    base = np.array(to_rgb(color(mode)))
-    out = []
-    for t in np.linspace(-0.5, 0.55, n):
-        rgb = base * (1 + t) if t < 0 else base + (1 - base) * t
-        out.append(to_hex(np.clip(rgb, 0, 1)))
-    return out
+def distinct(i: int) -> tuple[str, str]:
+    """Colour and line style of the i-th curve in a panel: no two of the first 48 alike."""
+    return DISTINCT[i % len(DISTINCT)], LINESTYLES[(i // len(DISTINCT)) % len(LINESTYLES)]
 
 
-def _grid(n: int, cols: int = 2) -> tuple[int, int]:
-    cols = min(cols, max(1, n))
-    return math.ceil(n / cols), cols
+def _plain(value: float, _pos: Any = None) -> str:
+    """A tick number without exponent: 0.02, 5, 120, 1,500."""
+    if value == 0:
+        return "0"
+    if abs(value) >= 1e4 or abs(value) < 1e-2:
+        return eng(value)
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
+def _bytes(value: float, _pos: Any = None) -> str:
+    for unit, div in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(value) >= div:
+            return f"{value / div:.3g} {unit}"
+    return f"{value:.0f} B"
+
+
+_PREFIXES = {-12: "p", -9: "n", -6: "µ", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+
+
+def eng(value: float, unit: str = "") -> str:
+    """A number in engineering units, 3 significant digits: eng(1.7e14, "FLOP") == "170 TFLOP", eng(6.9e5) == "690k"."""
+    value = float(value)
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g} {unit}".strip()
+    exp = max(-12, min(18, int(math.floor(math.log10(abs(value)) / 3) * 3)))
+    digits = f"{value / 10 ** exp:.3g}"
+    if abs(float(digits)) >= 1000 and exp < 18:  # 999.7 rounds to 1000: the next prefix up
+        exp += 3
+        digits = f"{value / 10 ** exp:.3g}"
+    return f"{digits} {_PREFIXES[exp]}{unit}" if unit else f"{digits}{_PREFIXES[exp]}"
+
+
+def spans(values: Any) -> bool:
+    """True when positive values span more than LOG_SPAN: such an axis is drawn on a log scale."""
+    a = np.asarray(values, dtype=float)
+    a = a[np.isfinite(a) & (a > 0)]
+    return a.size > 1 and a.max() / a.min() > LOG_SPAN
+
+
+def _axis(axis: Any, log: bool, formatter: Any = _plain, span: tuple[float, float] | None = None) -> None:
+    """Scale and tick labels of one axis: log with 1-2-5 ticks, or linear; engineering labels either way."""
+    if log:
+        axis.axes.set_xscale("log") if axis is axis.axes.xaxis else axis.axes.set_yscale("log")
+        lo, hi = axis.get_view_interval() if span is None else span
+        decades = math.log10(hi / lo) if lo > 0 and hi > lo else 0.0
+        # 1-2-5 ticks over a few decades; over many, one per decade (9 labels at most).
+        subs = (1.0, 2.0, 5.0) if decades <= 3 else (1.0,)
+        axis.set_major_locator(LogLocator(base=10, subs=subs, numticks=9))
+        axis.set_minor_formatter(NullFormatter())
+    axis.set_major_formatter(FuncFormatter(formatter))
+
+
+def _grid_figure(rows: int, cols: int, panel_w: float, panel_h: float | list[float], left: float = 0.75,
+                 right: float = 0.25, top: float = 0.6, bottom: float = 0.55, wspace: float = 0.7,
+                 hspace: float = 0.75) -> tuple[Figure, np.ndarray]:
+    """A figure of rows × cols panels of a fixed size (inches; one height per row if a list), margins
+    fixed: no layout engine, one draw."""
+    heights = list(panel_h) if isinstance(panel_h, (list, tuple)) else [panel_h] * rows
+    width = left + right + cols * panel_w + (cols - 1) * wspace
+    height = top + bottom + sum(heights) + (rows - 1) * hspace
+    fig = Figure(figsize=(width, height), dpi=DPI)
+    mean_h = sum(heights) / rows
+    fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height,
+                        wspace=wspace / panel_w, hspace=hspace / mean_h)
+    axes = fig.subplots(rows, cols, squeeze=False, gridspec_kw={"height_ratios": heights})
+    return fig, axes
+
+
+def _dress(ax: Any, title: str | None = None, xlabel: str | None = None, ylabel: str | None = None,
+           xpad: float = 0.42, ypad: float = 0.55) -> None:
+    """Title and axis labels at fixed distances (inches) from the panel.
+
+    matplotlib otherwise places each of them by measuring every tick label
+    at draw time, which was half of the drawing time of a many-panel chart.
+    """
+    fig = ax.figure
+    box = ax.get_position()
+    w, h = box.width * fig.get_figwidth(), box.height * fig.get_figheight()
+    ax.tick_params(labelsize=FONT)
+    if title is not None:
+        ax.set_title(title, fontsize=10, loc="left", y=1.0, pad=4)
+    if xlabel is not None:
+        ax.set_xlabel(xlabel, fontsize=FONT)
+        ax.xaxis.set_label_coords(0.5, -xpad / h)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel, fontsize=FONT)
+        ax.yaxis.set_label_coords(-ypad / w, 0.5)
+
+
+def _suptitle(fig: Figure, text: str) -> None:
+    """The figure's title, left-aligned over the first panel (a narrow figure must not clip it)."""
+    fig.suptitle(text, fontsize=11, x=min(0.1, 0.2 / fig.get_figwidth() * 3), y=1 - 0.12 / fig.get_figheight(),
+                 va="top", ha="left")
 
 
 def _groups(df: pd.DataFrame) -> list[tuple[tuple[str, str, str], pd.DataFrame]]:
@@ -75,107 +185,235 @@ def _title(key: tuple[str, str, str], multi_source: bool) -> str:
 
 
 def _bars(df: pd.DataFrame, value: str, xlabel: str, title: str, err: tuple[str, str] | None = None,
-          refline: float | None = None, scale: float = 1.0) -> Figure | None:
-    groups = [(k, g[g[value].notna()]) for k, g in _groups(df)]
+          refline: float | None = None, formatter: Any = _plain) -> Figure | None:
+    """One horizontal bar panel per (machine, workload, size); rows keep the case table's order."""
+    groups = [(k, g[g[value].notna()].iloc[:MAX_BARS]) for k, g in _groups(df)]
     groups = [(k, g) for k, g in groups if not g.empty]
     if not groups:
         return None
     multi = df["source"].nunique() > 1
-    rows, cols = _grid(len(groups))
-    height = max(2.6, max(len(g) for _, g in groups) * 0.32 + 1.2)
-    fig = Figure(figsize=(6.5 * cols, height * rows), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(rows, cols)).ravel()
-    for ax, (key, g) in zip(axes, groups):
+    longest = max(len(str(v)) for _, g in groups for v in g["variant"])
+    label_w = min(4.2, longest * CHAR_IN + 0.2)
+    # Two panels side by side only while the chart stays within a page (~12.5 in at 110 dpi).
+    cols = 2 if len(groups) > 1 and 2 * (label_w + 4.6) + 0.6 <= 12.5 else 1
+    rows = math.ceil(len(groups) / cols)
+    # Each row of panels is as tall as its longest panel needs: bars keep one thickness everywhere.
+    per_row = [max(len(g) for _, g in groups[r * cols:(r + 1) * cols]) for r in range(rows)]
+    fig, axes = _grid_figure(rows, cols, 4.6, [max(0.8, n * 0.24) for n in per_row], left=label_w,
+                             wspace=label_w + 0.3, hspace=0.9, top=0.75, bottom=0.65)
+    for i, (ax, (key, g)) in enumerate(zip(axes.ravel(), groups)):
+        most = per_row[i // cols]
         g = g.iloc[::-1]
         y = np.arange(len(g))
-        values = g[value].to_numpy(dtype=float) / scale
+        values = g[value].to_numpy(dtype=float)
+        # Log where this panel's values span more than 10× (PT-FP32 would flatten the rest).
+        log = spans(values)
+        span = (float(values[values > 0].min()) / 1.6, float(values.max()) * 1.6) if log else None
         xerr = None
         if err:
-            lo = (g[value] - g[err[0]]).clip(lower=0).to_numpy(dtype=float) / scale
-            hi = (g[err[1]] - g[value]).clip(lower=0).to_numpy(dtype=float) / scale
+            lo = (g[value] - g[err[0]]).clip(lower=0).to_numpy(dtype=float)
+            hi = (g[err[1]] - g[value]).clip(lower=0).to_numpy(dtype=float)
             xerr = np.vstack([lo, hi])
-        bars = ax.barh(y, values, xerr=xerr, color=[color(m) for m in g["mode"]], capsize=3,
-                       edgecolor="black", linewidth=0.4)
+        bars = ax.barh(y, values, xerr=xerr, color=[color(m) for m in g["mode"]], capsize=2.5,
+                       edgecolor="black", linewidth=0.4, error_kw={"linewidth": 0.8})
         for bar, graphs in zip(bars, g["graphs"]):
             if graphs:
                 bar.set_hatch("//")
-        ax.set_yticks(y, g["variant"], fontsize=8)
-        ax.set_xlabel(xlabel)
-        ax.set_title(_title(key, multi), fontsize=10)
+        ax.set_yticks(y, g["variant"], fontsize=FONT)
+        ax.set_ylim(-0.6 - (most - len(g)), len(g) - 0.4)
+        if span:
+            ax.set_xlim(*span)
+        _axis(ax.xaxis, log, formatter, span=span)
+        _dress(ax, _title(key, multi), xlabel + (" (log scale)" if log else ""))
         if refline is not None:
             ax.axvline(refline, color="black", linestyle="--", linewidth=0.8)
         ax.grid(axis="x", alpha=0.3)
-    for ax in axes[len(groups):]:
+    for ax in axes.ravel()[len(groups):]:
         ax.set_visible(False)
-    fig.suptitle(title)
+    _suptitle(fig, title)
     return fig
 
 
 def speedup(df: pd.DataFrame) -> Figure | None:
     """Speedup of every variant over PT-AMP (eager, same size); >1 is faster."""
     return _bars(df, "speedup_vs_amp", "speedup over PT-AMP (×, higher is faster)",
-                 "Speedup over the PT-AMP baseline", refline=1.0)
+                 "Speedup over the PT-AMP baseline (dashed line: same speed)", refline=1.0)
 
 
 def step_time(df: pd.DataFrame) -> Figure | None:
     """Median train-step time with the interquartile range of the stored samples as error bars."""
-    return _bars(df, "median_ms", "train step time (ms): median, bars = IQR (p25–p75)",
-                 "Train-step time", err=("p25_ms", "p75_ms"))
+    return _bars(df, "median_ms", "train step time (ms): median, bars = IQR", "Train-step time",
+                 err=("p25_ms", "p75_ms"))
 
 
 def memory(df: pd.DataFrame) -> Figure | None:
     """Peak memory: CUDA max allocated on a GPU, process peak RSS on the CPU."""
     kind = df["memory_kind"].dropna()
-    label = "peak memory (GiB): CUDA max allocated" if (kind == "cuda").any() else "peak memory (GiB): process RSS"
-    return _bars(df, "memory_bytes", label, "Peak memory", scale=2**30)
+    label = "peak memory: CUDA max allocated" if (kind == "cuda").any() else "peak memory: process RSS"
+    return _bars(df, "memory_bytes", label, "Peak memory", formatter=_bytes)
 
 
-def loss_curves(sources: list[Any], df: pd.DataFrame) -> Figure | None:
-    """Loss at every step for every mode, with the reference's parity band shaded."""
-    panels = []
+def family(case: dict[str, Any]) -> str:
+    """The loss chart's panel a case belongs to: PyTorch, TE-BF16, or TE-FP8 by recipe."""
+    mode = case["mode"]
+    if mode.startswith("PT-"):
+        return "PyTorch"
+    if mode == "TE-FP8":
+        return f"TE-FP8 {(case.get('fp8') or {}).get('recipe') or ''}".strip()
+    return mode
+
+
+def _family_key(name: str) -> tuple[int, int, str]:
+    order = ["PyTorch", *[m for m in MODES if not m.startswith("PT-") and m != "TE-FP8"]]
+    if name in order:
+        return (0, order.index(name), name)
+    recipe = name.split(" ", 1)[1] if " " in name else ""
+    recipes = list(RECIPES)
+    return (1, recipes.index(recipe) if recipe in recipes else len(recipes), name)
+
+
+def reference_band(recs: list[dict[str, Any]], ref: dict[str, Any] | None) -> dict[str, list[float]] | None:
+    """The band the curves were judged against: ``parity.band`` when parity recorded one,
+    else the reference curve ± the parity tolerance (the judge's own numbers)."""
+    for rec in recs:
+        band = (rec.get("parity") or {}).get("band")
+        if band and band.get("step") and band.get("lo") and band.get("hi"):
+            return band
+    if ref is None:
+        return None
+    losses = np.asarray(ref["loss"]["per_step"], dtype=float)
+    settings = ref["case"]["settings"]
+    judged = [(r.get("parity") or {}).get("tolerance") for r in recs]
+    judged = [t for t in judged if t is not None]
+    tol = (np.full_like(losses, max(judged)) if judged else
+           np.maximum(settings.get("parity_atol", 0.05), settings.get("parity_rtol", 0.1) * np.abs(losses)))
+    return {"step": list(range(len(losses))), "lo": list(losses - tol), "hi": list(losses + tol),
+            "center": list(losses)}
+
+
+def _loss_groups(sources: list[Any]) -> list[tuple[tuple[str, str, str], list[dict[str, Any]]]]:
+    groups = []
     for src in sources:
         per_group: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for rec in src.records:
-            if rec.get("loss") and rec.get("round", 0) == 0 and rec["case"].get("parallel", "single") == "single":
+            if rec.get("loss") and rec["loss"].get("per_step") and rec.get("round", 0) == 0 \
+                    and rec["case"].get("parallel", "single") == "single":
                 per_group.setdefault((rec["case"]["workload"], rec["case"]["size"]), []).append(rec)
         for (workload, size), recs in per_group.items():
-            panels.append(((src.label, workload, size), recs))
-    if not panels:
+            groups.append(((src.label, workload, size), recs))
+    return groups
+
+
+def loss_curves(sources: list[Any], df: pd.DataFrame) -> Figure | None:
+    """Small multiples of the loss: a row per (machine, workload, size), a panel per mode family.
+
+    Each panel repeats the reference curve (black) and the band it was judged
+    against (grey), so every variant reads against the same yardstick; the
+    legend names each variant with its verdict.
+    """
+    groups = _loss_groups(sources)
+    if not groups:
         return None
+    sizes = tables.size_order(df) if not df.empty else {}
+    workloads = {w: i for i, w in enumerate(dict.fromkeys(df["workload"]))} if not df.empty else {}
+    groups.sort(key=lambda g: (workloads.get(g[0][1], 99), sizes.get((g[0][1], g[0][2]), (math.inf, math.inf))))
     multi = len(sources) > 1
-    rows, cols = _grid(len(panels))
-    fig = Figure(figsize=(6.5 * cols, 3.8 * rows), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(rows, cols)).ravel()
-    for ax, (key, recs) in zip(axes, panels):
+    layout = []
+    for key, recs in groups:
         ref = next((r for r in recs if (r.get("parity") or {}).get("verdict") == "reference"), None)
-        if ref is not None:
-            losses = np.asarray(ref["loss"]["per_step"], dtype=float)
-            settings = ref["case"]["settings"]
-            tol = np.maximum(settings.get("parity_atol", 0.05), settings.get("parity_rtol", 0.1) * np.abs(losses))
-            steps = np.arange(len(losses))
-            ax.fill_between(steps, losses - tol, losses + tol, color="#cccccc", alpha=0.6,
-                            label=f"parity band ({ref['case']['mode']} ± tolerance)")
-        per_mode: dict[str, list[dict[str, Any]]] = {}
+        fams: dict[str, list[dict[str, Any]]] = {}
         for rec in recs:
-            per_mode.setdefault(rec["case"]["mode"], []).append(rec)
-        for mode, variants in per_mode.items():
-            for rec, shade in zip(variants, shades(mode, len(variants))):
-                losses = rec["loss"]["per_step"]
-                verdict = (rec.get("parity") or {}).get("verdict", "")
-                style = "--" if rec["case"].get("graphs") else "-"
-                label = rec["case_id"].split("/", 2)[2] + (f" ({verdict})" if verdict and verdict != "reference" else "")
-                ax.plot(range(len(losses)), losses, style, color=shade, linewidth=1.1, label=label)
+            if rec is not ref:
+                members = fams.setdefault(family(rec["case"]), [])
+                if len(members) < MAX_BARS // 4:
+                    members.append(rec)
+        if not fams and ref is not None:
+            fams[family(ref["case"])] = []
+        layout.append((key, recs, ref, sorted(fams.items(), key=lambda kv: _family_key(kv[0]))))
+    panel_w = 3.4
+
+    def label(rec: dict[str, Any], name: str) -> str:
+        text = rec["case_id"].split("/", 2)[2]
+        if name.startswith("TE-FP8 ") and text.startswith("TE-FP8/"):
+            text = text[len("TE-FP8/"):]
+        verdict = (rec.get("parity") or {}).get("verdict") or ""
+        return text + (f" ({verdict})" if verdict and verdict not in ("reference", "pass") else "")
+
+    # One row per (machine, workload, size) with a column per family; when every size has
+    # a single family, the panels flow over up to 4 columns instead of one tall column.
+    panels = [(key, recs, ref, name, members, i == 0)
+              for key, recs, ref, fams in layout for i, (name, members) in enumerate(fams)]
+    widest = max(len(f) for *_, f in layout)
+    if widest > 1:
+        cols = widest
+        slots = [r * cols + i for r, (*_, fams) in enumerate(layout) for i in range(len(fams))]
+        rows = len(layout)
+    else:
+        cols = min(4, len(panels))
+        rows = math.ceil(len(panels) / cols)
+        slots = list(range(len(panels)))
+    # Legends sit under their panel: two columns when the labels fit side by side, else one.
+    longest = max((len(label(r, p[3])) for p in panels for r in p[4]), default=10)
+    ncol = 2 if (longest + 4) * CHAR_IN * 2 <= panel_w + 0.4 else 1
+    title_h = 0.2 if multi else 0.0  # the machine gets a second title line
+    # Each row of panels gets the room its own longest legend needs, no more.
+    entries = [0] * rows
+    for p, slot in zip(panels, slots):
+        entries[slot // cols] = max(entries[slot // cols], len(p[4]) + (2 if p[5] else 0))
+    legend_h = [math.ceil(n / ncol) * 0.19 + 0.2 for n in entries]
+    heights: list[float] = []
+    for r in range(rows):
+        heights += [2.3] + ([legend_h[r] + 0.85 + title_h] if r < rows - 1 else [])
+    left, right, top, bottom, wspace = 0.7, 0.25, 0.7 + title_h, legend_h[-1] + 0.5, 0.55
+    width = left + right + cols * panel_w + (cols - 1) * wspace
+    height = top + bottom + sum(heights)
+    fig = Figure(figsize=(width, height), dpi=DPI)
+    grid = fig.add_gridspec(len(heights), cols, height_ratios=heights, hspace=0, wspace=wspace / panel_w,
+                            left=left / width, right=1 - right / width, top=1 - top / height, bottom=bottom / height)
+    flat = [fig.add_subplot(grid[2 * (slot // cols), slot % cols]) if slot in set(slots) else None
+            for slot in range(rows * cols)]
+    scales: dict[tuple, tuple] = {}
+    for (key, recs, ref, name, members, first), slot in zip(panels, slots):
+        ax = flat[slot]
+        if key not in scales:
+            values = np.asarray([v for r in recs for v in r["loss"]["per_step"]], dtype=float)
+            values = values[np.isfinite(values)]
+            log = spans(values)
+            # The y range follows the curves, not the band: near zero loss the band's
+            # lower edge (reference - atol) would otherwise stretch a log axis over decades.
+            lo, hi = (values.min(), values.max()) if values.size else (0.0, 1.0)
+            ylim = (lo / 1.25, hi * 1.25) if log else (lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
+            scales[key] = (log, ylim, reference_band(recs, ref))
+        log, ylim, band = scales[key]
+        # The band this panel's curves were judged against (PT-AMP's own band leaves out the
+        # PT-AMP-vs-PT-FP32 noise, so it can be narrower than the other modes').
+        band = reference_band(members, None) or band
+        if band is not None:
+            band_lo = np.asarray(band["lo"], dtype=float)
+            ax.fill_between(band["step"], np.maximum(band_lo, ylim[0]) if log else band_lo, band["hi"],
+                            color="#bbbbbb", alpha=0.55, linewidth=0, label="reference band" if first else None)
+        if ref is not None:
+            ref_losses = ref["loss"]["per_step"]
+            ax.plot(range(len(ref_losses)), ref_losses, color="black", linewidth=1.3,
+                    label=f"{ref['case']['mode']} (reference)" if first else None)
+        for j, rec in enumerate(members):
+            c, style = distinct(j)
+            losses = rec["loss"]["per_step"]
+            ax.plot(range(len(losses)), losses, style if not rec["case"].get("graphs") else "--", color=c,
+                    linewidth=1.1, label=label(rec, name))
         warm = recs[0]["loss"].get("warmup_steps")
         if warm:
             ax.axvline(warm - 0.5, color="black", linewidth=0.6, linestyle=":")
-        ax.set_xlabel("train step (dotted line: end of warm-up)")
-        ax.set_ylabel("training loss")
-        ax.set_title(_title(key, multi), fontsize=10)
+        ax.set_ylim(*ylim)
+        _axis(ax.yaxis, log, span=ylim)
+        source, workload, size = key
+        title = f"{workload} / {size}: {name}" + (f"\n{source}" if multi else "")
+        _dress(ax, title, "train step", ("training loss" + (" (log)" if log else "")) if slot % cols == 0 else None,
+               xpad=0.36, ypad=0.5)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6.5, loc="upper right")
-    for ax in axes[len(panels):]:
-        ax.set_visible(False)
-    fig.suptitle("Loss curves (same weights, same batches; grey band = parity tolerance)")
+        ax.legend(fontsize=FONT, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, frameon=False,
+                  handlelength=1.6, columnspacing=0.8)
+    _suptitle(fig, "Loss curves against the reference")
     return fig
 
 
@@ -191,8 +429,8 @@ def scaling(df: pd.DataFrame) -> Figure | None:
         series.append(((source, workload), g))
     if not series:
         return None
-    fig = Figure(figsize=(16, 4.2 * len(series)), layout="constrained")
-    axes = np.atleast_2d(fig.subplots(len(series), 3))
+    fig, axes = _grid_figure(len(series), 3, 3.6, 2.8, left=0.9, right=1.9, top=0.75, bottom=0.85,
+                             wspace=0.9, hspace=1.35)
     for row, ((source, workload), g) in zip(axes, series):
         order = g.groupby("size")["flops_per_step"].max().sort_values()
         x = np.arange(len(order))
@@ -204,20 +442,30 @@ def scaling(df: pd.DataFrame) -> Figure | None:
             row[1].plot(x, best["tokens_per_s"], **style)
             if best["mfu"].notna().any():
                 row[2].plot(x, best["mfu"] * 100, **style)
-        for ax, ylabel in zip(row, ("step time (ms, log)", "tokens/s", "MFU (% of dense BF16 peak)")):
-            ax.set_xticks(x, [f"{s}\n{f / 1e12:.2g} TFLOP" for s, f in order.items()], fontsize=8)
-            ax.set_xlabel("model size (training FLOPs per step)")
-            ax.set_ylabel(ylabel)
+        _axis(row[0].yaxis, spans(g["median_ms"]))
+        _axis(row[1].yaxis, spans(g["tokens_per_s"]), lambda v, _p=None: eng(v))
+        ylabels = ("step time (ms" + (", log)" if spans(g["median_ms"]) else ")"), "tokens/s",
+                   "MFU (% of dense BF16 peak)")
+        for i, (ax, ylabel) in enumerate(zip(row, ylabels)):
+            ax.set_xticks(x, [f"{s}\n{eng(f, 'FLOP')}" for s, f in order.items()], fontsize=FONT)
             ax.grid(alpha=0.3)
-        row[0].set_yscale("log")
-        row[0].set_title(f"{workload} — {source}", fontsize=10, loc="left")
-        row[0].legend(fontsize=7)
-    fig.suptitle("Scaling with model size")
+            _dress(ax, (f"{workload}" + (f" — {source}" if df["source"].nunique() > 1 else "")) if i == 0 else None,
+                   "model size (training FLOPs per step)", ylabel, xpad=0.6, ypad=0.7)
+        row[2].legend(fontsize=FONT, loc="center left", bbox_to_anchor=(1.03, 0.5), frameon=False)
+    _suptitle(fig, "Scaling with model size (best variant of each mode; dashed: CUDA graphs)")
     return fig
 
 
-def fp8_state(record: dict[str, Any], max_layers: int = 12) -> Figure | None:
-    """Scale and amax of each FP8 quantizer over the run, one line per layer."""
+def _pick_layers(layers: list[tuple[str, Any]], limit: int) -> list[tuple[str, Any]]:
+    """At most ``limit`` layers, spread over the depth (first, last and evenly between)."""
+    if len(layers) <= limit:
+        return layers
+    idx = sorted({round(i) for i in np.linspace(0, len(layers) - 1, limit)})
+    return [layers[i] for i in idx]
+
+
+def fp8_state(record: dict[str, Any], max_layers: int = 12, note: str = "") -> Figure | None:
+    """Scale and amax of each FP8 quantizer over the run, one line per layer (distinct colours)."""
     state = record.get("fp8_state")
     if not state or not state.get("layers"):
         return None
@@ -226,32 +474,32 @@ def fp8_state(record: dict[str, Any], max_layers: int = 12) -> Figure | None:
     # attention core without FP8 attention) carry no information.
     layers = [(name, {role: q for role, q in quantizers.items() if any(a > 0 for a in q["amax"])})
               for name, quantizers in state["layers"].items()]
-    layers = [(name, q) for name, q in layers if q][:max_layers]
-    roles = ["fwd.gemm1.input", "fwd.gemm1.weight", "bwd.gemm1.grad_output"]
-    fig = Figure(figsize=(15, 3.6), layout="constrained")
-    axes = fig.subplots(1, len(roles) + 1)
-    cmap = [f"C{i % 10}" for i in range(len(layers))]
-    for ax, role in zip(axes, roles):
-        for c, (name, quantizers) in zip(cmap, layers):
+    layers = _pick_layers([(name, q) for name, q in layers if q], max_layers)
+    if not layers:
+        return None
+    # The weight's scale barely moves between steps; inputs and gradients are where scales drift.
+    roles = ["fwd.gemm1.input", "bwd.gemm1.grad_output"]
+    longest = max(len(name or "(root)") for name, _ in layers)
+    fig, axes = _grid_figure(1, len(roles) + 1, 3.1, 2.2, left=0.75, right=longest * CHAR_IN + 0.7, top=0.75,
+                             bottom=0.55, wspace=0.55)
+    axes = axes[0]
+    panels = [(ax, role, "scale") for ax, role in zip(axes, roles)] + [(axes[-1], "fwd.gemm1.input", "amax")]
+    for ax, role, what in panels:
+        for i, (name, quantizers) in enumerate(layers):
             if role in quantizers:
-                ax.plot(steps, quantizers[role]["scale"], marker=".", color=c, label=name or "(root)", linewidth=1)
-        ax.set_yscale("log")
-        ax.set_title(f"scale: {role}", fontsize=9)
-        ax.set_xlabel("train step")
+                c, style = distinct(i)
+                ax.plot(steps, quantizers[role][what], marker=".", color=c, linestyle=style, linewidth=1,
+                        label=name or "(root)")
+        values = [v for _, q in layers if role in q for v in q[role][what]]
+        log = spans(values)  # the grad-output scale jumps by decades after step 0; input scales barely move
+        _axis(ax.yaxis, log, span=(min(v for v in values if v > 0), max(values)) if log else None)
+        _dress(ax, f"{what}: {role}" + (" (log)" if log else ""), "train step",
+               "scale" if ax is axes[0] else None, xpad=0.36)
         ax.grid(alpha=0.3)
-    ax = axes[-1]
-    for c, (name, quantizers) in zip(cmap, layers):
-        if "fwd.gemm1.input" in quantizers:
-            ax.plot(steps, quantizers["fwd.gemm1.input"]["amax"], marker=".", color=c, linewidth=1, label=name)
-    ax.set_yscale("log")
-    ax.set_title("amax (history max): fwd.gemm1.input", fontsize=9)
-    ax.set_xlabel("train step")
-    ax.grid(alpha=0.3)
-    axes[0].set_ylabel("scale (log)")
-    axes[-1].legend(fontsize=6, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    axes[-1].legend(fontsize=FONT, loc="center left", bbox_to_anchor=(1.03, 0.5), frameon=False)
     flags = state.get("flags") or []
-    fig.suptitle(f"FP8 scaling state: {record['case_id']}" + (f" — {len(flags)} flag(s)" if flags else ""),
-                 fontsize=10)
+    _suptitle(fig, f"FP8 scaling state: {record['case_id']}" + (f" — {note}" if note else "")
+              + (f" — {len(flags)} flag(s)" if flags else ""))
     return fig
 
 
@@ -260,21 +508,26 @@ def comparison(df: pd.DataFrame, limit: int = 40) -> Figure | None:
     if df["source"].nunique() < 2:
         return None
     ok = df[df["status"] == "ok"]
-    pivot = ok.pivot_table(index="case_id", columns="source", values="median_ms", aggfunc="first").dropna()
+    pivot = ok.pivot_table(index="case_id", columns="source", values="median_ms", aggfunc="first", sort=False)
+    pivot = pivot.dropna()
     if pivot.empty:
         return None
     pivot = pivot.iloc[:limit].iloc[::-1]
     sources = list(pivot.columns)
-    fig = Figure(figsize=(10, 0.35 * len(pivot) * len(sources) / 1.5 + 2), layout="constrained")
-    ax = fig.subplots()
+    longest = max(len(str(c)) for c in pivot.index)
+    label_w = min(4.5, longest * CHAR_IN + 0.2)
+    fig, axes = _grid_figure(1, 1, 6.5, 0.22 * len(pivot) * len(sources) + 0.3, left=label_w, right=0.3,
+                             top=0.65, bottom=0.65 + 0.2 * len(sources))
+    ax = axes[0][0]
     y = np.arange(len(pivot))
     width = 0.8 / len(sources)
     for i, src in enumerate(sources):
-        ax.barh(y + i * width, pivot[src], height=width, label=src, color=f"C{i}")
-    ax.set_yticks(y + 0.4 - width / 2, pivot.index, fontsize=7)
-    ax.set_xscale("log")
-    ax.set_xlabel("train step time (ms, median, log scale)")
-    ax.legend(fontsize=8)
+        ax.barh(y + i * width, pivot[src], height=width, label=src, color=DISTINCT[i % len(DISTINCT)])
+    ax.set_yticks(y + 0.4 - width / 2, pivot.index, fontsize=FONT)
+    _axis(ax.xaxis, True)
+    _dress(ax, None, "train step time (ms, median, log scale)")
+    ax.legend(fontsize=FONT, loc="upper center", bbox_to_anchor=(0.5, -0.6 / ax.figure.get_figheight() - 0.05),
+              frameon=False)
     ax.grid(axis="x", alpha=0.3)
-    fig.suptitle("Machines side by side (cases present on all of them)")
+    _suptitle(fig, "Machines side by side (cases present on all of them)")
     return fig

@@ -8,6 +8,7 @@ cross-machine comparison are views of it.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,8 @@ import pandas as pd
 
 from tebench import results, stats
 from tebench.matrix import Case
+from tebench.modes import MODES
+from tebench.recipes import RECIPES
 from tebench.report.load import Source
 
 BASELINE = "PT-AMP"
@@ -22,6 +25,8 @@ COMPILED = "PT-AMP+compile"
 CPU_BOUND_BELOW = 0.5
 """A GPU busy less than half of the step is labelled CPU-bound."""
 STATUS_SEVERITY = ("failed", "timeout", "oom", "diverged", "ok", "skipped")
+JUDGED = ("pass", "fail", "inconclusive")
+"""Parity verdicts that judge a case (``reference`` and ``n/a`` do not)."""
 
 
 def _validation(rec: dict[str, Any]) -> tuple[str | None, float | None]:
@@ -104,12 +109,58 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
                 "bound": None if busy is None else ("CPU-bound" if busy < CPU_BOUND_BELOW else "GPU-bound"),
                 "validation_metric": metric,
                 "validation": value,
+                "validation_verdict": (par.get("validation") or {}).get("verdict"),
                 "dims": case.get("dims", {}),
             })
     df = pd.DataFrame(rows)
     if df.empty:
         return df
-    return _add_baselines(df)
+    return order_rows(_add_baselines(df))
+
+
+def size_order(df: pd.DataFrame) -> dict[tuple[str, str], tuple[float, float]]:
+    """A numeric model-size key per (workload, size): training FLOPs per step.
+
+    A size with no finished case has no FLOPs; it falls back to the first
+    number in its name ("d4096" -> 4096), so it still sorts among its peers
+    instead of by its letters.
+    """
+    flops = df.groupby(["workload", "size"], sort=False)["flops_per_step"].max()
+    keys = {}
+    for (workload, size), value in flops.items():
+        digits = re.search(r"\d+", str(size))
+        number = float(digits.group()) if digits else math.inf
+        # Equal FLOPs (sizes that differ in a setting, say lr warm-up w0/w8/w16): the number decides.
+        keys[(workload, size)] = (float(value), number) if pd.notna(value) else (number, number)
+    return keys
+
+
+def _variant_key(row: pd.Series) -> tuple:
+    recipe = row.get("recipe")
+    recipes = list(RECIPES)
+    return (bool(row["graphs"]), bool(row["fp8_weights"]), row.get("parallel") != "single",
+            recipes.index(recipe) if recipe in recipes else (len(recipes) if recipe else -1), str(row["variant"]))
+
+
+def order_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows ordered workload -> model size (numerically) -> mode (registry order) -> variant -> machine.
+
+    Workloads keep the order the results first name them; a run's own order
+    (which --devices and --resume shuffle) never decides where a row sits.
+    """
+    if df.empty:
+        return df
+    workloads = {w: i for i, w in enumerate(dict.fromkeys(df["workload"]))}
+    sizes = size_order(df)
+    modes = {m: i for i, m in enumerate(MODES)}
+    sources = {s: i for i, s in enumerate(dict.fromkeys(df["source"]))}
+    keys = [
+        (workloads[r["workload"]], sizes[(r["workload"], r["size"])], str(r["size"]),
+         modes.get(r["mode"], len(modes)), str(r["mode"]), _variant_key(r), sources[r["source"]])
+        for _, r in df.iterrows()
+    ]
+    order = sorted(range(len(df)), key=keys.__getitem__)
+    return df.iloc[order].reset_index(drop=True)
 
 
 def _add_baselines(df: pd.DataFrame) -> pd.DataFrame:
@@ -117,6 +168,10 @@ def _add_baselines(df: pd.DataFrame) -> pd.DataFrame:
     base = df[(df["mode"] == BASELINE) & ~df["graphs"] & (df["parallel"] == "single") & (df["status"] == "ok")]
     comp = df[(df["mode"] == COMPILED) & ~df["graphs"] & (df["parallel"] == "single") & (df["status"] == "ok")]
     key = ["source", "workload", "size"]
+    # One baseline per key: a second PT-AMP at the same size (say, other recipe settings) must
+    # not multiply the rows in the join; the first, in case-table order, is the baseline.
+    base = base.drop_duplicates(key)
+    comp = comp.drop_duplicates(key)
     b = base.set_index(key)[["median_ms", "memory_bytes"]].rename(
         columns={"median_ms": "amp_ms", "memory_bytes": "amp_mem"})
     c = comp.set_index(key)[["median_ms"]].rename(columns={"median_ms": "compile_ms"})
@@ -146,7 +201,6 @@ def headline(df: pd.DataFrame) -> pd.DataFrame:
         best = ok.loc[ok["median_ms"].idxmin()]
         fp8 = ok[ok["mode"] == "TE-FP8"]
         best_fp8 = fp8.loc[fp8["median_ms"].idxmin()] if not fp8.empty else None
-        judged = ok[ok["parity"].isin(["pass", "fail"])]
         rows.append({
             "source": source, "workload": workload, "size": size,
             "fastest": best["variant"],
@@ -156,11 +210,96 @@ def headline(df: pd.DataFrame) -> pd.DataFrame:
             "memory_saving_vs_amp": 1 - best["memory_vs_amp"] if pd.notna(best["memory_vs_amp"]) else np.nan,
             "best_fp8": best_fp8["variant"] if best_fp8 is not None else None,
             "fp8_speedup_vs_amp": best_fp8["speedup_vs_amp"] if best_fp8 is not None else np.nan,
-            "parity": ("fail: " + ", ".join(judged[judged["parity"] == "fail"]["variant"]))
-            if (judged["parity"] == "fail").any() else (f"all {len(judged)} pass" if len(judged) else "n/a"),
+            "parity": verdict_text(g),
             "not_ok": int((g["status"] != "ok").sum() - (g["status"] == "skipped").sum()),
         })
     return pd.DataFrame(rows)
+
+
+def short_reason(reason: Any, limit: int = 60) -> str:
+    """The first clause of a parity reason: what a summary line can hold."""
+    text = re.split(r"[:;(]", str(reason or "no reason given"), maxsplit=1)[0].strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def verdict_counts(df: pd.DataFrame) -> dict[str, int]:
+    """How many cases each judging verdict has; ``inconclusive`` is its own count, never a pass."""
+    if df.empty or "parity" not in df:
+        return {v: 0 for v in JUDGED}
+    counts = df["parity"].value_counts()
+    return {v: int(counts.get(v, 0)) for v in JUDGED}
+
+
+def verdict_text(df: pd.DataFrame, reasons: bool = False) -> str:
+    """Verdict counts such as "7 pass · 2 fail · 1 inconclusive", optionally with the inconclusives' reasons.
+
+    With ``reasons``: "… 1 inconclusive (reference did not learn)"; several
+    reasons are counted each. No judged case: "n/a".
+    """
+    counts = verdict_counts(df)
+    if not any(counts.values()):
+        return "n/a"
+    parts = [f"{counts[v]} {v}" for v in JUDGED if counts[v]]
+    text = " · ".join(parts)
+    if reasons and counts["inconclusive"]:
+        why = df[df["parity"] == "inconclusive"]["parity_reason"].map(short_reason).value_counts()
+        text += " (" + "; ".join(r if len(why) == 1 else f"{n}× {r}" for r, n in why.items()) + ")"
+    return text
+
+
+def fp8_pays(df: pd.DataFrame) -> pd.DataFrame:
+    """Per machine, workload and size (smallest first): the best TE-FP8 variant and its speedups.
+
+    The text and bar view of "where FP8 pays": it needs no chart and no
+    second size, so a PR comment shows it for any run that timed TE-FP8.
+    """
+    if df.empty:
+        return pd.DataFrame()
+    ok = df[(df["status"] == "ok") & (df["parallel"] == "single") & (df["mode"] == "TE-FP8")
+            & df["speedup_vs_amp"].notna()]
+    rows = []
+    for (source, workload, size), g in ok.groupby(["source", "workload", "size"], sort=False):
+        best = g.loc[g["speedup_vs_amp"].idxmax()]
+        rows.append({"source": source, "workload": workload, "size": size, "best_fp8": best["variant"],
+                     "speedup_vs_amp": best["speedup_vs_amp"], "speedup_vs_compile": best["speedup_vs_compile"],
+                     "graphs": bool(best["graphs"])})
+    return pd.DataFrame(rows)
+
+
+def text_bar(value: float, top: float, width: int = 28, mark: float | None = 1.0) -> str:
+    """A bar of block characters, ``value / top`` of ``width`` long, with a '│' where ``mark`` falls."""
+    if value is None or not math.isfinite(value) or top <= 0:
+        return ""
+    eighths = max(0, round(min(value, top) / top * width * 8))
+    cells = ["█"] * (eighths // 8) + ([" ▏▎▍▌▋▊▉"[eighths % 8]] if eighths % 8 else [])
+    cells += [" "] * (width - len(cells))
+    if mark is not None and 0 < mark <= top:
+        at = max(0, min(width - 1, round(mark / top * width) - 1))
+        cells[at] = "│"  # inside a longer bar too: a notch where ×1.00 falls
+    return "".join(cells).rstrip()
+
+
+def parity_issues(df: pd.DataFrame) -> pd.DataFrame:
+    """Every case judged ``fail`` or ``inconclusive``: failures first, each with its reason."""
+    if df.empty or "parity" not in df:
+        return pd.DataFrame()
+    bad = df[df["parity"].isin(["fail", "inconclusive"])]
+    return bad.sort_values("parity", key=lambda s: s.map({"fail": 0, "inconclusive": 1}), kind="stable")
+
+
+def loss_spike(losses: list[float], reference: list[float], tolerance: float = 0.0) -> int | None:
+    """The first step at which a loss curve rose clearly above its reference (a spike), or None.
+
+    "Clearly": more than 25% and more than ``tolerance`` above the reference
+    at the same step. Early bumps every mode shares (the reference's own
+    included) are not spikes of the case.
+    """
+    for step, (value, ref) in enumerate(zip(losses, reference)):
+        if math.isfinite(value) and math.isfinite(ref) and value > 1.25 * ref and value - ref > tolerance:
+            return step
+        if not math.isfinite(value):
+            return step
+    return None
 
 
 def crossover(df: pd.DataFrame) -> pd.DataFrame:
@@ -251,13 +390,6 @@ def comparison(df: pd.DataFrame) -> pd.DataFrame:
     return pivot.reset_index()
 
 
-def parity_failures(df: pd.DataFrame) -> pd.DataFrame:
-    """Every case whose loss did not follow its reference, with the numbers and the reason."""
-    if df.empty or "parity" not in df:
-        return pd.DataFrame()
-    return df[df["parity"] == "fail"]
-
-
 def not_run(df: pd.DataFrame) -> pd.DataFrame:
     """Every case that did not finish ok, with its reason."""
     if df.empty:
@@ -292,9 +424,9 @@ def fmt(value: Any, kind: str = "") -> str:
 
 
 CASE_COLUMNS: list[tuple[str, str, str]] = [
-    # (column, heading, format)
-    ("source", "machine", ""),
+    # (column, heading, format); the first column stays in view when the table scrolls sideways
     ("case_id", "case", ""),
+    ("source", "machine", ""),
     ("status", "status", ""),
     ("median_ms", "step ms (median)", "ms"),
     ("iqr_ms", "IQR ms", "ms"),
@@ -312,11 +444,13 @@ CASE_COLUMNS: list[tuple[str, str, str]] = [
     ("parity_rel_diff", "Δ loss vs ref", "pct"),
     ("curve_max_rel_dev", "max curve Δ", "pct"),
     ("validation", "validation", "loss"),
+    ("validation_verdict", "validation vs ref", ""),
 ]
 
 PARITY_COLUMNS: list[tuple[str, str, str]] = [
-    ("source", "machine", ""),
     ("case_id", "case", ""),
+    ("source", "machine", ""),
+    ("parity", "verdict", ""),
     ("final_loss", "final loss", "loss"),
     ("reference_mode", "reference", ""),
     ("reference_final", "reference final", "loss"),

@@ -124,7 +124,7 @@ def cases() -> dict[str, tuple[str, str, str, str | None]]:
         "parallel_unknown": ('modes = ["PT-FP32"]\nparallel = ["mpi"]', "axes.parallel", "unknown value"),
         "nproc_zero": ('modes = ["PT-FP32"]\nnproc = [0]', "axes.nproc", "at least 1"),
         "nproc_huge": ('modes = ["PT-FP32"]\nnproc = [1099511627776]', "axes.nproc", "at most"),
-        "workloads_unknown": ('modes = ["PT-FP32"]\nworkloads = ["bert"]', "axes.workloads", "listed, but the matrix has no"),
+        "workloads_unknown": ('modes = ["PT-FP32"]\nworkloads = ["bert"]', "axes.workloads", "no [sizes.bert"),
         "workloads_no_sizes": ('modes = ["PT-FP32"]\nworkloads = ["distill"]', "axes.workloads", "no [sizes.distill"),
         "unknown_axis": ('modes = ["PT-FP32"]\ncolour = ["red"]', "axes.colour", "unknown key"),
     }

@@ -1,0 +1,126 @@
+"""tebench ab: ABBA order, side environments, bad input, and one short end-to-end run."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from conftest import read_jsonl
+from tebench import ab
+
+
+def test_abba_order():
+    assert ab.order(4) == [(0, ("base", "head")), (1, ("head", "base")), (2, ("base", "head")),
+                           (3, ("head", "base"))]
+    sched = ab.schedule(["x", "y"], 2)
+    assert sched == [(0, "x", "base"), (0, "x", "head"), (0, "y", "base"), (0, "y", "head"),
+                     (1, "x", "head"), (1, "x", "base"), (1, "y", "head"), (1, "y", "base")]
+    # Over an even number of rounds each side goes first equally often, for every case.
+    firsts = [sides[0] for _, sides in ab.order(6)]
+    assert firsts.count("base") == firsts.count("head") == 3
+
+
+def test_env_parsing():
+    assert ab.parse_env(["NVTE_FUSED_ATTN=0", "A_B=x=y", "EMPTY="], "--head-env") == {
+        "NVTE_FUSED_ATTN": "0", "A_B": "x=y", "EMPTY": ""}
+    for bad in (["NOEQUALS"], ["1BAD=1"], ["=1"], ["A=1", "A=2"], ["BAD NAME=1"]):
+        with pytest.raises(ab.ABError, match="--head-env"):
+            ab.parse_env(bad, "--head-env")
+
+
+def test_bad_input_exits_2(tmp_path, tebench_cli):
+    for args, fragment in [
+        (["--head-env", "NOPE"], "expected NAME=VALUE"),
+        (["--base-python", str(tmp_path / "no-python")], "--base-python"),
+        (["--rounds", "0"], "at least 1"),
+        (["--threshold", "time=3"], "ambiguous"),
+        (["--device", "x"], "--device"),
+    ]:
+        proc = tebench_cli("ab", "--preset", "smoke", "--out", str(tmp_path / "o"), *args)
+        assert proc.returncode == 2 and fragment in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+TINY = """
+name = "ab-tiny"
+[settings]
+steps = 5
+warmup = 1
+profile_steps = 0
+[axes]
+modes = ["PT-FP32", "PT-AMP"]
+[sizes.gpt.micro]
+vocab = 16
+d_model = 32
+heads = 2
+layers = 1
+ffn = 64
+seq = 16
+batch = 4
+"""
+
+
+@pytest.mark.slow
+def test_ab_end_to_end(tmp_path, tebench_cli):
+    # One short interleaved run, the head's steps stretched 10x by the test hook. Load can move
+    # either side by any amount, so only what it cannot flip is asserted: structure, pairing,
+    # order, the environment difference, and that a 10x stretch is never judged an improvement.
+    matrix = tmp_path / "m.toml"
+    matrix.write_text(textwrap.dedent(TINY))
+    out = tmp_path / "ab"
+    proc = tebench_cli("ab", str(matrix), "--out", str(out), "--rounds", "3", "--quiet", "--format", "json",
+                       "--base-env", "TEBENCH_TEST_SLOWDOWN=1.0", "--head-env", "TEBENCH_TEST_SLOWDOWN=10")
+    assert proc.returncode in (0, 1), proc.stderr
+    data = json.loads(proc.stdout)
+    assert data == json.loads((out / "compare.json").read_text())
+    assert (out / "compare.md").read_text().startswith("### ")
+    assert data["paired"] is True and data["exit_code"] == proc.returncode
+    assert any("TEBENCH_TEST_SLOWDOWN: 1.0 → 10" in x for x in data["environment_differences"])
+    assert {c["case_id"] for c in data["cases"]} == {"gpt/micro/PT-FP32", "gpt/micro/PT-AMP"}
+    for case in data["cases"]:
+        assert case["rounds"] == [3, 3] and case["verdict"] != "improved"
+    base, head = (read_jsonl(out / side / "results.jsonl") for side in ("base", "head"))
+    assert base[0]["ab"]["id"] == head[0]["ab"]["id"] and base[0]["ab"]["side"] == "base"
+    assert all(r["setup"]["test_slowdown"] == 10.0 for r in head[1:])
+    # ABBA: in even rounds base ran first, in odd rounds head did.
+    started = {(side, r["case_id"], r["round"]): r["started"] for side, recs in (("base", base), ("head", head))
+               for r in recs[1:]}
+    for (side, case_id, rnd), t in started.items():
+        if side == "base":
+            other = started[("head", case_id, rnd)]
+            assert (t <= other) if rnd % 2 == 0 else (t >= other)
+
+
+def test_calibration_from_a_pool_of_rounds(tmp_path):
+    # benchmarks/gate_calibration.py pool: resample stored rounds of one code into A/A and slowdown
+    # trials. Synthetic rounds (2% round offsets, AR(1)-free steps) stand in for a long run.
+    import importlib.util
+
+    import numpy as np
+
+    from conftest import FIXTURES, ROOT, write_jsonl
+
+    # Loaded from its file: putting benchmarks/ on sys.path would shadow tests/conftest.py for
+    # every later import of it (spawned test workers included).
+    spec = importlib.util.spec_from_file_location("gate_calibration", ROOT / "benchmarks" / "gate_calibration.py")
+    gate_calibration = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gate_calibration)
+
+    rng = np.random.default_rng(0)
+    header, *cases = [r for r in read_jsonl(FIXTURES / "cpu-smoke.jsonl")]
+    out = [header]
+    for k in range(16):  # a plain run of 16 rounds
+        for r in cases:
+            if r.get("timing"):
+                level = float(np.median(r["timing"]["samples_ms"])) * np.exp(rng.normal(0, 0.02))
+                out.append({**r, "round": k, "started": f"2026-11-30T10:{k:02d}:00+0000",
+                            "timing": {**r["timing"], "samples_ms": list(level * np.exp(rng.normal(0, 0.01, 20)))}})
+    write_jsonl(tmp_path / "pool.jsonl", out)
+    gate_calibration.main(["pool", str(tmp_path / "pool.jsonl"), "--rounds", "5", "--trials", "40",
+                           "--slowdown", "1.3", "--out", str(tmp_path / "cal")])
+    data = json.loads((tmp_path / "cal" / "pool-r5-x1.3.json").read_text())
+    s = data["summary"]
+    assert s["aa_case_flagged"]["n"] == 40 * 5 and s["aa_case_flagged"]["rate"] <= 0.05
+    assert s["slow_case_regressed"]["rate"] >= 0.95 and s["slow_case_improved"]["k"] == 0
+    assert all(n == 8 for n in data["pool_pairs"].values())  # 16 rounds of a plain run: 8 neighbour pairs
