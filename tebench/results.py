@@ -210,9 +210,10 @@ def _check_case(record: dict[str, Any]) -> None:
             _number_table(stats, "timing.stats")
     loss = _expect(record, "loss", (dict,))
     if loss is not None:
-        per_step = _expect(loss, "per_step", (list,), "loss.")
-        # A diverged run's curve legitimately holds NaN or inf: keep it.
-        _numbers(per_step or [], "loss.per_step", allow_none=True, finite=False)
+        per_step = _expect(loss, "per_step", (list,), "loss.", required=True)
+        # A diverged run's curve legitimately holds NaN or inf: keep it. A null is not
+        # one of those (the writer's nulls were put back above): parity cannot judge it.
+        _numbers(per_step, "loss.per_step", allow_none=False, finite=False)
         for key in ("first", "final"):
             _expect(loss, key, (int, float), "loss.")
     parity = record.get("parity")

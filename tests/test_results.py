@@ -120,6 +120,9 @@ def test_nan_timing_is_skipped_naming_file_line_and_key(tmp_path):
      r"\[throughput.tokens_per_step\] = '0': must be a number or null"),
     ({"device": {"type": "cpu", "name": [None]}}, r"\[device.name\] = \[None\]: must be str"),
     ({"memory": {"kind": 3, "peak_rss_bytes": 1}}, r"\[memory.kind\] = 3: must be a string or null"),
+    # Parity judges every curve it reads: a null loss (not a NaN the writer noted) or none at all.
+    ({"loss": {"per_step": [2.0, None]}}, r"\[loss.per_step\[1\]\] = None: must be a number"),
+    ({"loss": {"per_step": None}}, r"\[loss.per_step\] = None: missing"),
 ])
 def test_values_readers_compute_with_must_have_their_type(tmp_path, extra, message):
     path = tmp_path / "results.jsonl"
