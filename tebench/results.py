@@ -230,6 +230,12 @@ def _check_header(record: dict[str, Any]) -> None:
         for i, gpu in enumerate(gpus or []):
             if not isinstance(gpu, dict) or not isinstance(gpu.get("name"), str):
                 raise RecordError(f"env.gpus[{i}]", gpu, "must be an object with a string name")
+        _expect(env, "env_vars", (dict,), "env.")
+    _expect(record, "devices", (list,))
+    ab = _expect(record, "ab", (dict,))  # a side of `tebench ab`: compare pairs sides by id
+    if ab is not None:
+        _expect(ab, "id", (str,), "ab.")
+        _expect(ab, "env", (dict,), "ab.")
     ids = _expect(record, "case_ids", (list,))
     if ids is not None and not all(isinstance(i, str) for i in ids):
         raise RecordError("case_ids", ids, "must be an array of strings")

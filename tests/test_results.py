@@ -136,6 +136,23 @@ def test_values_readers_compute_with_must_have_their_type(tmp_path, extra, messa
     assert [c["case_id"] for c in run.cases] == ["a"]
 
 
+@pytest.mark.parametrize("extra, message", [
+    # Found by tests/test_properties.py: compare raised a TypeError on each.
+    ({"env": {"device_type": "cpu", "env_vars": 1}}, r"\[env.env_vars\] = 1: must be object"),
+    ({"devices": 2}, r"\[devices\] = 2: must be array"),
+    ({"ab": {"id": "x", "env": "A=1"}}, r"\[ab.env\] = 'A=1': must be object"),
+])
+def test_header_values_readers_compute_with_must_have_their_type(tmp_path, extra, message):
+    path = tmp_path / "results.jsonl"
+    with results.Writer(path) as w:
+        w.append(header())
+        w.append({**header(), **extra})
+        w.append(case("a"))
+    with pytest.warns(UserWarning, match=r"results.jsonl:2: " + message):
+        run = results.read(path)
+    assert len(run.headers) == 1 and len(run.cases) == 1
+
+
 def test_dumps_strict():
     assert results.dumps_strict({"a": float("nan"), "b": [float("-inf"), 1.5]}) == '{"a": null, "b": [null, 1.5]}'
 
