@@ -105,7 +105,7 @@ def live(args: argparse.Namespace) -> dict[str, Any]:
         opts = ab.ABOptions(out=out / f"{i:03d}-{kind}", rounds=args.rounds, live=False,
                             base=ab.SideSpec(env={SLOWDOWN_ENV: "1.0"}),
                             head=ab.SideSpec(env={SLOWDOWN_ENV: head_factor}),
-                            compare=compare.Options(count_env_changes=True))
+                            compare=compare.Options(thresholds=args.threshold, count_env_changes=True))
         load_before = os.getloadavg()[0]
         result = ab.run(matrix, opts)
         trials.append({"trial": i, "kind": kind, "factor": float(head_factor), "exit_code": result.exit_code,
@@ -160,7 +160,7 @@ def pooled(args: argparse.Namespace) -> dict[str, Any]:
     if not keys:
         raise SystemExit(f"no case has {args.rounds} pairs of rounds in {args.results}")
     rng = np.random.default_rng(args.seed)
-    opts = compare.Options(count_env_changes=True)
+    opts = compare.Options(thresholds=args.threshold, count_env_changes=True)
     trials = []
     for i in range(args.trials):
         pairs_aa, pairs_slow = [], []
@@ -206,14 +206,20 @@ def main(argv: list[str] | None = None) -> int:
     for p in sub.choices.values():
         p.add_argument("--rounds", type=int, default=5, help="rounds per side of a trial")
         p.add_argument("--slowdown", type=float, default=1.05, help="the injected slowdown factor")
+        p.add_argument("--threshold", action="append", default=[], metavar="KIND=VALUE",
+                       help="gate threshold as for compare (e.g. time=2%%); default: compare's")
     args = parser.parse_args(argv)
+    try:
+        args.threshold = compare.parse_thresholds(args.threshold)
+    except (ValueError, compare.CompareError) as exc:
+        parser.error(str(exc))
     t0 = time.time()
     data = live(args) if args.mode == "live" else pooled(args)
     data.update({"machine": f"{platform.node()} ({platform.processor() or platform.machine()}), "
                             f"{os.cpu_count()} cores",
                  "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t0)),
                  "command": " ".join(["python", "benchmarks/gate_calibration.py", *(argv or sys.argv[1:])]),
-                 "wall_s": round(time.time() - t0, 1), "thresholds": compare.DEFAULT_THRESHOLDS,
+                 "wall_s": round(time.time() - t0, 1), "thresholds": {**compare.DEFAULT_THRESHOLDS, **args.threshold},
                  "alpha": compare.DEFAULT_ALPHA})
     print(show(data["summary"], f"{data['mode']}: rounds {args.rounds}, slowdown x{args.slowdown}"))
     if args.out:
