@@ -157,24 +157,12 @@ def _prepare(name: str, spec: SideSpec, opts: ABOptions, ab_id: str) -> _Side:
 
 def _header(s: _Side, matrix: Matrix, cases: list, opts: ABOptions, ab_id: str) -> dict[str, Any]:
     # The same header as `tebench run` writes, plus the `ab` block that pairs the two sides.
-    return {
-        "type": "header",
-        "run_id": s.run_id,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "resumed": False,
-        "command": opts.command,
-        "cwd": os.getcwd(),
-        "tebench": tebench.__version__,
-        "matrix": {"name": matrix.name, "source": matrix.source, "sha256": matrix.sha256,
-                   "text_sha256": matrix.text_sha256, "data": matrix.data},
-        "rounds": opts.rounds,
-        "shard": None,
-        "case_ids": [c.id for c in cases],
-        "devices": [opts.device] if opts.device is not None else None,
-        "env": s.env.to_dict(),
-        "ab": {"id": ab_id, "side": s.name, "order": "ABBA", "python": s.spec.python, "tebench_root": s.root,
-               "env": s.spec.env, "device": opts.device},
-    }
+    header = runner.run_header(s.run_id, matrix, cases, s.env, command=opts.command, rounds=opts.rounds,
+                               shard=None, devices=[opts.device] if opts.device is not None else None,
+                               resumed=False)
+    header["ab"] = {"id": ab_id, "side": s.name, "order": "ABBA", "python": s.spec.python,
+                    "tebench_root": s.root, "env": s.spec.env, "device": opts.device}
+    return header
 
 
 def run(matrix: Matrix, opts: ABOptions) -> compare.Comparison:

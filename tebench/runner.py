@@ -470,6 +470,28 @@ def run(matrix: Matrix, env: Environment, opts: RunOptions,
         return _run_locked(matrix, env, opts, cases, on_record)
 
 
+def run_header(run_id: str, matrix: Matrix, cases: list[Case], env: Environment, *, command: list[str],
+               rounds: int, shard: list[int] | None, devices: list[str] | None,
+               resumed: bool) -> dict[str, Any]:
+    """The header record a run writes first: its identity, matrix, cases and environment."""
+    return {
+        "type": "header",
+        "run_id": run_id,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "resumed": resumed,
+        "command": command,
+        "cwd": os.getcwd(),
+        "tebench": tebench.__version__,
+        "matrix": {"name": matrix.name, "source": matrix.source, "sha256": matrix.sha256,
+                   "text_sha256": matrix.text_sha256, "data": matrix.data},
+        "rounds": rounds,
+        "shard": shard,
+        "case_ids": [c.id for c in cases],
+        "devices": devices,
+        "env": env.to_dict(),
+    }
+
+
 def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[Case],
                 on_record: Callable[[dict[str, Any]], None] | None) -> Path:
     path = opts.out / results.RESULTS_NAME
@@ -484,22 +506,9 @@ def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[
     else:
         run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
     todo = [p for p in planned if (p.case.id, p.round) not in done]
-    header = {
-        "type": "header",
-        "run_id": run_id,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "resumed": bool(done),
-        "command": opts.command,
-        "cwd": os.getcwd(),
-        "tebench": tebench.__version__,
-        "matrix": {"name": matrix.name, "source": matrix.source, "sha256": matrix.sha256,
-                   "text_sha256": matrix.text_sha256, "data": matrix.data},
-        "rounds": opts.rounds,
-        "shard": list(opts.shard) if opts.shard else None,
-        "case_ids": [c.id for c in cases],
-        "devices": opts.devices,
-        "env": env.to_dict(),
-    }
+    header = run_header(run_id, matrix, cases, env, command=opts.command, rounds=opts.rounds,
+                        shard=list(opts.shard) if opts.shard else None, devices=opts.devices,
+                        resumed=bool(done))
     display = Display(len(todo), opts.live)
     if done:
         sys.stderr.write(f"resuming run {run_id}: {len(done)} case-round(s) already recorded, {len(todo)} to go\n")
