@@ -181,9 +181,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         out = render([path], Path(args.out) / "report")
         print(f"report:  {out / 'index.html'}\n         {out / 'report.md'}")
+    from tebench import parity
+
     # An inconclusive verdict is not a pass: --strict fails on it too.
     bad = [r for r in latest if r["status"] not in ("ok", "skipped")
-           or r.get("parity", {}).get("verdict") in ("fail", "inconclusive")]
+           or (r.get("parity", {}).get("verdict") in parity.JUDGED and not parity.passed(r))]
     if bad:
         print(f"{len(bad)} case(s) not ok, failing or inconclusive on loss parity:", file=sys.stderr)
         for r in bad:

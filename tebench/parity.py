@@ -168,9 +168,21 @@ class Noise:
         return {name: float(np.max(v[: geo.n])) for name, v in self.sources.items()}
 
 
-def measure_noise(ref_curves: Sequence[Sequence[float]], companions: Sequence[Sequence[float]],
-                  geo: Geometry, floor: float) -> Noise:
-    """Noise sources for a band that the reference runs show: rounds, and PT-AMP against PT-FP32."""
+def _raw_log(values: Sequence[float], floor: float, n: int) -> np.ndarray:
+    return np.log(np.maximum(np.asarray(values[:n], dtype=float), floor))
+
+
+def measure_noise(losses: Sequence[float], ref_curves: Sequence[Sequence[float]],
+                  companions: Sequence[Sequence[float]], geo: Geometry, floor: float) -> tuple[np.ndarray, Noise]:
+    """The reference's centre curve (smoothed log loss) and the noise sources around it.
+
+    Sources: the spread of the reference's rounds; PT-AMP against PT-FP32; and
+    the step-to-step jitter of the *paired* difference between case and
+    reference. Every mode sees the same batches, so a hard batch spikes both
+    curves at once and cancels in that difference; what is left is how much two
+    runs jitter against each other, which the smoothed comparison must allow
+    for. A systematic difference (a wrong model) is not jitter and stays outside.
+    """
     n = geo.n
     logs = np.array([_log(c[:n], floor, geo.width) for c in ref_curves])
     center = logs.mean(axis=0)
@@ -180,7 +192,12 @@ def measure_noise(ref_curves: Sequence[Sequence[float]], companions: Sequence[Se
     if companions:
         other = np.mean([_log(c[:n], floor, geo.width) for c in companions], axis=0)
         sources["PT-AMP vs PT-FP32"] = np.abs(other - center)
-    return Noise(sources)
+    if geo.width > 1:
+        paired = _raw_log(losses, floor, n) - np.mean([_raw_log(r, floor, n) for r in ref_curves], axis=0)
+        jitter = (paired - smooth(paired, geo.width))[n // 2:]
+        if jitter.size > 1:
+            sources["paired step-to-step noise"] = np.full(n, float(np.std(jitter, ddof=1)) / math.sqrt(geo.width))
+    return center, Noise(sources)
 
 
 def _longest_run(mask: np.ndarray) -> tuple[int, int]:
@@ -230,19 +247,7 @@ def evaluate(losses: Sequence[float], ref_curves: Sequence[Sequence[float]], ref
 
     geo = Geometry.for_steps(n)
     floor = max(1e-12, min(atol, FLOOR_FRACTION * ref_final))
-    noise = measure_noise(refs, [c for c in companions if len(c) >= n], geo, floor)
-    center = np.mean([_log(r[:n], floor, geo.width) for r in refs], axis=0)
-    if geo.width > 1:
-        # Step-to-step noise of the *paired* difference: every mode sees the same batches, so a
-        # hard batch spikes both curves at once and cancels here; what is left is how much two
-        # runs jitter against each other, which the smoothed comparison must allow for. A
-        # systematic difference (a wrong model) is not jitter and stays outside.
-        raw = lambda c: np.log(np.maximum(np.asarray(c[:n], dtype=float), floor))  # noqa: E731
-        paired = raw(losses) - np.mean([raw(r) for r in refs], axis=0)
-        jitter = (paired - smooth(paired, geo.width))[n // 2:]
-        if jitter.size > 1:
-            noise.sources["paired step-to-step noise"] = np.full(
-                n, float(np.std(jitter, ddof=1)) / math.sqrt(geo.width))
+    center, noise = measure_noise(losses, refs, [c for c in companions if len(c) >= n], geo, floor)
     tau = noise.band(geo, rtol)
     hi = _window(center, geo.shift, np.max) + tau
     lo = _window(center, geo.shift, np.min) - tau
@@ -264,7 +269,7 @@ def evaluate(losses: Sequence[float], ref_curves: Sequence[Sequence[float]], ref
         floor=floor,
         max_curve_rel_dev=float(math.expm1(abs(curve[worst] - center[worst]))),
         max_curve_dev_step=worst,
-        noise={k_: v for k_, v in noise.describe(geo).items()},
+        noise=noise.describe(geo),
         reference_noise=float(np.max(tau)),
         smoothing=geo.width, shift=geo.shift, excursion_steps=geo.excursion,
         reference_learned=learn_reason,
@@ -448,19 +453,10 @@ def _frozen_beyond_reference(record: dict[str, Any], refs: Sequence[dict[str, An
             f"e.g. {names}")
 
 
-VERDICTS = ("pass", "fail", "inconclusive", "reference", "n/a")
+JUDGED = ("pass", "fail", "inconclusive")
+"""The verdicts of a judged case (``reference`` and ``n/a`` were not judged)."""
 
 
 def passed(record: dict[str, Any]) -> bool:
     """True only for a judged ``pass`` (``inconclusive`` is never a pass)."""
     return (record.get("parity") or {}).get("verdict") == "pass"
-
-
-def counts(records: Sequence[dict[str, Any]]) -> dict[str, int]:
-    """How many records have each verdict (records without one are left out)."""
-    out = {v: 0 for v in VERDICTS}
-    for r in records:
-        v = (r.get("parity") or {}).get("verdict")
-        if v in out:
-            out[v] += 1
-    return out

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tebench import results, stats
+from tebench import parity, results, stats
 from tebench.matrix import Case
 from tebench.modes import MODES
 from tebench.recipes import RECIPES
@@ -25,8 +25,7 @@ COMPILED = "PT-AMP+compile"
 CPU_BOUND_BELOW = 0.5
 """A GPU busy less than half of the step is labelled CPU-bound."""
 STATUS_SEVERITY = ("failed", "timeout", "oom", "diverged", "ok", "skipped")
-JUDGED = ("pass", "fail", "inconclusive")
-"""Parity verdicts that judge a case (``reference`` and ``n/a`` do not)."""
+JUDGED = parity.JUDGED
 
 
 def _validation(rec: dict[str, Any]) -> tuple[str | None, float | None]:
