@@ -199,10 +199,9 @@ def run(matrix: Matrix, opts: ABOptions) -> compare.Comparison:
             for i, (r, case_id, name) in enumerate(order):
                 p = sides[name].planned[(case_id, r)]
                 ex = executors[name]
-                # The same side's next case is pre-started while this one runs.
-                later = (sides[n].planned[(c, q)] for q, c, n in order[i + 1:] if n == name)
-                upcoming = next((x.case for x in later if not x.skip), None)
-                ex.skip(p) if p.skip else ex.run_one(p, opts.device, upcoming)
+                # The same side's next cases are pre-started while this one runs.
+                later = [sides[n].planned[(c, q)] for q, c, n in order[i + 1:] if n == name]
+                ex.skip(p) if p.skip else ex.run_one(p, opts.device, runner.upcoming_cases(later))
             for ex in executors.values():
                 ex.close()
         except KeyboardInterrupt:

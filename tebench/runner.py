@@ -135,6 +135,10 @@ class RunOptions:
     command: list[str] = field(default_factory=list)
     compile_cache: Path | None = None
     """Directory of the compile caches every case shares (see :mod:`tebench.caches`); None: torch's defaults."""
+    prestart_depth: int = 2
+    """With prestarted launches, how many upcoming cases per device have their worker started.
+    Two, because on the H200 a worker's imports (torch, TE, torch.compile's machinery: 9-12 s)
+    took longer than many a case (7-10 s): with one, the next case often waited for them."""
     launch: str = "auto"
     """How a case's process starts: ``prestarted`` (its worker was started and did its imports
     while the previous case ran), ``cold`` (started when its turn comes), or ``auto``
@@ -325,7 +329,8 @@ class _Executor:
         self.lock = threading.Lock()
         self.children: set[subprocess.Popen] = set()
         self.launch = launch_method(opts.launch, env)
-        self.spares: dict[str | None, _Spare] = {}
+        self.spares: dict[str | None, list[_Spare]] = {}
+        """Per device, the pre-started workers of its upcoming single-process cases, in order."""
         self.spawned = 0
         self.finished: dict[str | None, float] = {}
         """When the last case on each device was recorded: the hand-off time to the next one is kept."""
@@ -370,14 +375,23 @@ class _Executor:
             child_env["CUDA_VISIBLE_DEVICES"] = device
         return child_env
 
-    def _prestart(self, next_case: Case | None, device: str | None) -> None:
-        """Start the worker for ``next_case`` on ``device`` now, so its imports overlap this case."""
-        if self.launch != "prestarted" or next_case is None or next_case.parallel != "single":
+    def _prestart(self, upcoming: list[Case], device: str | None) -> None:
+        """Start the workers of the next cases on ``device`` now, so their imports overlap this case.
+
+        ``upcoming`` are the single-process cases expected next on this device, in
+        order; the first ``prestart_depth`` of them get a worker. A wrong guess
+        (several devices share one queue) only means a cold start.
+        """
+        if self.launch != "prestarted":
             return
+        upcoming = [c for c in upcoming if c.parallel == "single"][: self.opts.prestart_depth]
         with self.lock:
-            if device in self.spares:
-                return
-        family = _preload_for(next_case)
+            have = len(self.spares.get(device, []))
+        for case in upcoming[have:]:
+            self._spawn(case, device)
+
+    def _spawn(self, case: Case, device: str | None) -> None:
+        family = _preload_for(case)
         self.spawned += 1
         log = self.work / f"prestart-{self.spawned}.log"
         command = [self.opts.python, "-m", "tebench.worker", "--serve", "--preload", family]
@@ -391,18 +405,21 @@ class _Executor:
             return
         with self.lock:
             self.children.add(proc)
-            self.spares[device] = _Spare(proc, family, log)
+            self.spares.setdefault(device, []).append(_Spare(proc, family, log))
 
     def _take_spare(self, case: Case, device: str | None) -> _Spare | None:
         """The pre-started worker for ``device`` if it can run ``case``; a stale one is ended."""
+        if case.parallel != "single":
+            return None  # torchrun starts its own processes; the spares wait for the next single case
         with self.lock:
-            spare = self.spares.pop(device, None)
+            queue = self.spares.get(device)
+            spare = queue.pop(0) if queue else None
         if spare is None:
             return None
         # A worker that imported TE must not run a PyTorch case (its process would differ from a
         # cold one); one that imported only torch imports TE itself, as a cold worker does.
         wanted = _preload_for(case)
-        if case.parallel != "single" or spare.proc.poll() is not None or (spare.family == "te" and wanted != "te"):
+        if spare.proc.poll() is not None or (spare.family == "te" and wanted != "te"):
             self._end_spare(spare)
             return None
         return spare
@@ -417,7 +434,8 @@ class _Executor:
     def close(self) -> None:
         """End the pre-started workers no case will use."""
         with self.lock:
-            spares, self.spares = list(self.spares.values()), {}
+            spares = [s for queue in self.spares.values() for s in queue]
+            self.spares = {}
         for spare in spares:
             self._end_spare(spare)
 
@@ -442,8 +460,8 @@ class _Executor:
             self.children.add(proc)
         return proc, None
 
-    def run_one(self, p: Planned, device: str | None, next_case: Case | None = None) -> dict[str, Any]:
-        """Run one planned case on ``device`` and record it; ``next_case`` (a hint) is pre-started."""
+    def run_one(self, p: Planned, device: str | None, upcoming: list[Case] | None = None) -> dict[str, Any]:
+        """Run one planned case on ``device`` and record it; ``upcoming`` cases (a hint) are pre-started."""
         case = p.case
         name = f"{slug(case.id)}.r{p.round}"
         case_file, result_file = self.work / f"{name}.case.json", self.work / f"{name}.result.json"
@@ -465,7 +483,7 @@ class _Executor:
         try:
             _log(log, f"# {case.id} round {p.round} device {device or 'default'}\n")
             proc, spare = self._start(case, case_file, result_file, log_file, log, device)
-            self._prestart(next_case, device)
+            self._prestart(upcoming or [], device)
 
             def pump() -> None:
                 for line in proc.stdout:
@@ -678,20 +696,21 @@ def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[
     return path
 
 
-def _next_to_run(upcoming: list[Planned]) -> Case | None:
-    return next((q.case for q in upcoming if not q.skip), None)
+def upcoming_cases(planned: list[Planned], limit: int = 8) -> list[Case]:
+    """The next single-process cases that will run (skips and torchrun cases take no pre-started worker)."""
+    return [q.case for q in planned if not q.skip and q.case.parallel == "single"][:limit]
 
 
 def _execute(ex: _Executor, todo: list[Planned], devices: list[str] | None,
              on_record: Callable[[dict[str, Any]], None] | None) -> None:
-    def handle(p: Planned, device: str | None, next_case: Case | None = None) -> None:
-        rec = ex.skip(p) if p.skip else ex.run_one(p, device, next_case)
+    def handle(p: Planned, device: str | None, upcoming: list[Case] | None = None) -> None:
+        rec = ex.skip(p) if p.skip else ex.run_one(p, device, upcoming)
         if on_record:
             on_record(rec)
 
     if not devices or len(devices) == 1:
         for i, p in enumerate(todo):
-            handle(p, devices[0] if devices else None, _next_to_run(todo[i + 1:]))
+            handle(p, devices[0] if devices else None, upcoming_cases(todo[i + 1:]))
         return
     # One case per GPU at a time. A case needing k processes takes k devices.
     pending: "queue.Queue[Planned]" = queue.Queue()
@@ -734,7 +753,7 @@ def _execute(ex: _Executor, todo: list[Planned], devices: list[str] | None,
                 try:
                     # Whichever case a device thread takes next may land here; the head of the
                     # queue is the best guess (a wrong guess only means a cold start).
-                    handle(p, ",".join(devs), _next_to_run(list(pending.queue)[:8]))
+                    handle(p, ",".join(devs), upcoming_cases(list(pending.queue)))
                 finally:
                     give(devs)
             except BaseException as exc:  # e.g. a full disk: stop taking work, report it from the main thread

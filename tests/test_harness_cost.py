@@ -135,7 +135,7 @@ def _case(mode: str, parallel: str = "single"):
     ("torch", "TE-BF16", "single", True),    # TE is imported after the case arrives, as cold
     ("te", "TE-FP8", "single", True),
     ("te", "PT-AMP", "single", False),       # a PyTorch case never runs with TE loaded
-    ("torch", "PT-AMP", "ddp", False),       # torchrun cases start cold
+    ("torch", "PT-AMP", "ddp", False),       # torchrun cases start cold (the spare waits)
 ])
 def test_a_prestarted_worker_runs_only_a_case_it_fits(tmp_path, preloaded, mode, parallel, used):
     ex = runner._Executor.__new__(runner._Executor)
@@ -144,12 +144,13 @@ def test_a_prestarted_worker_runs_only_a_case_it_fits(tmp_path, preloaded, mode,
                             text=True, start_new_session=True)
     log = tmp_path / "prestart.log"
     log.write_text("")
-    ex.spares = {"0": runner._Spare(proc, preloaded, log)}
+    ex.spares = {"0": [runner._Spare(proc, preloaded, log)]}
     got = ex._take_spare(_case(mode, parallel), "0")
     try:
         assert (got is not None) is used
-        assert ex.spares == {}
-        assert (proc.poll() is None) is used, "an unusable pre-started worker is ended"
+        # A torchrun case leaves the spare for the next single-process case.
+        assert ex.spares == {"0": []} or (parallel != "single" and len(ex.spares["0"]) == 1)
+        assert (proc.poll() is None) is (used or parallel != "single"), "an unusable pre-started worker is ended"
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -163,6 +164,36 @@ def test_a_dead_prestarted_worker_is_not_used(tmp_path):
     proc.wait()
     log = tmp_path / "prestart.log"
     log.write_text("boom")
-    ex.spares = {None: runner._Spare(proc, "torch", log)}
+    ex.spares = {None: [runner._Spare(proc, "torch", log)]}
     assert ex._take_spare(_case("PT-FP32"), None) is None
     assert not log.exists()
+
+
+def test_prestart_keeps_the_next_cases_workers_started_up_to_the_depth(tmp_path):
+    ex = runner._Executor.__new__(runner._Executor)
+    ex.lock, ex.launch, ex.spares = threading.Lock(), "prestarted", {}
+    ex.opts = runner.RunOptions(out=tmp_path, prestart_depth=2)
+    started: list[str] = []
+
+    def spawn(case, device):
+        started.append(case.mode)
+        ex.spares.setdefault(device, []).append(case.mode)
+
+    ex._spawn = spawn
+    upcoming = [_case("TE-FP8"), _case("PT-AMP", "ddp"), _case("PT-AMP"), _case("TE-BF16")]
+    ex._prestart(upcoming, "0")
+    assert started == ["TE-FP8", "PT-AMP"]  # the torchrun case is passed over; two ahead
+    ex.spares["0"].pop(0)  # the next case took its worker
+    ex._prestart(upcoming[2:], "0")
+    assert started == ["TE-FP8", "PT-AMP", "TE-BF16"]
+    ex.launch = "cold"
+    ex._prestart(upcoming, "1")
+    assert "1" not in ex.spares
+
+
+def test_upcoming_cases_skip_what_takes_no_worker():
+    from tebench.runner import Planned
+
+    planned = [Planned(_case("PT-AMP"), 0, "no GPU"), Planned(_case("TE-FP8", "fsdp2"), 0, None),
+               Planned(_case("TE-BF16"), 0, None)]
+    assert [c.mode for c in runner.upcoming_cases(planned)] == ["TE-BF16"]
