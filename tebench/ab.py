@@ -64,6 +64,8 @@ class ABOptions:
     command: list[str] = field(default_factory=list)
     launch: str = "auto"
     """How each case's process starts (see ``runner.RunOptions.launch``)."""
+    prestart_depth: int = 1
+    """Pre-started workers per side (see ``runner.RunOptions.prestart_depth``)."""
     compile_cache: Path | None = None
     """Compile caches both sides share (see ``runner.RunOptions.compile_cache``)."""
     compare: compare.Options = field(default_factory=lambda: compare.Options(count_env_changes=True))
@@ -192,7 +194,8 @@ def run(matrix: Matrix, opts: ABOptions) -> compare.Comparison:
             ropts = runner.RunOptions(out=s.out, rounds=opts.rounds, timeout_s=opts.timeout_s, only=opts.only,
                                       python=s.spec.python, env=s.child_env, live=opts.live, command=opts.command,
                                       devices=[opts.device] if opts.device is not None else None,
-                                      launch=opts.launch, compile_cache=opts.compile_cache)
+                                      launch=opts.launch, compile_cache=opts.compile_cache,
+                                      prestart_depth=opts.prestart_depth)
             executors[name] = runner.Executor(ropts, s.env, s.run_id, writer, [], display)
         try:
             order = schedule([c.id for c in cases], opts.rounds)

@@ -170,6 +170,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         devices=devices, shard=shard_spec, only=args.only,
         live=False if args.quiet else None, command=["tebench", *sys.argv[1:]],
         launch=args.launch, compile_cache=_compile_cache(args.compile_cache),
+        prestart_depth=_prestart_depth(args.prestart_depth),
     )
     path = runner.run(mat, env, opts)
     from tebench import results
@@ -294,7 +295,8 @@ def cmd_ab(args: argparse.Namespace) -> int:
             head=ab.SideSpec(args.head_python or sys.executable, ab.parse_env(args.head_env, "--head-env")),
             device=args.device, only=args.only, timeout_s=args.timeout, live=False if args.quiet else None,
             command=["tebench", *sys.argv[1:]], compare=_compare_options(args, True),
-            launch=args.launch, compile_cache=_compile_cache(args.compile_cache))
+            launch=args.launch, compile_cache=_compile_cache(args.compile_cache),
+            prestart_depth=_prestart_depth(args.prestart_depth))
         if not 1 <= args.rounds <= MAX_ROUNDS:
             raise ab.ABError(f"--rounds must be at least 1 and at most {MAX_ROUNDS}, not {args.rounds}")
         if args.device is not None and not args.device.isdigit():
@@ -394,6 +396,12 @@ def _compile_cache(value: str) -> Path | None:
     return Path(value).expanduser()
 
 
+def _prestart_depth(value: int) -> int:
+    if not 1 <= value <= 8:
+        raise UsageError(f"--prestart-depth {value}: expected 1 to 8 (pre-started workers per device)")
+    return value
+
+
 def _add_cost_args(p: argparse.ArgumentParser) -> None:
     """What the harness itself costs on the machine: process starts and compile caches."""
     from tebench.worker import LAUNCHES  # a light module: --help stays fast
@@ -402,6 +410,9 @@ def _add_cost_args(p: argparse.ArgumentParser) -> None:
                    help="how each case's process starts: prestarted (its worker imports torch/TE while the "
                         "previous case runs; one process per case still), cold, or auto (default: prestarted "
                         "on CUDA machines, cold on CPU-only ones)")
+    p.add_argument("--prestart-depth", type=int, default=1, metavar="N",
+                   help="with prestarted launches, start the workers of the next N cases (default 1; 2 hides "
+                        "the imports fully but loads the CPU while a case is timed: see the README)")
     p.add_argument("--compile-cache", default="default", metavar="DIR",
                    help="directory of the torch.compile/Triton/CUDA JIT caches every case shares, kept across "
                         "runs (CI can cache it); 'default' is ~/.cache/tebench/compile, 'off' leaves torch's "

@@ -135,10 +135,13 @@ class RunOptions:
     command: list[str] = field(default_factory=list)
     compile_cache: Path | None = None
     """Directory of the compile caches every case shares (see :mod:`tebench.caches`); None: torch's defaults."""
-    prestart_depth: int = 2
+    prestart_depth: int = 1
     """With prestarted launches, how many upcoming cases per device have their worker started.
-    Two, because on the H200 a worker's imports (torch, TE, torch.compile's machinery: 9-12 s)
-    took longer than many a case (7-10 s): with one, the next case often waited for them."""
+    On the H200 a worker's imports (torch, TE, torch.compile's machinery: 9-12 s) outlasted many
+    a case (7-10 s), so with one the next case often waited for them; with two they were hidden
+    (median 0.26 s from hand-off to first step), but two importing workers beside launch-bound
+    cases (the tutorial GPT, 16-20 ms steps) went with medians up to 50% above a depth-1 run's.
+    One is the default because its timings were shown to match cold starts."""
     launch: str = "auto"
     """How a case's process starts: ``prestarted`` (its worker was started and did its imports
     while the previous case ran), ``cold`` (started when its turn comes), or ``auto``
