@@ -80,6 +80,13 @@ class _Part:
         extra = {k: v for k, v in d.items() if k not in kwargs}
         return cls(**kwargs, extra=extra, _keys=tuple(d))  # type: ignore[call-arg]
 
+    def stored(self, key: str, default: Any = None) -> Any:
+        """A field or extra key as stored: ``default`` only when it was never stored (a stored null stays None)."""
+        if key in self.extra:
+            return self.extra[key]
+        value = getattr(self, key, None)
+        return value if (value is not None or key in self._keys) else default
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON object again: the keys read, in their order; new keys after them."""
         out: dict[str, Any] = {}
