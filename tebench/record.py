@@ -289,6 +289,8 @@ class CaseResult(_Part):
     timing: Timing | None = None
     throughput: Throughput | None = None
     parity: Parity | None = None
+    shard_run_id: str | None = None
+    """The run id of the shard a merged record came from (``run_id`` is then the merged run's)."""
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], where: str = "record") -> "CaseResult":
