@@ -360,6 +360,10 @@ class CaseResult(_Part):
     def median_ms(self) -> float | None:
         return self.summary.get("median")
 
+    def rates(self, peak_tflops: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Tokens/s, TFLOP/s and MFU at this round's median step time (see :meth:`CaseRounds.throughput`)."""
+        return CaseRounds([self], peak_tflops).throughput()
+
     @property
     def peak_memory(self) -> float | None:
         return self.memory.peak_bytes if self.memory else None
