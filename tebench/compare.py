@@ -535,7 +535,7 @@ def compare(base_path: str | Path, head_path: str | Path, thresholds: dict[str, 
     if opts is None:
         opts = Options(thresholds=dict(thresholds or {}), count_env_changes=count_env_changes)
     try:
-        base, head = results.read(base_path), results.read(head_path)
+        base, head = record.read(base_path), record.read(head_path)
     except (OSError, results.SchemaError) as exc:
         raise CompareError(str(exc)) from None
     return compare_runs(base, head, opts, str(base_path), str(head_path))
