@@ -77,13 +77,14 @@ def test_null_and_absent_stay_distinct():
     assert CaseResult.from_dict(base).to_dict() == base
     with_log = {**base, "log": None}
     assert CaseResult.from_dict(with_log).to_dict() == with_log
-    assert CaseResult.from_dict(base).stored("log", "–") == "–" and CaseResult.from_dict(with_log).stored("log", "–") is None
+    assert CaseResult.from_dict(base).stored("log", "–") == "–"
+    assert CaseResult.from_dict(with_log).stored("log", "–") is None
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(extra=st.dictionaries(st.text(min_size=1, max_size=8),
-                             st.one_of(st.none(), st.integers(), st.text(max_size=5), st.lists(st.floats(allow_nan=False))),
-                             max_size=5),
+                             st.one_of(st.none(), st.integers(), st.text(max_size=5),
+                                       st.lists(st.floats(allow_nan=False))), max_size=5),
        nested=st.dictionaries(st.text(min_size=1, max_size=8), st.integers(), max_size=3))
 def test_any_extra_keys_round_trip(extra, nested):
     d = copy.deepcopy(_lines(CPU)[1])
