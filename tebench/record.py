@@ -25,7 +25,8 @@ Torch-free: only the parent process uses it.
 from __future__ import annotations
 
 import dataclasses
-import math
+import functools
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterable, Sequence
@@ -108,10 +109,6 @@ def _part(cls: type) -> type:
     cls.extra = field(default_factory=dict)
     cls._keys = field(default=(), repr=False, compare=False)
     return dataclass(cls)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 # --- parts of a case record -------------------------------------------------------------------------
@@ -242,6 +239,8 @@ def _check_version(d: dict[str, Any], where: str) -> dict[str, Any]:
 
     A dict without ``schema_version`` is one built in this process (not read from a file): current.
     """
+    if not isinstance(d, dict):
+        raise results.RecordError("", d, f"{where}: not a JSON object but {type(d).__name__}")
     version = d.get("schema_version")
     if version is None:
         return d
@@ -500,7 +499,7 @@ class CaseRounds:
     def samples_ms(self) -> list[float]:
         return [s for r in self.ok for s in r.samples_ms]
 
-    @property
+    @functools.cached_property
     def summary(self) -> dict[str, Any]:
         """``stats.summarize`` of the pooled steps: median and its interquartile interval (p25, p75) …"""
         samples = self.samples_ms
@@ -628,9 +627,11 @@ def from_run(run: results.Run, judge: bool = True) -> RunRecords:
 
 def read(path: str | Path, judge: bool = True) -> RunRecords:
     """Read a results file or run directory (see :func:`results.read`) into typed records."""
-    return from_run(results.read(path), judge)
-
-
-def is_finite(value: Any) -> bool:
-    """A number that is neither NaN nor infinite."""
-    return _is_number(value) and math.isfinite(value)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = results.read(path)
+    # Warned again from the caller's line, as results.read warns: one place (this function)
+    # for every reader would let Python show a file's skipped-lines warning only once per process.
+    for w in caught:
+        warnings.warn(w.message, w.category, stacklevel=2)
+    return from_run(run, judge)
