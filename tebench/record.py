@@ -204,6 +204,25 @@ class GpuBusy(_Part):
 
 
 @_part
+class Warmup(_Part):
+    """How the untimed warm-up ended: its ``rule`` (fixed, settled), the ``steps`` it took, whether step times settled."""
+
+    rule: str | None = None
+    steps: int | None = None
+    settled: bool | None = None
+    floor: int | None = None
+    ceiling: int | None = None
+
+
+@_part
+class Launch(_Part):
+    """How the case's process started: ``method`` prestarted or cold; imports done before the case in ``preload_s``."""
+
+    method: str | None = None
+    preload_s: float | None = None
+
+
+@_part
 class Parity(_Part):
     """The loss-parity verdict of a case against its reference mode (see :mod:`tebench.parity`)."""
 
@@ -261,7 +280,7 @@ class CaseResult(_Part):
     """
 
     PARTS = {"device": Device, "timing": Timing, "throughput": Throughput, "memory": Memory, "loss": Loss,
-             "validation": Validation, "gpu_busy": GpuBusy, "parity": Parity}
+             "validation": Validation, "gpu_busy": GpuBusy, "parity": Parity, "warmup": Warmup, "launch": Launch}
     ALWAYS = ("type", "case_id", "case", "status", "reason")
 
     schema: str | None = None
@@ -285,6 +304,8 @@ class CaseResult(_Part):
     setup: dict[str, Any] | None = None
     phases: dict[str, Any] | None = None
     distributed: dict[str, Any] | None = None
+    warmup: Warmup | None = None
+    launch: Launch | None = None
     timing: Timing | None = None
     throughput: Throughput | None = None
     parity: Parity | None = None
@@ -410,6 +431,10 @@ class RunHeader(_Part):
     shard: list[int] | None = None
     case_ids: list[str] | None = None
     devices: list[Any] | None = None
+    launch: str | None = None
+    """How cases' processes started (``--launch``); None in runs older than the option."""
+    compile_cache: dict[str, Any] | None = None
+    """``{"dir": ..., "state": "cold" | "warm" | "off"}``: the compile cache the run began with."""
     env: dict[str, Any] | None = None
     ab: dict[str, Any] | None = None
 

@@ -60,11 +60,13 @@ def test_unknown_and_new_keys_are_kept_where_they_were():
     d = copy.deepcopy(_lines(CPU)[1])
     d["phases"]["queue_s"] = 0.25
     d["warmup"] = {"rule": "settled", "steps": 12, "settled": True, "floor": 5, "ceiling": 50}
-    d = {"launch": {"method": "prestarted"}, **d}
+    d = {"launch": {"method": "prestarted", "preload_s": 3.5, "family": "te"}, **d}
     d["timing"]["future"] = [1, 2]
     d["parity"]["new_field"] = None
+    d["shiny"] = {"new": True}
     r = CaseResult.from_dict(d)
-    assert r.extra["launch"] == {"method": "prestarted"} and r.extra["warmup"]["steps"] == 12
+    assert r.launch.method == "prestarted" and r.launch.extra == {"family": "te"} and r.warmup.settled is True
+    assert r.extra == {"shiny": {"new": True}}
     assert r.timing.extra == {"future": [1, 2]} and "new_field" in r.parity.extra
     assert list(r.to_dict()) == list(d) and r.to_dict() == d
     h = _lines(CPU)[0]
