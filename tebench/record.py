@@ -348,6 +348,10 @@ class CaseResult(_Part):
         return bool(self.case.get("graphs"))
 
     @property
+    def fp8_weights(self) -> bool:
+        return bool(self.case.get("fp8_weights"))
+
+    @property
     def fp8(self) -> dict[str, Any]:
         return self.case.get("fp8") or {}
 

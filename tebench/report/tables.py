@@ -32,25 +32,25 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
     rows = []
     for src in sources:
         for case_id, rounds in record.by_case(src.records, src.header.peak_tflops).items():
-            case, last = rounds.case, rounds.last
+            # The case as its newest round describes it; measured values from the last ok round.
+            case, newest, last = rounds.case, rounds.records[-1], rounds.last
             summary = rounds.summary
             tp = rounds.throughput()
             par = last.parity or record.Parity()
             val = last.validation or record.Validation()
             busy = last.busy_fraction
-            fp8 = case.get("fp8") or {}
             rows.append({
                 "source": src.label,
-                "workload": case["workload"],
-                "size": case["size"],
-                "mode": case["mode"],
-                "variant": rounds.records[-1].variant,
+                "workload": newest.workload,
+                "size": newest.size,
+                "mode": newest.mode,
+                "variant": newest.variant,
                 "case_id": case_id,
-                "recipe": fp8.get("recipe"),
-                "graphs": bool(case.get("graphs")),
-                "fp8_weights": bool(case.get("fp8_weights")),
-                "parallel": case.get("parallel", "single"),
-                "nproc": case.get("nproc", 1),
+                "recipe": newest.fp8.get("recipe"),
+                "graphs": newest.graphs,
+                "fp8_weights": newest.fp8_weights,
+                "parallel": newest.parallel,
+                "nproc": newest.nproc,
                 "status": rounds.status,
                 "reason": rounds.reason,
                 "rounds": len(rounds.ok),
