@@ -291,9 +291,8 @@ def _run_level_test(base_records: list[CaseResult], head: compare.Side,
                     opts: compare.Options) -> stats.TimeTest | None:
     by_run: dict[str, list[float]] = {}
     for r in base_records:
-        samples = r.samples_ms
-        if r.status == "ok" and len(samples) >= opts.min_steps:
-            by_run.setdefault(r.run_id or "", []).append(float(np.median(samples)))
+        if r.status == "ok" and len(r.samples_ms) >= opts.min_steps:
+            by_run.setdefault(r.run_id or "", []).append(r.round_median_ms)
     levels = [float(np.median(v)) for v in by_run.values()]
     if not levels:
         return None

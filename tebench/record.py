@@ -382,7 +382,14 @@ class CaseResult(_Part):
 
     @property
     def median_ms(self) -> float | None:
+        """The median step time as the summary computes it (``stats.summarize``, the stored ``timing.stats``)."""
         return self.summary.get("median")
+
+    @property
+    def round_median_ms(self) -> float | None:
+        """This round's level as the regression tests take it (``np.median``; may differ from
+        :attr:`median_ms` in the last bit, since ``np.percentile`` interpolates in another order)."""
+        return float(np.median(self.samples_ms)) if self.samples_ms else None
 
     def rates(self, peak_tflops: dict[str, Any] | None = None) -> dict[str, Any]:
         """Tokens/s, TFLOP/s and MFU at this round's median step time (see :meth:`CaseRounds.throughput`)."""
@@ -543,7 +550,8 @@ class CaseRounds:
 
     @property
     def round_medians_ms(self) -> list[float]:
-        return [float(np.median(r)) for r in self.rounds_ms if len(r)]
+        """Each ok round's median step time (:attr:`CaseResult.round_median_ms`)."""
+        return [m for r in self.ok if (m := r.round_median_ms) is not None]
 
     @property
     def level_ms(self) -> float | None:
