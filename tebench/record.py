@@ -42,7 +42,8 @@ STATUS_SEVERITY = ("failed", "timeout", "oom", "diverged", "ok", "skipped")
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 """``version -> function`` turning a record of that schema version into one of the next version.
 
-Empty while ``results.SCHEMA_VERSION`` is 1: nothing stored has changed meaning yet.
+Empty while ``results.SCHEMA_VERSION`` is 1: nothing stored has changed meaning yet. A version
+without an entry is read as it is (a bump that only added optional keys needs none).
 """
 
 
@@ -265,7 +266,8 @@ def _check_version(d: dict[str, Any], where: str) -> dict[str, Any]:
         return d
     results.check_version({"schema": d.get("schema", results.SCHEMA), **d}, where)
     while version < results.SCHEMA_VERSION:
-        d = UPGRADES[version](d)
+        # A version that only added optional keys needs no upgrade: readers see them as absent.
+        d = UPGRADES.get(version, dict)(d)
         version += 1
     return d
 

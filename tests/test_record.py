@@ -230,3 +230,9 @@ def test_an_older_version_is_upgraded_step_by_step(monkeypatch):
     d["elapsed"] = d.pop("duration_s")
     r = CaseResult.from_dict(d)
     assert r.duration_s == d["elapsed"] and r.schema_version == old + 1 and "elapsed" not in r.extra
+
+
+def test_a_version_without_an_upgrade_reads_as_it_is(monkeypatch):
+    monkeypatch.setattr(results, "SCHEMA_VERSION", results.SCHEMA_VERSION + 1)
+    d = _lines(CPU)[1]
+    assert CaseResult.from_dict(d).to_dict() == d
