@@ -221,6 +221,8 @@ class Launch(_Part):
 
     method: str | None = None
     preload_s: float | None = None
+    after_previous_s: float | None = None
+    """Seconds from the previous case's record on the same device to this case's hand-off."""
 
 
 @_part
