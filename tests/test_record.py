@@ -236,3 +236,29 @@ def test_a_version_without_an_upgrade_reads_as_it_is(monkeypatch):
     monkeypatch.setattr(results, "SCHEMA_VERSION", results.SCHEMA_VERSION + 1)
     d = _lines(CPU)[1]
     assert CaseResult.from_dict(d).to_dict() == d
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_run_strict_fails_on_the_verdicts_the_report_shows(strict, stub_cli, tmp_path, monkeypatch):
+    """``run --strict`` judges the finished run again, as the report does, not by the stored verdicts."""
+    import shutil
+
+    from tebench import runner
+
+    out = tmp_path / "run"
+
+    def finished_run(matrix, env, opts):
+        # The run itself is not the subject: its results are the H200 fixture.
+        opts.out.mkdir(parents=True, exist_ok=True)
+        return Path(shutil.copy(H200, opts.out / results.RESULTS_NAME))
+
+    monkeypatch.setattr(runner, "run", finished_run)
+    proc = stub_cli("run", "--preset", "smoke", "--out", str(out), "--no-report", *(["--strict"] if strict else []))
+    judged = record.read(H200)
+    stale = [d["case_id"] for d in _lines(H200) if d["type"] == "case"
+             and (d.get("parity") or {}).get("verdict") == "pass"
+             and next(r for r in judged.cases if r.case_id == d["case_id"]).verdict == "fail"]
+    assert stale  # stored as pass, failed by today's rules (and by the report)
+    listed = {line.split()[1].rstrip(":") for line in proc.stderr.splitlines() if line.startswith("  ")}
+    assert listed == {r.case_id for r in judged.problem_cases} and set(stale) <= listed
+    assert proc.returncode == (1 if strict else 0)
