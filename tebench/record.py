@@ -125,25 +125,49 @@ class Device(_Part):
 
 
 @_part
+class Summary(_Part):
+    """Median, its interquartile interval (``p25`` … ``p75``), spread and extremes of step times (ms).
+
+    What :func:`stats.summarize` returns; all None for no samples.
+    """
+
+    n: int | None = None
+    median: float | None = None
+    mean: float | None = None
+    stdev: float | None = None
+    min: float | None = None
+    max: float | None = None
+    p10: float | None = None
+    p25: float | None = None
+    p75: float | None = None
+    p90: float | None = None
+    iqr: float | None = None
+    iqr_rel: float | None = None
+
+    @classmethod
+    def of(cls, samples: Sequence[float]) -> "Summary":
+        """The summary of some per-step times (``stats.summarize``)."""
+        return cls.from_dict(stats.summarize(samples))
+
+
+@_part
 class Timing(_Part):
     """Per-step times of one round, as measured (milliseconds), and the summary stored with them."""
+
+    PARTS = {"stats": Summary}
 
     samples_ms: list[float] = field(default_factory=list)
     timer: str | None = None
     wall_ms_per_step: float | None = None
-    stats: dict[str, Any] | None = None
+    stats: Summary | None = None
     """``stats.summarize(samples_ms)`` as the runner stored it (readers use :attr:`summary`)."""
 
     @property
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> Summary:
         """Median, quartiles and extremes, from the samples (the stored summary where there are none)."""
         if self.samples_ms:
-            return stats.summarize(self.samples_ms)
-        return dict(self.stats or {})
-
-    @property
-    def median_ms(self) -> float | None:
-        return self.summary.get("median")
+            return Summary.of(self.samples_ms)
+        return self.stats or Summary()
 
 
 @_part
@@ -381,13 +405,13 @@ class CaseResult(_Part):
         return self.timing.samples_ms if self.timing else []
 
     @property
-    def summary(self) -> dict[str, Any]:
-        return self.timing.summary if self.timing else {}
+    def summary(self) -> Summary:
+        return self.timing.summary if self.timing else Summary()
 
     @property
     def median_ms(self) -> float | None:
         """The median step time as the summary computes it (``stats.summarize``, the stored ``timing.stats``)."""
-        return self.summary.get("median")
+        return self.summary.median
 
     @property
     def round_median_ms(self) -> float | None:
@@ -540,17 +564,17 @@ class CaseRounds:
         return [s for r in self.ok for s in r.samples_ms]
 
     @functools.cached_property
-    def summary(self) -> dict[str, Any]:
-        """``stats.summarize`` of the pooled steps: median and its interquartile interval (p25, p75) …"""
+    def summary(self) -> Summary:
+        """``stats.summarize`` of the pooled steps: the median and its interquartile interval (p25, p75) …"""
         samples = self.samples_ms
         if samples:
-            return stats.summarize(samples)
+            return Summary.of(samples)
         # A pytest-benchmark entry may come with its summary only.
-        return dict(self.ok[-1].timing.stats or {}) if self.ok else {}
+        return (self.ok[-1].timing.stats or Summary()) if self.ok else Summary()
 
     @property
     def median_ms(self) -> float | None:
-        return self.summary.get("median")
+        return self.summary.median
 
     @property
     def round_medians_ms(self) -> list[float]:

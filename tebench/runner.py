@@ -228,9 +228,9 @@ def summary_line(record: dict[str, Any]) -> str:
     r = CaseResult.from_dict(record)
     head = f"{r.status:<8} {r.case_id}" + (f" (round {r.round})" if r.round else "")
     summary = r.summary
-    if r.status in ("ok", "diverged") and summary.get("median") is not None:
+    if r.status in ("ok", "diverged") and summary.median is not None:
         tp = r.throughput or Throughput()
-        bits = [f"{summary['median']:.2f} ms/step (IQR {summary['iqr']:.2f})"]
+        bits = [f"{summary.median:.2f} ms/step (IQR {summary.iqr:.2f})"]
         if tp.tokens_per_s:
             bits.append(f"{tp.tokens_per_s:,.0f} tok/s")
         if tp.mfu is not None:

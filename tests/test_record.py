@@ -116,7 +116,7 @@ def _case(samples: list[float], round_: int = 0, status: str = "ok", **parts) ->
 def test_median_interval_and_rates_from_samples():
     r = _case([10.0, 12.0, 11.0, 30.0, 9.0])
     assert r.median_ms == 11.0
-    assert (r.summary["p25"], r.summary["p75"]) == (10.0, 12.0)
+    assert (r.summary.p25, r.summary.p75) == (10.0, 12.0) and r.summary.to_dict() == stats.summarize(r.samples_ms)
     peak = {"bf16": 100.0, "source": "test"}
     rates = r.rates(peak)
     assert rates["tokens_per_s"] == pytest.approx(1000 / 0.011)
@@ -195,7 +195,7 @@ def test_case_frame_values_come_from_case_rounds():
         row = df.loc[case_id]
         assert row["status"] == rounds.status
         if rounds.ok:
-            assert row["median_ms"] == rounds.median_ms and row["p25_ms"] == rounds.summary["p25"]
+            assert row["median_ms"] == rounds.median_ms and row["p25_ms"] == rounds.summary.p25
             assert row["tokens_per_s"] == rounds.throughput()["tokens_per_s"]
             assert row["memory_bytes"] == rounds.last.peak_memory
 
