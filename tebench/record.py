@@ -230,7 +230,7 @@ class GpuBusy(_Part):
 
 @_part
 class Warmup(_Part):
-    """How the untimed warm-up ended: its ``rule`` (fixed, settled), the ``steps`` it took, whether step times settled."""
+    """How the untimed warm-up ended: its ``rule`` (fixed, settled), the ``steps`` it took, whether times settled."""
 
     rule: str | None = None
     steps: int | None = None
@@ -389,7 +389,7 @@ class CaseResult(_Part):
 
     @property
     def variant(self) -> str:
-        """The case's label without workload and size (``TE-FP8[delayed]+graphs``)."""
+        """The mode plus its options: the case id without workload and size (``TE-FP8/delayed.E4M3.h16.max``)."""
         from tebench.matrix import Case  # torch-free, but heavier than the readers need up front
 
         return Case.from_dict(self.case).variant
