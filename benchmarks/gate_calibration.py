@@ -44,7 +44,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tebench import ab, compare, results  # noqa: E402
+from tebench import ab, compare, record, results  # noqa: E402
 from tebench.matrix import load  # noqa: E402
 from tebench.measure import SLOWDOWN_ENV  # noqa: E402
 
@@ -132,11 +132,9 @@ def _pool(paths: list[str]) -> dict[tuple[str, str], list[tuple[list[float], lis
 
     def ok_rounds(path: Path) -> dict[tuple[tuple[str, str], int], tuple[str, list[float]]]:
         out = {}
-        for rec in results.read(path).latest().values():
-            samples = (rec.get("timing") or {}).get("samples_ms")
-            if rec["status"] == "ok" and samples:
-                key = (rec["case_id"], (rec.get("device") or {}).get("name") or "?")
-                out[(key, rec.get("round", 0))] = (rec.get("started") or "", samples)
+        for rec in record.read(path, judge=False).cases:
+            if rec.status == "ok" and rec.samples_ms:
+                out[((rec.case_id, rec.device_name), rec.round_no)] = (rec.started or "", rec.samples_ms)
         return out
 
     for p in map(Path, paths):

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import tebench
-from tebench import caches, compare, results, runner
+from tebench import caches, compare, record, results, runner
 from tebench.detect import Environment, probe
 from tebench.matrix import Matrix
 
@@ -214,7 +214,7 @@ def run(matrix: Matrix, opts: ABOptions) -> compare.Comparison:
     for s in sides.values():
         with contextlib.suppress(OSError):
             (s.out / ".work").rmdir()
-    result = compare.compare_runs(results.read(sides["base"].out), results.read(sides["head"].out), opts.compare,
+    result = compare.compare_runs(record.read(sides["base"].out), record.read(sides["head"].out), opts.compare,
                                   str(sides["base"].out), str(sides["head"].out))
     (opts.out / "compare.md").write_text(compare.to_markdown(result, title="tebench ab") + "\n", encoding="utf-8")
     (opts.out / "compare.json").write_text(result.to_json() + "\n", encoding="utf-8")

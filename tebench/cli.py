@@ -173,26 +173,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         prestart_depth=_prestart_depth(args.prestart_depth),
     )
     path = runner.run(mat, env, opts)
-    from tebench import results
+    from tebench import record
 
-    run = results.read(path)
-    latest = list(run.latest().values())
+    # Parity judged again over the whole run, as the report judges it: --strict and the report agree.
+    run = record.read(path)
     print(f"\nresults: {path}")
     if not args.no_report:
         from tebench.report import render
 
         out = render([path], Path(args.out) / "report")
         print(f"report:  {out / 'index.html'}\n         {out / 'report.md'}")
-    from tebench import parity
-
-    # An inconclusive verdict is not a pass: --strict fails on it too.
-    bad = [r for r in latest if r["status"] not in ("ok", "skipped")
-           or (r.get("parity", {}).get("verdict") in parity.JUDGED and not parity.passed(r))]
+    # An inconclusive verdict is not a pass: --strict fails on it too (CaseResult.problem).
+    bad = run.problem_cases
     if bad:
         print(f"{len(bad)} case(s) not ok, failing or inconclusive on loss parity:", file=sys.stderr)
         for r in bad:
-            print(f"  {r['status']:<8} {r['case_id']}: {r.get('reason') or r.get('parity', {}).get('reason')}",
-                  file=sys.stderr)
+            print(f"  {r.status:<8} {r.case_id}: {r.why}", file=sys.stderr)
     return 1 if (bad and args.strict) else 0
 
 

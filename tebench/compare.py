@@ -39,7 +39,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from tebench import parity, results, stats
+from tebench import record, results, stats
+from tebench.record import CaseResult, CaseRounds, RunRecords
 
 DEFAULT_THRESHOLDS = {"time": 0.05, "memory": 0.05, "loss": 0.10}
 DEFAULT_ALPHA = 0.05
@@ -156,32 +157,30 @@ class Side:
     """The run executed several cases at once (``--devices`` with more than one GPU)."""
 
 
-def side(records: list[dict[str, Any]], concurrent: bool = False) -> Side:
-    """Summarize the records (rounds) of one case in one run."""
-    records = sorted(records, key=lambda r: r.get("round", 0))
-    ok = [r for r in records if r["status"] == "ok" and r.get("timing")]
-    last = records[-1]
-    bad = next((r for r in records if r["status"] != "ok"), None)
-    samples = [s for r in ok for s in r["timing"]["samples_ms"]]
-    mems = [m for m in map(results.peak_memory, ok) if m]
-    median = float(np.median([np.median(r["timing"]["samples_ms"]) for r in ok
-                              if r["timing"]["samples_ms"]])) if samples else None
-    tokens = (last.get("throughput") or {}).get("tokens_per_step")
-    busy = [b for r in ok if (b := (r.get("gpu_busy") or {}).get("busy_fraction")) is not None]
-    settings = {k: v for k, v in ((last.get("case") or {}).get("settings") or {}).items() if k not in IGNORED_SETTINGS}
-    case = {k: v for k, v in (last.get("case") or {}).items() if k != "settings"}
+def side(records: list[CaseResult] | CaseRounds, concurrent: bool = False) -> Side:
+    """Summarize the records (rounds) of one case in one run.
+
+    The step time is the median of the rounds' medians (:attr:`record.CaseRounds.level_ms`),
+    the round being the unit of replication; tokens/s is taken at that step time.
+    """
+    rounds = records if isinstance(records, CaseRounds) else CaseRounds(records)
+    records, last = rounds.records, rounds.records[-1]
+    # The first round that did not finish ok names the status (a later ok round does not hide it).
+    bad = next((r for r in records if r.status != "ok"), None)
+    settings = {k: v for k, v in last.settings.items() if k not in IGNORED_SETTINGS}
+    case = {k: v for k, v in last.case.items() if k != "settings"}
     return Side(
-        status=bad["status"] if bad else last["status"],
-        reason=bad.get("reason") if bad else None,
-        rounds=[r["timing"]["samples_ms"] for r in ok],
-        median_ms=median,
-        tokens_per_s=tokens / (median / 1000.0) if (tokens and median) else None,
-        memory=mems,
-        final_loss=(last.get("loss") or {}).get("final"),
-        parity=(last.get("parity") or {}).get("verdict"),
+        status=bad.status if bad else last.status,
+        reason=bad.reason if bad else None,
+        rounds=rounds.rounds_ms,
+        median_ms=rounds.level_ms,
+        tokens_per_s=rounds.tokens_per_s,
+        memory=rounds.memory_peaks,
+        final_loss=last.final_loss,
+        parity=last.verdict,
         settings={**case, "settings": settings} if case else {},
-        gpu_uuids=sorted({u for r in records if (u := (r.get("device") or {}).get("uuid"))}),
-        busy=float(np.median(busy)) if busy else None,
+        gpu_uuids=sorted({u for r in records if (u := r.device.uuid if r.device else None)}),
+        busy=rounds.busy_fraction,
         concurrent=concurrent,
     )
 
@@ -372,25 +371,17 @@ def _any_invalid(pair: tuple[str, str, Side, Side]) -> bool:
     return bool(_invalid(pair[2]) or _invalid(pair[3]))
 
 
-def _concurrent(run: results.Run) -> bool:
-    return any(len(h.get("devices") or []) > 1 for h in run.headers)
+def _typed(run: results.Run | RunRecords) -> RunRecords:
+    """The run as typed records, parity judged again (as the report judges it)."""
+    return run if isinstance(run, RunRecords) else record.from_run(run)
 
 
-def _cases(run: results.Run) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    records = list(run.latest().values())
-    parity.attach(records)
-    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for r in records:
-        device = (r.get("device") or {}).get("name") or "?"
-        out.setdefault((r["case_id"], device), []).append(r)
-    return out
-
-
-def environment(run: results.Run) -> dict[str, Any]:
+def environment(run: results.Run | RunRecords) -> dict[str, Any]:
     """The parts of a run's environment that change performance."""
-    env = run.env
+    header = run.header if isinstance(run, RunRecords) else record.RunHeader.from_dict(run.header)
+    env = header.environment
     gpus = env.get("gpus") or []
-    ab = run.header.get("ab") or {}
+    ab = header.ab or {}
     return {
         "device": gpus[0]["name"] if gpus else f"CPU ({env.get('cpu')})",
         "driver": env.get("driver"),
@@ -504,23 +495,25 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def ab_id(run: results.Run) -> str | None:
+def ab_id(run: results.Run | RunRecords) -> str | None:
     """The id of the interleaved ``tebench ab`` run this side belongs to (None for a plain run)."""
-    return (run.header.get("ab") or {}).get("id")
+    ab = run.header.ab if isinstance(run, RunRecords) else run.header.get("ab")
+    return (ab or {}).get("id")
 
 
-def compare_runs(base: results.Run, head: results.Run, opts: Options | None = None,
+def compare_runs(base: results.Run | RunRecords, head: results.Run | RunRecords, opts: Options | None = None,
                  base_name: str = "base", head_name: str = "head") -> Comparison:
-    """Compare two runs already read."""
+    """Compare two runs already read (by :func:`results.read` or :func:`record.read`)."""
     opts = opts or Options()
-    bcases, hcases = _cases(base), _cases(head)
+    base, head = _typed(base), _typed(head)
+    bcases, hcases = base.by_case(by_device=True), head.by_case(by_device=True)
     if not set(bcases) & set(hcases):
         raise CompareError(f"{base_name} and {head_name} have no case in common (same case id on the same device)")
     paired = ab_id(base) is not None and ab_id(base) == ab_id(head)
     benv, henv = environment(base), environment(head)
     differs = [k for k in ENV_KEYS if benv.get(k) != henv.get(k)]
     pairs, deltas = [], {}
-    bconc, hconc = _concurrent(base), _concurrent(head)
+    bconc, hconc = base.concurrent, head.concurrent
     for key in sorted(set(bcases) | set(hcases)):
         case_id, device = key
         if key not in hcases:
@@ -542,7 +535,7 @@ def compare(base_path: str | Path, head_path: str | Path, thresholds: dict[str, 
     if opts is None:
         opts = Options(thresholds=dict(thresholds or {}), count_env_changes=count_env_changes)
     try:
-        base, head = results.read(base_path), results.read(head_path)
+        base, head = record.read(base_path), record.read(head_path)
     except (OSError, results.SchemaError) as exc:
         raise CompareError(str(exc)) from None
     return compare_runs(base, head, opts, str(base_path), str(head_path))

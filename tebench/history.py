@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tebench import compare, results, stats
+from tebench import compare, record, stats
+from tebench.record import CaseResult
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -73,28 +74,27 @@ class Added:
 
 def add(db: str | Path, path: str | Path) -> Added:
     """Store a results file in the database; adding the same run again changes nothing."""
-    run = results.read(path)
+    # Parity judged again over the run, as the report and --strict judge it.
+    run = record.read(path)
     env = compare.environment(run)
-    created = run.header.get("created") or ""
+    created = run.header.created or ""
     with closing(connect(db)) as conn:
         conn.execute("BEGIN IMMEDIATE")  # one writer at a time; others wait (busy_timeout)
         try:
             cur = conn.execute(
                 "INSERT OR IGNORE INTO runs VALUES (?,?,?,?,?,?,?)",
                 (run.run_id, created, time.strftime("%Y-%m-%dT%H:%M:%S%z"), env["device"],
-                 run.header.get("matrix", {}).get("name"), env.get("git_commit"), json.dumps(run.header)),
+                 run.header.matrix_name, env.get("git_commit"), json.dumps(run.header.to_dict())),
             )
             new_run = cur.rowcount == 1
             new_cases = 0
-            for rec in run.latest().values():
-                median = (rec.get("timing") or {}).get("stats", {}).get("median")
+            for rec in run.cases:
+                rates = rec.rates(run.header.peak_tflops)
                 cur = conn.execute(
                     "INSERT OR IGNORE INTO cases VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    (run.run_id, rec["case_id"], rec.get("round", 0), (rec.get("device") or {}).get("name"),
-                     rec["status"], median, (rec.get("throughput") or {}).get("tokens_per_s"),
-                     results.peak_memory(rec),
-                     (rec.get("loss") or {}).get("final"), (rec.get("parity") or {}).get("verdict"),
-                     json.dumps(rec)),
+                    (run.run_id, rec.case_id, rec.round_no, rec.device.name if rec.device else None,
+                     rec.status, rec.median_ms, rates.get("tokens_per_s"), rec.peak_memory,
+                     rec.final_loss, rec.verdict, json.dumps(rec.to_dict())),
                 )
                 new_cases += cur.rowcount
             conn.execute("COMMIT")
@@ -115,13 +115,13 @@ def frame(db: str | Path) -> pd.DataFrame:
     return df
 
 
-def records(db: str | Path, run_ids: list[str]) -> list[dict[str, Any]]:
+def records(db: str | Path, run_ids: list[str]) -> list[CaseResult]:
     """The stored records of some runs."""
     if not run_ids:
         return []
     with closing(connect(db)) as conn:
         q = f"SELECT record_json FROM cases WHERE run_id IN ({','.join('?' * len(run_ids))})"
-        return [json.loads(row[0]) for row in conn.execute(q, run_ids)]
+        return [CaseResult.from_dict(json.loads(row[0]), f"{db}: record") for row in conn.execute(q, run_ids)]
 
 
 @dataclass
@@ -287,13 +287,12 @@ def latest_vs_recent(db: str | Path, window: int = 5, thresholds: dict[str, floa
     return deltas, info
 
 
-def _run_level_test(base_records: list[dict[str, Any]], head: compare.Side,
+def _run_level_test(base_records: list[CaseResult], head: compare.Side,
                     opts: compare.Options) -> stats.TimeTest | None:
     by_run: dict[str, list[float]] = {}
     for r in base_records:
-        samples = (r.get("timing") or {}).get("samples_ms") or []
-        if r["status"] == "ok" and len(samples) >= opts.min_steps:
-            by_run.setdefault(r["run_id"], []).append(float(np.median(samples)))
+        if r.status == "ok" and len(r.samples_ms) >= opts.min_steps:
+            by_run.setdefault(r.run_id or "", []).append(r.round_median_ms)
     levels = [float(np.median(v)) for v in by_run.values()]
     if not levels:
         return None
@@ -305,10 +304,10 @@ def _run_level_test(base_records: list[dict[str, Any]], head: compare.Side,
     return stats.prediction_test(levels, head.median_ms, confidence=1 - opts.alpha)
 
 
-def _by_case(recs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {}
+def _by_case(recs: list[CaseResult]) -> dict[str, list[CaseResult]]:
+    out: dict[str, list[CaseResult]] = {}
     for r in recs:
-        out.setdefault(r["case_id"], []).append(r)
+        out.setdefault(r.case_id, []).append(r)
     return out
 
 

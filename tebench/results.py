@@ -64,12 +64,6 @@ class Run:
         return out
 
 
-def peak_memory(record: dict[str, Any]) -> float | None:
-    """A case's peak memory: CUDA max allocated on a GPU, the process peak RSS on a CPU."""
-    mem = record.get("memory") or {}
-    return mem.get("peak_allocated_bytes") or mem.get("peak_rss_bytes")
-
-
 def results_path(path: str | Path) -> Path:
     """Accept a run directory or a results file."""
     p = Path(path)

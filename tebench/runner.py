@@ -35,6 +35,7 @@ from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, c
 from tebench.gates import gate_case
 from tebench.matrix import Case, Matrix, iter_cases, reference_order
 from tebench.modes import MODES
+from tebench.record import CaseResult, Throughput
 from tebench.workloads import SPECS
 
 # A worker that ran its case but could not write the result exits with
@@ -231,22 +232,21 @@ class Display:
 
 def summary_line(record: dict[str, Any]) -> str:
     """One human-readable line for a finished case."""
-    status = record["status"]
-    head = f"{status:<8} {record['case_id']}" + (f" (round {record['round']})" if record.get("round") else "")
-    if status in ("ok", "diverged") and record.get("timing", {}).get("stats", {}).get("median") is not None:
-        st = record["timing"]["stats"]
-        tp = record.get("throughput", {})
-        bits = [f"{st['median']:.2f} ms/step (IQR {st['iqr']:.2f})"]
-        if tp.get("tokens_per_s"):
-            bits.append(f"{tp['tokens_per_s']:,.0f} tok/s")
-        if tp.get("mfu") is not None:
-            bits.append(f"MFU {tp['mfu'] * 100:.1f}%")
-        verdict = record.get("parity", {}).get("verdict")
-        if verdict:
-            bits.append(f"parity {verdict}")
+    r = CaseResult.from_dict(record)
+    head = f"{r.status:<8} {r.case_id}" + (f" (round {r.round})" if r.round else "")
+    summary = r.summary
+    if r.status in ("ok", "diverged") and summary.median is not None:
+        tp = r.throughput or Throughput()
+        bits = [f"{summary.median:.2f} ms/step (IQR {summary.iqr:.2f})"]
+        if tp.tokens_per_s:
+            bits.append(f"{tp.tokens_per_s:,.0f} tok/s")
+        if tp.mfu is not None:
+            bits.append(f"MFU {tp.mfu * 100:.1f}%")
+        if r.verdict:
+            bits.append(f"parity {r.verdict}")
         return f"{head}: " + ", ".join(bits)
-    if record.get("reason"):
-        return f"{head}: {record['reason']}"
+    if r.reason:
+        return f"{head}: {r.reason}"
     return head
 
 

@@ -135,7 +135,7 @@ def test_results_with_one_value_replaced_read_or_are_refused(data, tmp_path_fact
         assert str(file) in str(exc)
         return
     # What the reader accepted, the readers downstream can use.
-    assert all(isinstance(r["case_id"], str) and isinstance(r["case"], dict) for r in src.records)
+    assert all(isinstance(r.case_id, str) and isinstance(r.case, dict) for r in src.records)
     code = cli.main(["compare", str(file), str(file), "--format", "json",
                      "--out", str(file.with_suffix(".json"))])
     assert code in (0, 1, 2)

@@ -266,18 +266,21 @@ def test_engineering_units_and_log_rule():
 
 
 def test_reference_band_prefers_the_recorded_band():
+    from tebench.record import CaseResult
     from tebench.report import charts
 
-    ref = {"loss": {"per_step": [4.0, 2.0, 1.0]}, "case": {"settings": {"parity_atol": 0.05, "parity_rtol": 0.1}}}
+    ref = CaseResult.from_dict({"loss": {"per_step": [4.0, 2.0, 1.0]},
+                                "case": {"settings": {"parity_atol": 0.05, "parity_rtol": 0.1}}})
     band = {"step": [0, 1, 2], "lo": [3.0, 1.5, 0.5], "hi": [5.0, 2.5, 1.5], "center": [4.0, 2.0, 1.0]}
-    assert charts.reference_band([{"parity": {"verdict": "pass", "band": band}}], ref) is band
-    fallback = charts.reference_band([{"parity": {"verdict": "pass"}}], ref)
+    recorded = CaseResult.from_dict({"parity": {"verdict": "pass", "band": band}})
+    assert charts.reference_band([recorded], ref) is band
+    fallback = charts.reference_band([CaseResult.from_dict({"parity": {"verdict": "pass"}})], ref)
     assert fallback["lo"] == pytest.approx([3.6, 1.8, 0.9]) and fallback["hi"] == pytest.approx([4.4, 2.2, 1.1])
 
 
 def test_repro_fields_read_as_text():
     src = report.load_all([H200])[0]
-    src.header["devices"] = ["0", "1"]
+    src.header.devices = ["0", "1"]
     row = dict(report._reproduce(src))["rounds / shard / devices"]
     assert row.endswith("/ 0, 1") and "[" not in row
 
@@ -330,7 +333,7 @@ def test_fp8_state_charts_cover_largest_size_and_spikes(h200_charts):
     sources, df, charts = h200_charts
     chosen, total = report._fp8_selection(sources, df)
     assert total and chosen
-    sizes = {r["case"]["size"] for _, r, _ in chosen}
+    sizes = {r.size for _, r, _ in chosen}
     assert "s2048" in sizes  # the largest size of the fixture
     fig = charts.fp8_state(chosen[0][1])
     for ax in fig.axes:

@@ -94,6 +94,17 @@ def test_run_records_everything_and_skips_te_with_reasons(tiny, tmp_path, tebenc
     assert "greedy_accuracy" in got["gpt/micro/PT-FP32"]["validation"]
     assert "ok" in proc.stderr and "skipped" in proc.stderr
     assert not (out / ".work").exists(), "hand-off files must not outlive their records"
+    # What this tebench writes today reads back as typed records, losslessly, and the values
+    # readers derive equal the ones the runner stored.
+    from tebench.record import CaseResult, RunHeader
+
+    assert RunHeader.from_dict(head).to_dict() == head
+    for rec in got.values():
+        typed = CaseResult.from_dict(rec)
+        assert typed.to_dict() == rec and list(typed.to_dict()) == list(rec)
+        if typed.timing:
+            assert typed.median_ms == rec["timing"]["stats"]["median"]
+            assert typed.rates(head["env"].get("peak_tflops")) == rec["throughput"]
 
 
 def test_failures_are_recorded_and_the_matrix_goes_on(tiny, tmp_path, tebench_cli):

@@ -46,7 +46,8 @@ def no_torch(*args: str, env: dict | None = None, cwd=None) -> subprocess.Comple
 
 def test_parent_modules_do_not_import_torch():
     code = ("import sys, tebench.cli, tebench.matrix, tebench.runner, tebench.gates, tebench.shard, "
-            "tebench.merge, tebench.results, tebench.report, tebench.compare, tebench.history, tebench.detect, "
+            "tebench.merge, tebench.results, tebench.record, tebench.report, tebench.compare, tebench.history, "
+            "tebench.detect, "
             "tebench.workloads; print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('torch', 'transformer_engine')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)

@@ -143,8 +143,8 @@ COST_COLUMNS = [
 
 def _cost_header(src: Source) -> dict[str, Any]:
     """How a run started its cases and the compile cache it began with (older runs: unknown)."""
-    cache = src.header.get("compile_cache") or {}
-    return {"label": src.label, "launch": src.header.get("launch") or "unrecorded",
+    cache = src.header.compile_cache or {}
+    return {"label": src.label, "launch": src.header.launch or "unrecorded",
             "cache": cache.get("state") or "unrecorded", "cache_dir": cache.get("dir")}
 
 
@@ -165,7 +165,7 @@ def _sentence(row: pd.Series) -> str:
 def _environment(src: Source) -> list[tuple[str, str]]:
     env = src.env
     gpus = env.get("gpus") or []
-    setup = next((r.get("setup") for r in src.records if r.get("setup")), {}) or {}
+    setup = next((r.setup for r in src.records if r.setup), {}) or {}
     peak = env.get("peak_tflops")
     clocks = env.get("gpu_clocks") or {}
     rows = [
@@ -200,18 +200,18 @@ def _listed(value: Any) -> str:
 
 def _reproduce(src: Source) -> list[tuple[str, str]]:
     head, env = src.header, src.env
-    matrix = head.get("matrix", {})
+    matrix = head.matrix or {}
     commit = env.get("git_commit") or "not a git checkout"
     if env.get("git_dirty"):
         commit += " (with uncommitted changes)"
     return [
-        ("command", " ".join(head.get("command") or []) or "–"),
+        ("command", " ".join(head.command or []) or "–"),
         ("matrix", f"{matrix.get('name', '–')} ({matrix.get('source', '–')})"),
         ("matrix sha256 (resolved / file)", f"{matrix.get('sha256', '–')} / {matrix.get('text_sha256', '–')}"),
-        ("run id / created", f"{head.get('run_id', '–')} / {head.get('created', '–')}"),
-        ("rounds / shard / devices", f"{head.get('rounds', 1)} / {_listed(head.get('shard')) or 'whole matrix'} / "
-                                     f"{_listed(head.get('devices')) or 'default'}"),
-        ("tebench", f"{head.get('tebench') or env.get('tebench') or '–'} @ {commit}"),
+        ("run id / created", f"{head.stored('run_id', '–')} / {head.stored('created', '–')}"),
+        ("rounds / shard / devices", f"{head.stored('rounds', 1)} / {_listed(head.shard) or 'whole matrix'} / "
+                                     f"{_listed(head.devices) or 'default'}"),
+        ("tebench", f"{head.tebench or env.get('tebench') or '–'} @ {commit}"),
         ("results file", src.path),
     ]
 
@@ -228,32 +228,30 @@ def _fp8_selection(sources: list[Source], df: pd.DataFrame) -> tuple[list[tuple[
     sizes = tables.size_order(df) if not df.empty else {}
     chosen, total = [], 0
     for src in sources:
-        recs = [r for r in src.records if r.get("round", 0) == 0]
-        with_state = [r for r in recs if r.get("fp8_state")]
+        recs = [r for r in src.records if r.round_no == 0]
+        with_state = [r for r in recs if r.fp8_state]
         total += len(with_state)
         largest: dict[str, float] = {}
         for r in with_state:
-            key = sizes.get((r["case"]["workload"], r["case"]["size"]), (0.0, 0.0))[0]  # FLOPs: the model's size
-            largest[r["case"]["workload"]] = max(largest.get(r["case"]["workload"], -math.inf), key)
-        refs = {(r["case"]["workload"], r["case"]["size"]): r for r in recs
-                if (r.get("parity") or {}).get("verdict") == "reference" and r.get("loss")}
+            key = sizes.get((r.workload, r.size), (0.0, 0.0))[0]  # FLOPs: the model's size
+            largest[r.workload] = max(largest.get(r.workload, -math.inf), key)
+        refs = {(r.workload, r.size): r for r in recs if r.verdict == "reference" and r.loss}
         for r in with_state:
-            c = r["case"]
             why = []
-            if sizes.get((c["workload"], c["size"]), (0.0, 0.0))[0] == largest[c["workload"]]:
+            if sizes.get((r.workload, r.size), (0.0, 0.0))[0] == largest[r.workload]:
                 why.append("largest size")
-            ref = refs.get((c["workload"], c["size"]))
-            if ref is not None and r.get("loss"):
-                step = tables.loss_spike(r["loss"]["per_step"], ref["loss"]["per_step"],
-                                         (r.get("parity") or {}).get("tolerance") or 0.0)
+            ref = refs.get((r.workload, r.size))
+            if ref is not None and r.loss:
+                step = tables.loss_spike(r.loss.per_step, ref.loss.per_step,
+                                         (r.parity.tolerance if r.parity else None) or 0.0)
                 if step is not None:
                     why.append(f"loss spiked above the reference at step {step}")
-            if r["fp8_state"].get("flags"):
-                why.append(f"{len(r['fp8_state']['flags'])} flag(s)")
+            if r.fp8_state.get("flags"):
+                why.append(f"{len(r.fp8_state['flags'])} flag(s)")
             if why:
                 chosen.append((src, r, "; ".join(why)))
     order = {cid: i for i, cid in enumerate(df["case_id"])} if not df.empty else {}
-    chosen.sort(key=lambda t: order.get(t[1]["case_id"], len(order)))
+    chosen.sort(key=lambda t: order.get(t[1].case_id, len(order)))
     return chosen[:MAX_FP8_CHARTS], total
 
 
@@ -365,7 +363,7 @@ def build_context(sources: list[Source], out: Path, assets_url: str | None = Non
                      "measured steps, profile, validate, and other (result hand-off, process exit).",
                      lambda: phases.chart(cost)))
         for i, (src, rec, why) in enumerate(chosen):
-            jobs.append((f"fp8_state_{i}", rec["case_id"], why + (f"; {src.label}" if multi else ""),
+            jobs.append((f"fp8_state_{i}", rec.case_id, why + (f"; {src.label}" if multi else ""),
                          lambda rec=rec, why=why: charts.fp8_state(rec, note=why)))
     pngs = draw_all([job[3] for job in jobs])
     charts_out = [Chart(name, title, caption, png) for (name, title, caption, _), png in zip(jobs, pngs)
@@ -374,8 +372,8 @@ def build_context(sources: list[Source], out: Path, assets_url: str | None = Non
                        if png is not None and name == "phases"), None)
     fp8_charts = [Chart(name, title, caption, png) for (name, title, caption, _), png in zip(jobs, pngs)
                   if png is not None and name.startswith("fp8_state_")]
-    fp8_flags = [(s.label, r["case_id"], flag) for s in sources for r in s.records
-                 if r.get("fp8_state") for flag in r["fp8_state"].get("flags", [])]
+    fp8_flags = [(s.label, r.case_id, flag) for s in sources for r in s.records
+                 if r.fp8_state for flag in r.fp8_state.get("flags", [])]
 
     head = tables.headline(df)
     has_busy = not df.empty and df["gpu_busy"].notna().any()
@@ -404,11 +402,11 @@ def build_context(sources: list[Source], out: Path, assets_url: str | None = Non
     fp8_ran = not df.empty and ((df["mode"] == "TE-FP8") & (df["status"] == "ok")).any()
     fp8_cases = int((df["mode"] == "TE-FP8").sum()) if not df.empty else 0
     return {
-        "title": ", ".join(dict.fromkeys(s.header.get("matrix", {}).get("name", "results") for s in sources)),
+        "title": ", ".join(dict.fromkeys((s.header.matrix or {}).get("name", "results") for s in sources)),
         "generated": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "tebench_version": tebench.__version__,
         "sources": [{"label": s.label, "kind": s.kind, "notes": s.notes, "env": _environment(s),
-                     "reproduce": _reproduce(s), "matrix": s.header.get("matrix", {}).get("data")} for s in sources],
+                     "reproduce": _reproduce(s), "matrix": (s.header.matrix or {}).get("data")} for s in sources],
         "multi": multi,
         "envs_differ": envs_differ,
         "headline_sentences": [_sentence(r) for _, r in head.iterrows()],

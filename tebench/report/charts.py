@@ -24,6 +24,7 @@ import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from tebench.record import CaseResult
 from tebench.modes import MODES
 from tebench.recipes import RECIPES
 from tebench.report import tables
@@ -272,18 +273,18 @@ def _family_key(name: str) -> tuple[int, int, str]:
     return (1, recipes.index(recipe) if recipe in recipes else len(recipes), name)
 
 
-def reference_band(recs: list[dict[str, Any]], ref: dict[str, Any] | None) -> dict[str, list[float]] | None:
+def reference_band(recs: list[CaseResult], ref: CaseResult | None) -> dict[str, list[float]] | None:
     """The band the curves were judged against: ``parity.band`` when parity recorded one,
     else the reference curve ± the parity tolerance (the judge's own numbers)."""
     for rec in recs:
-        band = (rec.get("parity") or {}).get("band")
+        band = rec.parity.band if rec.parity else None
         if band and band.get("step") and band.get("lo") and band.get("hi"):
             return band
     if ref is None:
         return None
-    losses = np.asarray(ref["loss"]["per_step"], dtype=float)
-    settings = ref["case"]["settings"]
-    judged = [(r.get("parity") or {}).get("tolerance") for r in recs]
+    losses = np.asarray(ref.loss.per_step, dtype=float)
+    settings = ref.settings
+    judged = [r.parity.tolerance if r.parity else None for r in recs]
     judged = [t for t in judged if t is not None]
     tol = (np.full_like(losses, max(judged)) if judged else
            np.maximum(settings.get("parity_atol", 0.05), settings.get("parity_rtol", 0.1) * np.abs(losses)))
@@ -291,14 +292,13 @@ def reference_band(recs: list[dict[str, Any]], ref: dict[str, Any] | None) -> di
             "center": list(losses)}
 
 
-def _loss_groups(sources: list[Any]) -> list[tuple[tuple[str, str, str], list[dict[str, Any]]]]:
+def _loss_groups(sources: list[Any]) -> list[tuple[tuple[str, str, str], list[CaseResult]]]:
     groups = []
     for src in sources:
-        per_group: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        per_group: dict[tuple[str, str], list[CaseResult]] = {}
         for rec in src.records:
-            if rec.get("loss") and rec["loss"].get("per_step") and rec.get("round", 0) == 0 \
-                    and rec["case"].get("parallel", "single") == "single":
-                per_group.setdefault((rec["case"]["workload"], rec["case"]["size"]), []).append(rec)
+            if rec.loss and rec.loss.per_step and rec.round_no == 0 and rec.parallel == "single":
+                per_group.setdefault((rec.workload, rec.size), []).append(rec)
         for (workload, size), recs in per_group.items():
             groups.append(((src.label, workload, size), recs))
     return groups
@@ -320,23 +320,23 @@ def loss_curves(sources: list[Any], df: pd.DataFrame) -> Figure | None:
     multi = len(sources) > 1
     layout = []
     for key, recs in groups:
-        ref = next((r for r in recs if (r.get("parity") or {}).get("verdict") == "reference"), None)
-        fams: dict[str, list[dict[str, Any]]] = {}
+        ref = next((r for r in recs if r.verdict == "reference"), None)
+        fams: dict[str, list[CaseResult]] = {}
         for rec in recs:
             if rec is not ref:
-                members = fams.setdefault(family(rec["case"]), [])
+                members = fams.setdefault(family(rec.case), [])
                 if len(members) < MAX_BARS // 4:
                     members.append(rec)
         if not fams and ref is not None:
-            fams[family(ref["case"])] = []
+            fams[family(ref.case)] = []
         layout.append((key, recs, ref, sorted(fams.items(), key=lambda kv: _family_key(kv[0]))))
     panel_w = 3.4
 
-    def label(rec: dict[str, Any], name: str) -> str:
-        text = rec["case_id"].split("/", 2)[2]
+    def label(rec: CaseResult, name: str) -> str:
+        text = rec.case_id.split("/", 2)[2]
         if name.startswith("TE-FP8 ") and text.startswith("TE-FP8/"):
             text = text[len("TE-FP8/"):]
-        verdict = (rec.get("parity") or {}).get("verdict") or ""
+        verdict = rec.verdict or ""
         return text + (f" ({verdict})" if verdict and verdict not in ("reference", "pass") else "")
 
     # One row per (machine, workload, size) with a column per family; when every size has
@@ -376,7 +376,7 @@ def loss_curves(sources: list[Any], df: pd.DataFrame) -> Figure | None:
     for (key, recs, ref, name, members, first), slot in zip(panels, slots):
         ax = flat[slot]
         if key not in scales:
-            values = np.asarray([v for r in recs for v in r["loss"]["per_step"]], dtype=float)
+            values = np.asarray([v for r in recs for v in r.loss.per_step], dtype=float)
             values = values[np.isfinite(values)]
             log = spans(values)
             # The y range follows the curves, not the band: near zero loss the band's
@@ -393,15 +393,15 @@ def loss_curves(sources: list[Any], df: pd.DataFrame) -> Figure | None:
             ax.fill_between(band["step"], np.maximum(band_lo, ylim[0]) if log else band_lo, band["hi"],
                             color="#bbbbbb", alpha=0.55, linewidth=0, label="reference band" if first else None)
         if ref is not None:
-            ref_losses = ref["loss"]["per_step"]
+            ref_losses = ref.loss.per_step
             ax.plot(range(len(ref_losses)), ref_losses, color="black", linewidth=1.3,
-                    label=f"{ref['case']['mode']} (reference)" if first else None)
+                    label=f"{ref.mode} (reference)" if first else None)
         for j, rec in enumerate(members):
             c, style = distinct(j)
-            losses = rec["loss"]["per_step"]
-            ax.plot(range(len(losses)), losses, style if not rec["case"].get("graphs") else "--", color=c,
+            losses = rec.loss.per_step
+            ax.plot(range(len(losses)), losses, style if not rec.graphs else "--", color=c,
                     linewidth=1.1, label=label(rec, name))
-        warm = recs[0]["loss"].get("warmup_steps")
+        warm = recs[0].loss.warmup_steps
         if warm:
             ax.axvline(warm - 0.5, color="black", linewidth=0.6, linestyle=":")
         ax.set_ylim(*ylim)
@@ -464,9 +464,9 @@ def _pick_layers(layers: list[tuple[str, Any]], limit: int) -> list[tuple[str, A
     return [layers[i] for i in idx]
 
 
-def fp8_state(record: dict[str, Any], max_layers: int = 12, note: str = "") -> Figure | None:
+def fp8_state(record: CaseResult, max_layers: int = 12, note: str = "") -> Figure | None:
     """Scale and amax of each FP8 quantizer over the run, one line per layer (distinct colours)."""
-    state = record.get("fp8_state")
+    state = record.fp8_state
     if not state or not state.get("layers"):
         return None
     steps = state["steps"]
@@ -498,7 +498,7 @@ def fp8_state(record: dict[str, Any], max_layers: int = 12, note: str = "") -> F
         ax.grid(alpha=0.3)
     axes[-1].legend(fontsize=FONT, loc="center left", bbox_to_anchor=(1.03, 0.5), frameon=False)
     flags = state.get("flags") or []
-    _suptitle(fig, f"FP8 scaling state: {record['case_id']}" + (f" — {note}" if note else "")
+    _suptitle(fig, f"FP8 scaling state: {record.case_id}" + (f" — {note}" if note else "")
               + (f" — {len(flags)} flag(s)" if flags else ""))
     return fig
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tebench import parity, results, stats
+from tebench import record, results, stats
+from tebench.record import CaseResult, RunHeader
 from tebench.results import SchemaError
 from tebench.matrix import Case
 from tebench.recipes import FP8Options
@@ -28,22 +29,18 @@ class Source:
     path: str
     kind: str
     """``tebench`` or ``pytest-benchmark``."""
-    header: dict[str, Any]
-    records: list[dict[str, Any]]
+    header: RunHeader
+    records: list[CaseResult]
     label: str = ""
     notes: list[str] = field(default_factory=list)
 
     @property
     def env(self) -> dict[str, Any]:
-        return self.header.get("env", {})
+        return self.header.environment
 
     @property
     def device(self) -> str:
-        env = self.env
-        gpus = env.get("gpus") or []
-        if gpus:
-            return gpus[0]["name"]
-        return f"CPU ({env.get('cpu') or 'unknown'})"
+        return self.header.device
 
 
 def _is_pytest_benchmark(path: Path) -> bool:
@@ -162,11 +159,11 @@ def _from_pytest_benchmark(path: Path) -> Source:
             "timing": {"samples_ms": samples, "stats": summary, "timer": "pytest-benchmark (forward+backward)"},
             "throughput": stats.throughput(summary["median"], tokens, flops, env.get("peak_tflops")),
         }
-        records.append(record)
+        records.append(CaseResult.from_dict(record))
     header = {"type": "header", "run_id": path.stem, "created": data.get("datetime"), "env": env,
               "command": ["pytest", "benchmarks/", f"--benchmark-json={path.name}"],
               "matrix": {"name": "pytest-benchmark module suite", "source": str(path)}}
-    return Source(str(path), "pytest-benchmark", header, records)
+    return Source(str(path), "pytest-benchmark", RunHeader.from_dict(header), records)
 
 
 def load(path: str | Path) -> Source:
@@ -174,17 +171,14 @@ def load(path: str | Path) -> Source:
     p = Path(path)
     if _is_pytest_benchmark(p):
         return _from_pytest_benchmark(p)
-    run = results.read(p)
-    latest_by_key = run.latest()
-    # Keep every round of each case (the report pools their samples), but
-    # only the last record of a (case, round) pair.
-    records = list(latest_by_key.values())
-    parity.attach(records)
-    src = Source(run.path, "tebench", run.header, records)
-    if run.skipped_lines:
-        src.notes.append(f"{run.skipped_lines} unreadable line(s) skipped (a run killed mid-write?)")
-    planned = set(run.header.get("case_ids") or [])
-    missing = sorted(planned - {r["case_id"] for r in records})
+    # Every round of each case (the report pools their samples), but only the
+    # last record of a (case, round) pair; parity judged again over them.
+    run = record.read(p)
+    src = Source(run.path, "tebench", run.header, run.cases)
+    if run.problems:
+        src.notes.append(f"{len(run.problems)} unreadable line(s) skipped (a run killed mid-write?)")
+    planned = set(run.header.case_ids or [])
+    missing = sorted(planned - {r.case_id for r in run.cases})
     if missing:
         src.notes.append(f"{len(missing)} planned case(s) have no result yet (partial run): "
                          + ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else ""))
@@ -196,7 +190,7 @@ def load_all(paths: list[str | Path]) -> list[Source]:
     sources = [load(p) for p in paths]
     counts = Counter(s.device for s in sources)
     for s in sources:
-        s.label = s.device if counts[s.device] == 1 else f"{s.device} [{s.header.get('run_id') or Path(s.path).stem}]"
+        s.label = s.device if counts[s.device] == 1 else f"{s.device} [{s.header.run_id or Path(s.path).stem}]"
     labels = Counter(s.label for s in sources)
     for i, s in enumerate(sources):
         if labels[s.label] > 1:

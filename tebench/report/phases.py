@@ -33,22 +33,19 @@ def frame(sources: list[Any]) -> pd.DataFrame:
     rows = []
     for src in sources:
         for rec in src.records:
-            ph = rec.get("phases") or {}
-            duration = rec.get("duration_s")
+            ph, duration = rec.phases or {}, rec.duration_s
             if not ph or duration is None:
                 continue
-            row = {"source": src.label, "mode": rec["case"]["mode"], "case_id": rec["case_id"]}
+            row = {"source": src.label, "mode": rec.mode, "case_id": rec.case_id}
             for key, _, _ in PHASES[:-1]:
                 row[key] = float(ph.get(key) or 0.0)
             known = sum(row[k] for k, _, _ in PHASES[:-1])
             row["other_s"] = max(0.0, float(duration) - known)
             row["duration_s"] = float(duration)
-            launch = rec.get("launch") or {}
-            row["launch"] = launch.get("method")
-            row["preload_s"] = launch.get("preload_s")
-            warm = rec.get("warmup") or {}
-            row["warmup_steps"] = warm.get("steps")
-            row["settled"] = warm.get("settled")
+            row["launch"] = rec.launch.method if rec.launch else None
+            row["preload_s"] = rec.launch.preload_s if rec.launch else None
+            row["warmup_steps"] = rec.warmup.steps if rec.warmup else None
+            row["settled"] = rec.warmup.settled if rec.warmup else None
             rows.append(row)
     return pd.DataFrame(rows)
 

@@ -14,8 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tebench import parity, results, stats
-from tebench.matrix import Case
+from tebench import parity, record, stats
 from tebench.modes import MODES
 from tebench.recipes import RECIPES
 from tebench.report.load import Source
@@ -24,91 +23,67 @@ BASELINE = "PT-AMP"
 COMPILED = "PT-AMP+compile"
 CPU_BOUND_BELOW = 0.5
 """A GPU busy less than half of the step is labelled CPU-bound."""
-STATUS_SEVERITY = ("failed", "timeout", "oom", "diverged", "ok", "skipped")
+STATUS_SEVERITY = record.STATUS_SEVERITY
 JUDGED = parity.JUDGED
 
 
-def _validation(rec: dict[str, Any]) -> tuple[str | None, float | None]:
-    v = rec.get("validation") or {}
-    metric = v.get("metric")
-    return metric, v.get(metric) if metric else None
-
-
-def _worst(statuses: list[str]) -> str:
-    return min(statuses, key=STATUS_SEVERITY.index)
-
-
 def case_frame(sources: list[Source]) -> pd.DataFrame:
-    """One row per (source, case id): rounds pooled, statistics recomputed from samples."""
+    """One row per (source, case id): rounds pooled, statistics recomputed from samples (:class:`record.CaseRounds`)."""
     rows = []
     for src in sources:
-        peak = src.env.get("peak_tflops")
-        groups: dict[str, list[dict[str, Any]]] = {}
-        for rec in src.records:
-            groups.setdefault(rec["case_id"], []).append(rec)
-        for case_id, recs in groups.items():
-            recs = sorted(recs, key=lambda r: r.get("round", 0))
-            case = recs[-1]["case"]
-            ok = [r for r in recs if r["status"] == "ok" and r.get("timing")]
-            status = _worst([r["status"] for r in recs])
-            reason = next((r.get("reason") for r in recs if r["status"] == status and r.get("reason")), None)
-            last = (ok or recs)[-1]
-            samples = [s for r in ok for s in r["timing"]["samples_ms"]]
-            summary = stats.summarize(samples) if samples else (ok[-1]["timing"]["stats"] if ok else {})
-            tp = last.get("throughput") or {}
-            if summary.get("median") and tp.get("tokens_per_step"):
-                tp = stats.throughput(summary["median"], tp["tokens_per_step"], tp.get("flops_per_step") or 0.0,
-                                      peak, case.get("nproc", 1))
-            mem, reserved = results.peak_memory(last), (last.get("memory") or {}).get("peak_reserved_bytes")
-            par = last.get("parity") or {}
-            metric, value = _validation(last)
-            busy = (last.get("gpu_busy") or {}).get("busy_fraction")
-            fp8 = case.get("fp8") or {}
+        for case_id, rounds in record.by_case(src.records, src.header.peak_tflops).items():
+            # The case as its newest round describes it; measured values from the last ok round.
+            case, newest, last = rounds.case, rounds.records[-1], rounds.last
+            summary = rounds.summary
+            tp = rounds.throughput()
+            par = last.parity or record.Parity()
+            val = last.validation or record.Validation()
+            busy = last.busy_fraction
             rows.append({
                 "source": src.label,
-                "workload": case["workload"],
-                "size": case["size"],
-                "mode": case["mode"],
-                "variant": Case.from_dict(case).variant,
+                "workload": newest.workload,
+                "size": newest.size,
+                "mode": newest.mode,
+                "variant": newest.variant,
                 "case_id": case_id,
-                "recipe": fp8.get("recipe"),
-                "graphs": bool(case.get("graphs")),
-                "fp8_weights": bool(case.get("fp8_weights")),
-                "parallel": case.get("parallel", "single"),
-                "nproc": case.get("nproc", 1),
-                "status": status,
-                "reason": reason,
-                "rounds": len(ok),
-                "median_ms": summary.get("median"),
-                "iqr_ms": summary.get("iqr"),
-                "p25_ms": summary.get("p25"),
-                "p75_ms": summary.get("p75"),
-                "min_ms": summary.get("min"),
-                "max_ms": summary.get("max"),
-                "samples": len(samples),
-                "samples_ms": [r["timing"]["samples_ms"] for r in ok],
-                "round_medians_ms": [float(np.median(r["timing"]["samples_ms"])) for r in ok],
+                "recipe": newest.fp8.get("recipe"),
+                "graphs": newest.graphs,
+                "fp8_weights": newest.fp8_weights,
+                "parallel": newest.parallel,
+                "nproc": newest.nproc,
+                "status": rounds.status,
+                "reason": rounds.reason,
+                "rounds": len(rounds.ok),
+                "median_ms": summary.median,
+                "iqr_ms": summary.iqr,
+                "p25_ms": summary.p25,
+                "p75_ms": summary.p75,
+                "min_ms": summary.min,
+                "max_ms": summary.max,
+                "samples": len(rounds.samples_ms),
+                "samples_ms": rounds.rounds_ms,
+                "round_medians_ms": rounds.round_medians_ms,
                 "tokens_per_s": tp.get("tokens_per_s"),
                 "tflops": tp.get("tflops"),
                 "mfu": tp.get("mfu"),
                 "flops_per_step": tp.get("flops_per_step"),
-                "memory_bytes": mem,
-                "reserved_bytes": reserved,
-                "memory_kind": (last.get("memory") or {}).get("kind"),
-                "final_loss": (last.get("loss") or {}).get("final"),
-                "parity": par.get("verdict"),
-                "parity_rel_diff": par.get("rel_diff"),
-                "parity_reason": par.get("reason"),
-                "curve_max_rel_dev": par.get("max_curve_rel_dev"),
-                "curve_dev_step": par.get("max_curve_dev_step"),
-                "reference_mode": par.get("reference_mode"),
-                "reference_final": par.get("reference_final"),
-                "parity_tolerance": par.get("tolerance"),
+                "memory_bytes": last.peak_memory,
+                "reserved_bytes": last.memory.peak_reserved_bytes if last.memory else None,
+                "memory_kind": last.memory.kind if last.memory else None,
+                "final_loss": last.final_loss,
+                "parity": par.verdict,
+                "parity_rel_diff": par.rel_diff,
+                "parity_reason": par.reason,
+                "curve_max_rel_dev": par.max_curve_rel_dev,
+                "curve_dev_step": par.max_curve_dev_step,
+                "reference_mode": par.reference_mode,
+                "reference_final": par.reference_final,
+                "parity_tolerance": par.tolerance,
                 "gpu_busy": busy,
                 "bound": None if busy is None else ("CPU-bound" if busy < CPU_BOUND_BELOW else "GPU-bound"),
-                "validation_metric": metric,
-                "validation": value,
-                "validation_verdict": (par.get("validation") or {}).get("verdict"),
+                "validation_metric": val.metric,
+                "validation": val.value,
+                "validation_verdict": par.validation_verdict,
                 "dims": case.get("dims", {}),
             })
     df = pd.DataFrame(rows)
@@ -176,8 +151,8 @@ def _add_baselines(df: pd.DataFrame) -> pd.DataFrame:
     c = comp.set_index(key)[["median_ms"]].rename(columns={"median_ms": "compile_ms"})
     df = df.join(b, on=key).join(c, on=key)
     ok = df["status"] == "ok"
-    df["speedup_vs_amp"] = np.where(ok, df["amp_ms"] / df["median_ms"], np.nan)
-    df["speedup_vs_compile"] = np.where(ok, df["compile_ms"] / df["median_ms"], np.nan)
+    df["speedup_vs_amp"] = np.where(ok, record.speedup(df["amp_ms"], df["median_ms"]), np.nan)
+    df["speedup_vs_compile"] = np.where(ok, record.speedup(df["compile_ms"], df["median_ms"]), np.nan)
     df["memory_vs_amp"] = np.where(ok, df["memory_bytes"] / df["amp_mem"], np.nan)
     return df
 
@@ -355,15 +330,15 @@ def distributed(df: pd.DataFrame, sources: list[Source]) -> pd.DataFrame:
     by_label = {s.label: s for s in sources}
     multi = df[df["parallel"] != "single"]
     for _, row in multi.iterrows():
-        rec = next((r for r in by_label[row["source"]].records if r["case_id"] == row["case_id"]
-                    and r.get("distributed")), None)
+        rec = next((r.distributed for r in by_label[row["source"]].records if r.case_id == row["case_id"]
+                    and r.distributed), None)
         single = df[(df["source"] == row["source"]) & (df["workload"] == row["workload"])
                     & (df["size"] == row["size"]) & (df["parallel"] == "single") & (df["status"] == "ok")
                     & (df["variant"] == row["variant"].rsplit("/", 1)[0])]
         one = float(single["tokens_per_s"].iloc[0]) if not single.empty else None
-        agg = rec["distributed"]["aggregate_tokens_per_s"] if rec else None
-        per_rank = ", ".join(f"{r['tokens_per_s']:,.0f}" for r in rec["distributed"]["per_rank"]) if rec else ""
-        sync = rec["distributed"].get("replicas_in_sync") if rec else None
+        agg = rec["aggregate_tokens_per_s"] if rec else None
+        per_rank = ", ".join(f"{r['tokens_per_s']:,.0f}" for r in rec["per_rank"]) if rec else ""
+        sync = rec.get("replicas_in_sync") if rec else None
         rows.append({
             "source": row["source"], "case_id": row["case_id"], "status": row["status"],
             "ranks": row["nproc"], "per_rank_tokens_per_s": per_rank, "aggregate_tokens_per_s": agg,
