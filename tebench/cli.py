@@ -28,8 +28,10 @@ class UsageError(Exception):
 
 def _add_matrix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("matrix", nargs="?", help="a matrix file (TOML); default: --preset auto")
+    from tebench.matrix import preset_names  # torch-free; the list is the presets directory's
+
     p.add_argument("--preset", help="a shipped preset: auto (smoke on CPU, tutorial on a GPU), "
-                   "smoke, tutorial, large, nightly, crossover, gpu-smoke, distributed")
+                   + ", ".join(preset_names()))
     p.add_argument("--only", action="append", default=[], metavar="GLOB",
                    help="run only cases whose id matches (repeatable), e.g. 'gpt/*/TE-*'")
     p.add_argument("--shard", metavar="I/N", help="run shard I of N (cost-balanced, deterministic)")
@@ -69,7 +71,7 @@ def _shard(args: argparse.Namespace) -> tuple[int, int] | None:
 def cmd_env(args: argparse.Namespace) -> int:
     """Print what was detected and what each mode and recipe would do here."""
     from tebench.detect import probe
-    from tebench.modes import MODES
+    from tebench.modes import FP8_MODES, MODES
     from tebench.recipes import RECIPES
 
     env = probe()
@@ -96,9 +98,10 @@ def cmd_env(args: argparse.Namespace) -> int:
     for mode in MODES.values():
         reason = mode.gate(env)
         print(f"  {mode.name:<15} {'runs' if not reason else 'skipped: ' + reason}")
-    print("FP8 recipes (TE-FP8):")
+    fp8_mode = MODES[FP8_MODES[0]]  # every FP8 mode gates on the same FP8 support
+    print(f"FP8 recipes ({', '.join(FP8_MODES)}):")
     for spec in RECIPES.values():
-        reason = MODES["TE-FP8"].gate(env) or spec.gate(env)
+        reason = fp8_mode.gate(env) or spec.gate(env)
         print(f"  {spec.name:<15} {'runs' if not reason else 'skipped: ' + reason}")
     return 0
 

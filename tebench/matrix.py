@@ -28,7 +28,7 @@ from tebench import fields
 from tebench.fields import FieldError, knob
 from tebench.modes import MODES
 from tebench.recipes import AMAX_ALGOS, FORMATS, RECIPES, FP8Options
-from tebench.workloads import SPECS, SizeError
+from tebench.workloads import BUILT_IN, SPECS, SizeError
 from tebench.workloads.plugins import PluginError
 from tebench.workloads.spec import size_from_dict
 
@@ -95,9 +95,9 @@ class Settings:
 class AxisValue:
     """One value of each ``[axes]`` list (and of the ``[[exclude]]`` keys that name them)."""
 
-    workloads: str = knob("gpt", "A workload: built in (gpt, llama, distill, module), or a user workload's "
-                                 "import path or entry-point name (checked where its sizes are).")
-    modes: str = knob("PT-FP32", "A precision mode.", choices=tuple(MODES))
+    workloads: str = knob(BUILT_IN[0], f"A workload: built in ({', '.join(BUILT_IN)}), or a user workload's "
+                                       "import path or entry-point name (checked where its sizes are).")
+    modes: str = knob(next(iter(MODES)), "A precision mode.", choices=tuple(MODES))
     graphs: bool = knob(False, "Capture the model's layer stack in CUDA graphs.")
     fp8_weights: bool = knob(False, "Keep weights in FP8 (TE-FP8 only).")
     parallel: str = knob("single", "single, or data parallel (ddp, fsdp2) over nproc processes.", choices=PARALLEL)

@@ -32,6 +32,7 @@ import pandas as pd
 
 import tebench
 from tebench import atomic
+from tebench.modes import FP8_MODES
 from tebench.report import charts, tables
 from tebench.report.load import Source, load_all
 
@@ -111,9 +112,10 @@ def html_table(df: pd.DataFrame, cls: str = "") -> str:
 
 HEADLINE_COLUMNS = [
     ("source", "machine", ""), ("workload", "workload", ""), ("size", "size", ""),
-    ("fastest", "fastest mode", ""), ("step_ms", "step ms", "ms"), ("speedup_vs_amp", "vs PT-AMP", "x"),
-    ("speedup_vs_compile", "vs PT-AMP+compile", "x"), ("memory_saving_vs_amp", "memory saved vs PT-AMP", "pct"),
-    ("best_fp8", "best TE-FP8", ""), ("fp8_speedup_vs_amp", "TE-FP8 vs PT-AMP", "x"),
+    ("fastest", "fastest mode", ""), ("step_ms", "step ms", "ms"), ("speedup_vs_amp", f"vs {tables.BASELINE}", "x"),
+    ("speedup_vs_compile", f"vs {tables.COMPILED}", "x"),
+    ("memory_saving_vs_amp", f"memory saved vs {tables.BASELINE}", "pct"),
+    ("best_fp8", "best TE-FP8", ""), ("fp8_speedup_vs_amp", f"TE-FP8 vs {tables.BASELINE}", "x"),
     ("parity", "loss parity", ""), ("not_ok", "not ok", ""),
 ]
 CROSSOVER_COLUMNS = [
@@ -137,12 +139,12 @@ def _sentence(row: pd.Series) -> str:
     fmt = tables.fmt
     text = f"{row['workload']}/{row['size']} on {row['source']}: fastest is {row['fastest']} at {fmt(row['step_ms'], 'ms')} ms/step"
     if pd.notna(row["speedup_vs_amp"]):
-        text += f" ({fmt(row['speedup_vs_amp'], 'x')} vs PT-AMP)"
+        text += f" ({fmt(row['speedup_vs_amp'], 'x')} vs {tables.BASELINE})"
     if row.get("best_fp8") and pd.notna(row["fp8_speedup_vs_amp"]):
-        text += f"; best TE-FP8 ({row['best_fp8']}) is {fmt(row['fp8_speedup_vs_amp'], 'x')} vs PT-AMP"
+        text += f"; best TE-FP8 ({row['best_fp8']}) is {fmt(row['fp8_speedup_vs_amp'], 'x')} vs {tables.BASELINE}"
     saving = row["memory_saving_vs_amp"]
     if pd.notna(saving) and abs(saving) >= 0.0005:
-        text += f"; it uses {fmt(abs(saving), 'pct')} {'less' if saving > 0 else 'more'} memory than PT-AMP"
+        text += f"; it uses {fmt(abs(saving), 'pct')} {'less' if saving > 0 else 'more'} memory than {tables.BASELINE}"
     return text + f"; loss parity: {row['parity']}."
 
 
@@ -378,8 +380,8 @@ def build_context(sources: list[Source], out: Path, assets_url: str | None = Non
     counts = tables.verdict_counts(df)
     parity_issue_rows = [{"case": r["case_id"], "source": r["source"], "verdict": r["parity"],
                           "reason": r["parity_reason"] or "no reason recorded"} for _, r in issues.iterrows()]
-    fp8_ran = not df.empty and ((df["mode"] == "TE-FP8") & (df["status"] == "ok")).any()
-    fp8_cases = int((df["mode"] == "TE-FP8").sum()) if not df.empty else 0
+    fp8_ran = not df.empty and (df["mode"].isin(FP8_MODES) & (df["status"] == "ok")).any()
+    fp8_cases = int(df["mode"].isin(FP8_MODES).sum()) if not df.empty else 0
     return {
         "title": ", ".join(dict.fromkeys(s.header.get("matrix", {}).get("name", "results") for s in sources)),
         "generated": time.strftime("%Y-%m-%d %H:%M:%S %Z"),

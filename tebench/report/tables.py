@@ -16,12 +16,13 @@ import pandas as pd
 
 from tebench import parity, results, stats
 from tebench.matrix import Case
+from tebench import modes, workloads
 from tebench.modes import MODES
 from tebench.recipes import RECIPES
 from tebench.report.load import Source
 
-BASELINE = "PT-AMP"
-COMPILED = "PT-AMP+compile"
+BASELINE = modes.baseline("amp")
+COMPILED = modes.baseline("compile")
 CPU_BOUND_BELOW = 0.5
 """A GPU busy less than half of the step is labelled CPU-bound."""
 STATUS_SEVERITY = ("failed", "timeout", "oom", "diverged", "ok", "skipped")
@@ -198,7 +199,7 @@ def headline(df: pd.DataFrame) -> pd.DataFrame:
         if ok.empty:
             continue
         best = ok.loc[ok["median_ms"].idxmin()]
-        fp8 = ok[ok["mode"] == "TE-FP8"]
+        fp8 = ok[ok["mode"].isin(modes.FP8_MODES)]
         best_fp8 = fp8.loc[fp8["median_ms"].idxmin()] if not fp8.empty else None
         rows.append({
             "source": source, "workload": workload, "size": size,
@@ -254,7 +255,7 @@ def fp8_pays(df: pd.DataFrame) -> pd.DataFrame:
     """
     if df.empty:
         return pd.DataFrame()
-    ok = df[(df["status"] == "ok") & (df["parallel"] == "single") & (df["mode"] == "TE-FP8")
+    ok = df[(df["status"] == "ok") & (df["parallel"] == "single") & df["mode"].isin(modes.FP8_MODES)
             & df["speedup_vs_amp"].notna()]
     rows = []
     for (source, workload, size), g in ok.groupby(["source", "workload", "size"], sort=False):
@@ -312,7 +313,7 @@ def crossover(df: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
         return pd.DataFrame(rows)
     single = df[(df["status"] == "ok") & (df["parallel"] == "single") & ~df["fp8_weights"]
-                & (df["workload"] != "module")]
+                & (df["workload"].map(workloads.kind) == "model")]
     for source, sg in single.groupby("source", sort=False):
         for workload in sg["workload"].unique():
             sizes = [s for w, s in _order_sizes(sg[sg["workload"] == workload]) if w == workload]
@@ -324,7 +325,7 @@ def crossover(df: pd.DataFrame) -> pd.DataFrame:
                     first, ratio, compared = None, None, []
                     for size in sizes:
                         at = g[g["size"] == size]
-                        fp8 = at[at["mode"] == "TE-FP8"]
+                        fp8 = at[at["mode"].isin(modes.FP8_MODES)]
                         base = at[at["mode"] == baseline]
                         if fp8.empty or base.empty:
                             continue
@@ -430,8 +431,8 @@ CASE_COLUMNS: list[tuple[str, str, str]] = [
     ("median_ms", "step ms (median)", "ms"),
     ("iqr_ms", "IQR ms", "ms"),
     ("rounds", "rounds", ""),
-    ("speedup_vs_amp", "vs PT-AMP", "x"),
-    ("speedup_vs_compile", "vs PT-AMP+compile", "x"),
+    ("speedup_vs_amp", f"vs {BASELINE}", "x"),
+    ("speedup_vs_compile", f"vs {COMPILED}", "x"),
     ("tokens_per_s", "tokens/s", "int"),
     ("tflops", "TFLOP/s", ""),
     ("mfu", "MFU", "pct"),
