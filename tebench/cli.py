@@ -110,6 +110,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     """Expand a matrix and show every case with run/skip and the reason, running nothing."""
     from tebench.detect import probe
     from tebench.gates import gate_case
+    from tebench.matrix import exclusion_text, expand
     from tebench.runner import select_cases
     from tebench.shard import estimate_cost
 
@@ -127,6 +128,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         status = "run " if reason is None else "skip"
         print(f"  {status} {case.id:<60} ~{estimate_cost(case):5.0f}s" + (f"  {reason}" if reason else ""))
     print(f"{runs} to run, {len(cases) - runs} skipped")
+    excluded = expand(mat).excluded
+    if excluded:
+        print(f"excluded by the matrix's [[exclude]] rules ({sum(e.cases for e in excluded)} case(s)):")
+        for rule in excluded:
+            print(f"  - {exclusion_text(rule.to_dict())}")
     return 0
 
 

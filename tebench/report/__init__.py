@@ -32,6 +32,7 @@ import pandas as pd
 
 import tebench
 from tebench import atomic
+from tebench.matrix import exclusion_text
 from tebench.modes import FP8_MODES
 from tebench.report import charts, tables
 from tebench.report.load import Source, load_all
@@ -200,7 +201,15 @@ def _reproduce(src: Source) -> list[tuple[str, str]]:
                                      f"{_listed(head.get('devices')) or 'default'}"),
         ("tebench", f"{head.get('tebench') or env.get('tebench') or '–'} @ {commit}"),
         ("results file", src.path),
-    ]
+    ] + _excluded(head)
+
+
+def _excluded(head: dict[str, Any]) -> list[tuple[str, str]]:
+    """The run-info row of the matrix's exclusions; none for a header from before they were recorded."""
+    if "excluded" not in head:
+        return []
+    rules = head["excluded"] or []
+    return [("excluded by the matrix", "; ".join(exclusion_text(e) for e in rules) if rules else "nothing")]
 
 
 
