@@ -391,21 +391,31 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command: one ``_add_<command>`` function each."""
     parser = argparse.ArgumentParser(
         prog="tebench",
         description="What Transformer Engine (BF16, FP8) buys over plain PyTorch, with loss parity.",
     )
     parser.add_argument("--version", action="version", version=f"tebench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_add_env, _add_list, _add_run, _add_report, _add_compare, _add_ab, _add_merge, _add_history):
+        add(sub)
+    return parser
 
+
+def _add_env(sub: Any) -> None:
     p = sub.add_parser("env", help="show detected hardware/software and what each mode would do")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_env)
 
+
+def _add_list(sub: Any) -> None:
     p = sub.add_parser("list", help="expand a matrix: every case, run or skip, and why")
     _add_matrix_args(p)
     p.set_defaults(func=cmd_list)
 
+
+def _add_run(sub: Any) -> None:
     p = sub.add_parser("run", help="run a matrix and write results (and a report)")
     _add_matrix_args(p)
     p.add_argument("--out", required=True, help="run directory (results.jsonl, logs/, report/)")
@@ -419,6 +429,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no live progress line")
     p.set_defaults(func=cmd_run)
 
+
+def _add_report(sub: Any) -> None:
     p = sub.add_parser("report", help="render HTML + Markdown from stored results (no GPU, no re-run)")
     p.add_argument("results", nargs="+", help="results.jsonl files, run directories or pytest-benchmark JSON; "
                    "several from different machines are compared side by side")
@@ -428,6 +440,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "them from there; without it report.md has no images and reads whole as text")
     p.set_defaults(func=cmd_report)
 
+
+def _add_compare(sub: Any) -> None:
     p = sub.add_parser("compare", help="compare two runs: regressions beyond threshold and noise (exit 1)")
     p.add_argument("base", help="base results file or run directory")
     p.add_argument("head", help="head results file or run directory")
@@ -437,6 +451,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="count regressions even when base and head ran in different environments")
     p.set_defaults(func=cmd_compare)
 
+
+def _add_ab(sub: Any) -> None:
     p = sub.add_parser("ab", help="run base and head interleaved (ABBA) on one device and compare (exit 1)")
     p.add_argument("matrix", nargs="?", help="a matrix file (TOML); default: --preset auto")
     p.add_argument("--preset", help="a shipped preset, as for run")
@@ -456,6 +472,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_gate_args(p)
     p.set_defaults(func=cmd_ab)
 
+
+def _add_merge(sub: Any) -> None:
     p = sub.add_parser("merge", help="join shard results (tebench run --shard I/N) into one run")
     p.add_argument("shards", nargs="+", help="shard run directories or results files")
     p.add_argument("--out", required=True, help="directory for the merged results.jsonl and report/")
@@ -463,6 +481,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-report", action="store_true")
     p.set_defaults(func=cmd_merge)
 
+
+def _add_history(sub: Any) -> None:
     p = sub.add_parser("history", help="nightly history in SQLite: add runs, render trends")
     hsub = p.add_subparsers(dest="history_command", required=True, metavar="ACTION")
     h = hsub.add_parser("add", help="store results in the database (idempotent, safe concurrently)")
@@ -478,8 +498,6 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--confirm", type=int, default=3,
                    help="runs that must follow a change before it is reported (default %(default)s)")
     h.set_defaults(func=cmd_history_report)
-
-    return parser
 
 
 def _warn(message, category, filename, lineno, file=None, line=None) -> None:
