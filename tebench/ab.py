@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import tebench
-from tebench import compare, results, runner
+from tebench import caches, compare, results, runner
 from tebench.detect import Environment, probe
 from tebench.matrix import Matrix
 
@@ -62,6 +62,10 @@ class ABOptions:
     timeout_s: float | None = None
     live: bool | None = None
     command: list[str] = field(default_factory=list)
+    launch: str = "auto"
+    """How each case's process starts (see ``runner.RunOptions.launch``)."""
+    compile_cache: Path | None = None
+    """Compile caches both sides share (see ``runner.RunOptions.compile_cache``)."""
     compare: compare.Options = field(default_factory=lambda: compare.Options(count_env_changes=True))
 
 
@@ -159,7 +163,8 @@ def _header(s: _Side, matrix: Matrix, cases: list, opts: ABOptions, ab_id: str) 
     # The same header as `tebench run` writes, plus the `ab` block that pairs the two sides.
     header = runner.run_header(s.run_id, matrix, cases, s.env, command=opts.command, rounds=opts.rounds,
                                shard=None, devices=[opts.device] if opts.device is not None else None,
-                               resumed=False)
+                               resumed=False, launch=runner.launch_method(opts.launch, s.env),
+                               compile_cache=caches.describe(opts.compile_cache, {**os.environ, **s.child_env}))
     header["ab"] = {"id": ab_id, "side": s.name, "order": "ABBA", "python": s.spec.python,
                     "tebench_root": s.root, "env": s.spec.env, "device": opts.device}
     return header
@@ -186,13 +191,20 @@ def run(matrix: Matrix, opts: ABOptions) -> compare.Comparison:
             writer.append(_header(s, matrix, cases, opts, ab_id))
             ropts = runner.RunOptions(out=s.out, rounds=opts.rounds, timeout_s=opts.timeout_s, only=opts.only,
                                       python=s.spec.python, env=s.child_env, live=opts.live, command=opts.command,
-                                      devices=[opts.device] if opts.device is not None else None)
+                                      devices=[opts.device] if opts.device is not None else None,
+                                      launch=opts.launch, compile_cache=opts.compile_cache)
             executors[name] = runner.Executor(ropts, s.env, s.run_id, writer, [], display)
         try:
-            for r, case_id, name in schedule([c.id for c in cases], opts.rounds):
+            order = schedule([c.id for c in cases], opts.rounds)
+            for i, (r, case_id, name) in enumerate(order):
                 p = sides[name].planned[(case_id, r)]
                 ex = executors[name]
-                ex.skip(p) if p.skip else ex.run_one(p, opts.device)
+                # The same side's next case is pre-started while this one runs.
+                later = (sides[n].planned[(c, q)] for q, c, n in order[i + 1:] if n == name)
+                upcoming = next((x.case for x in later if not x.skip), None)
+                ex.skip(p) if p.skip else ex.run_one(p, opts.device, upcoming)
+            for ex in executors.values():
+                ex.close()
         except KeyboardInterrupt:
             for ex in executors.values():
                 ex.kill_all()

@@ -178,6 +178,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         out=Path(args.out), rounds=args.rounds, resume=args.resume, timeout_s=args.timeout,
         devices=devices, shard=shard_spec, only=args.only,
         live=False if args.quiet else None, command=["tebench", *sys.argv[1:]],
+        launch=args.launch, compile_cache=_compile_cache(args.compile_cache),
     )
     path = runner.run(mat, env, opts)
     from tebench import results
@@ -301,7 +302,8 @@ def cmd_ab(args: argparse.Namespace) -> int:
             base=ab.SideSpec(args.base_python or sys.executable, ab.parse_env(args.base_env, "--base-env")),
             head=ab.SideSpec(args.head_python or sys.executable, ab.parse_env(args.head_env, "--head-env")),
             device=args.device, only=args.only, timeout_s=args.timeout, live=False if args.quiet else None,
-            command=["tebench", *sys.argv[1:]], compare=_compare_options(args, True))
+            command=["tebench", *sys.argv[1:]], compare=_compare_options(args, True),
+            launch=args.launch, compile_cache=_compile_cache(args.compile_cache))
         if not 1 <= args.rounds <= MAX_ROUNDS:
             raise ab.ABError(f"--rounds must be at least 1 and at most {MAX_ROUNDS}, not {args.rounds}")
         if args.device is not None and not args.device.isdigit():
@@ -390,6 +392,31 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return EXIT_BAD_INPUT if (missing and args.require_complete) else 0
 
 
+def _compile_cache(value: str) -> Path | None:
+    """``--compile-cache``: a directory, ``default`` (~/.cache/tebench/compile) or ``off``."""
+    if value == "off":
+        return None
+    if value == "default":
+        from tebench import caches
+
+        return caches.default_dir()
+    return Path(value).expanduser()
+
+
+def _add_cost_args(p: argparse.ArgumentParser) -> None:
+    """What the harness itself costs on the machine: process starts and compile caches."""
+    from tebench.worker import LAUNCHES  # a light module: --help stays fast
+
+    p.add_argument("--launch", choices=LAUNCHES, default="auto",
+                   help="how each case's process starts: prestarted (its worker imports torch/TE while the "
+                        "previous case runs; one process per case still), cold, or auto (default: prestarted "
+                        "on CUDA machines, cold on CPU-only ones)")
+    p.add_argument("--compile-cache", default="default", metavar="DIR",
+                   help="directory of the torch.compile/Triton/CUDA JIT caches every case shares, kept across "
+                        "runs (CI can cache it); 'default' is ~/.cache/tebench/compile, 'off' leaves torch's "
+                        "defaults. The header records whether it started cold or warm")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command: one ``_add_<command>`` function each."""
     parser = argparse.ArgumentParser(
@@ -427,6 +454,7 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when any case is not ok (skips excepted), fails loss parity or is inconclusive")
     p.add_argument("--quiet", action="store_true", help="no live progress line")
+    _add_cost_args(p)
     p.set_defaults(func=cmd_run)
 
 
@@ -469,6 +497,7 @@ def _add_ab(sub: Any) -> None:
     p.add_argument("--device", help="GPU index both sides run on (default: the default device)")
     p.add_argument("--timeout", type=float, help="per-case wall-clock limit in seconds (overrides the matrix)")
     p.add_argument("--quiet", action="store_true", help="no live progress line")
+    _add_cost_args(p)
     _add_gate_args(p)
     p.set_defaults(func=cmd_ab)
 

@@ -66,9 +66,17 @@ class _Bad(ValueError):
 class Settings:
     """How each case is run. Any of these can be overridden per size."""
 
-    steps: int = knob(50, "Measured train steps (after warm-up).", min=1, max=1_000_000)
-    warmup: int = knob(5, "Train steps run before timing starts (compilation, autotuning, allocator growth).",
-                       min=0, max=1_000_000)
+    steps: int = knob(50, "Train steps after the warm-up, all timed. Every case trains warmup + steps steps.",
+                      min=1, max=1_000_000)
+    warmup: int = knob(5, "Train steps run before timing starts (compilation, autotuning, allocator growth); "
+                       "with warmup_rule = settled, the most that are left untimed.", min=0, max=1_000_000)
+    warmup_rule: str = knob("settled", "settled: timing starts once step times have settled (at least "
+                            "warmup_floor steps, at most warmup); the warm-up steps after that point are timed "
+                            "too. fixed: exactly warmup steps untimed.", choices=("settled", "fixed"))
+    warmup_floor: int = knob(2, "Adaptive warm-up: steps never timed (the first one compiles, autotunes and "
+                             "loads kernels).", min=1, max=1_000_000)
+    warmup_rtol: float = knob(0.10, "Adaptive warm-up: step times have settled when the last two are within "
+                              "this fraction of each other.", min=0.0, max=10.0)
     seed: int = knob(1234, "Seed of weights and data: every mode of a workload sees the same ones.",
                      min=0, max=2**31 - 1)
     lr: float = knob(1e-3, "AdamW learning rate.", min=1e-12, max=10.0)
@@ -85,6 +93,8 @@ class Settings:
     profile_steps: int = knob(3, "Extra steps run under the profiler on CUDA to measure how busy the GPU is "
                               "(not timed).", min=0, max=10_000)
     scaling_samples: int = knob(8, "How many times over the run FP8 scaling state is sampled.", min=0, max=10_000)
+    validate: bool = knob(True, "Run the workload's held-out validation after training (16 forward passes for "
+                          "the GPT; part of the convergence verdict).")
 
     @classmethod
     def field_names(cls) -> set[str]:

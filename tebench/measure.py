@@ -187,6 +187,48 @@ def timed_steps(trainer: Trainer, batches: list, start: int, stop: int, losses: 
     return timer.elapsed_ms()
 
 
+def settled(step_ms: list[float], floor: int, rtol: float) -> bool:
+    """Whether timing may start after these warm-up step times.
+
+    At least ``floor`` steps ran, and the last two are within ``rtol`` of each
+    other. On the H200 the first step of every case took 0.7-7 s (compilation,
+    kernel loading, autotuning) and the second was within a few percent of the
+    steady state, so two steps in agreement mark the end of the transient; one
+    slow outlier later on is what the median is for.
+    """
+    if len(step_ms) < max(floor, 2):
+        return False
+    a, b = step_ms[-2], step_ms[-1]
+    return max(a, b) <= (1.0 + rtol) * min(a, b)
+
+
+def warm_up(trainer: Trainer, batches: list, st: Any, device: torch.device, losses: list[torch.Tensor],
+            after_step: Callable[[int], Any]) -> dict[str, Any]:
+    """Run the untimed warm-up steps; returns the rule, and how many steps it took.
+
+    The case trains ``warmup + steps`` steps whatever the rule (the loss curve
+    is judged step by step against the reference), so stopping the warm-up early
+    times more steps rather than training fewer.
+    """
+    rule = st.warmup_rule
+    floor = min(st.warmup_floor, st.warmup)
+    out: dict[str, Any] = {"rule": rule, "floor": floor, "ceiling": st.warmup, "rtol": st.warmup_rtol}
+    step_ms: list[float] = []
+    for i in range(st.warmup):
+        t = time.perf_counter()
+        losses.append(trainer.step(batches[i]))
+        if rule == "settled":
+            _sync(device)  # each warm-up step's own time; the timed steps never sync
+            step_ms.append((time.perf_counter() - t) * 1000.0)
+        after_step(i)
+        if rule == "settled" and settled(step_ms, floor, st.warmup_rtol):
+            out.update(steps=i + 1, settled=True, step_ms=step_ms)
+            return out
+    _sync(device)
+    out.update(steps=st.warmup, settled=None if rule == "fixed" or not st.warmup else False, step_ms=step_ms)
+    return out
+
+
 def _memory(device: torch.device) -> dict[str, Any]:
     if device.type == "cuda":
         return {
@@ -231,12 +273,8 @@ def run_case(case: Case, device: torch.device, progress: Progress,
     losses: list[torch.Tensor] = []
 
     t = time.perf_counter()
-    for i in range(st.warmup):
-        losses.append(trainer.step(batches[i]))
-        if i in sample_at:
-            recorder.sample(i)
-        progress("warmup", i + 1, total)
-    _sync(device)
+    warm = warm_up(trainer, batches, st, device, losses,
+                   lambda i: (recorder.sample(i) if i in sample_at else None, progress("warmup", i + 1, total)))
     phases["warmup_s"] = time.perf_counter() - t
 
     def after_step(i: int) -> None:
@@ -245,7 +283,7 @@ def run_case(case: Case, device: torch.device, progress: Progress,
         progress("measure", i + 1, total)
 
     t = time.perf_counter()
-    samples = timed_steps(trainer, batches, st.warmup, total, losses, after_step)
+    samples = timed_steps(trainer, batches, warm["steps"], total, losses, after_step)
     wall = time.perf_counter() - t
     phases["measure_s"] = wall
     memory = _memory(device)
@@ -261,7 +299,7 @@ def run_case(case: Case, device: torch.device, progress: Progress,
         phases["profile_s"] = time.perf_counter() - t
 
     validation: dict[str, Any] = {}
-    if all(math.isfinite(v) for v in loss_values):
+    if st.validate and all(math.isfinite(v) for v in loss_values):
         progress("validate", total, total)
         t = time.perf_counter()
         validation = wl.validate(trainer.eager, case.size_spec, st.seed, device, trainer.precision.forward_ctx)
@@ -271,10 +309,11 @@ def run_case(case: Case, device: torch.device, progress: Progress,
         "timing": {
             "samples_ms": samples,
             "timer": "cuda_events" if device.type == "cuda" else "perf_counter",
-            "wall_ms_per_step": wall * 1000.0 / max(1, st.steps),
+            "wall_ms_per_step": wall * 1000.0 / max(1, len(samples)),
         },
+        "warmup": warm,
         "memory": memory,
-        "loss": {"per_step": loss_values, "warmup_steps": st.warmup},
+        "loss": {"per_step": loss_values, "warmup_steps": warm["steps"]},
         "validation": validation,
         "gpu_busy": busy,
         "fp8_state": recorder.summary() if recorder else None,

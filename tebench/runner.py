@@ -29,11 +29,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import tebench
-from tebench import parity, results, shard, stats
+from tebench import caches, parity, results, shard, stats
 from tebench.detect import Environment
 from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, caught by the CLI)
 from tebench.gates import gate_case
 from tebench.matrix import Case, Matrix, expand, iter_cases, reference_order
+from tebench.modes import MODES
 from tebench.workloads import SPECS
 
 # A worker that ran its case but could not write the result exits with
@@ -132,6 +133,20 @@ class RunOptions:
     live: bool | None = None
     """Live progress line; None means 'when stderr is a terminal'."""
     command: list[str] = field(default_factory=list)
+    compile_cache: Path | None = None
+    """Directory of the compile caches every case shares (see :mod:`tebench.caches`); None: torch's defaults."""
+    launch: str = "auto"
+    """How a case's process starts: ``prestarted`` (its worker was started and did its imports
+    while the previous case ran), ``cold`` (started when its turn comes), or ``auto``
+    (prestarted on CUDA machines, cold on CPU-only ones, where the imports would share the
+    cores with the case being timed)."""
+
+
+def launch_method(requested: str, env: Environment) -> str:
+    """The launch method ``requested`` resolves to on this machine."""
+    if requested == "auto":
+        return "prestarted" if env.device_type == "cuda" else "cold"
+    return requested
 
 
 @dataclass(frozen=True)
@@ -245,7 +260,8 @@ def build_record(p: Planned, raw: dict[str, Any], env: Environment, run_id: str,
         "duration_s": round(duration, 3),
         "log": log,
     }
-    for key in ("memory", "loss", "validation", "gpu_busy", "fp8_state", "setup", "phases", "distributed"):
+    for key in ("memory", "loss", "validation", "gpu_busy", "fp8_state", "setup", "phases", "distributed",
+                "warmup", "launch"):
         if raw.get(key) is not None:
             record[key] = raw[key]
     timing = raw.get("timing")
@@ -284,8 +300,23 @@ def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text[-lines:])
 
 
+@dataclass
+class _Spare:
+    """A pre-started worker: imports done (or under way), waiting for one case on stdin."""
+
+    proc: subprocess.Popen
+    family: str
+    log: Path
+
+
 class _Executor:
-    """Runs planned cases in child processes and records each as it finishes."""
+    """Runs planned cases in child processes and records each as it finishes.
+
+    With ``launch = prestarted``, while a case runs on a device the worker for the
+    next case on that device is already started and importing torch (and TE when
+    that case needs it): no GPU work, no CUDA context. It still runs exactly one
+    case, so isolation, timeouts and --resume are those of a cold start.
+    """
 
     def __init__(self, opts: RunOptions, env: Environment, run_id: str, writer: results.Writer,
                  records: list[dict[str, Any]], display: Display):
@@ -293,6 +324,9 @@ class _Executor:
         self.writer, self.records, self.display = writer, records, display
         self.lock = threading.Lock()
         self.children: set[subprocess.Popen] = set()
+        self.launch = launch_method(opts.launch, env)
+        self.spares: dict[str | None, _Spare] = {}
+        self.spawned = 0
         self.work = opts.out / ".work"
         self.logs = opts.out / "logs"
         try:
@@ -325,7 +359,89 @@ class _Executor:
         return [self.opts.python, "-m", "torch.distributed.run", "--standalone",
                 f"--nproc-per-node={case.nproc}", *worker]
 
-    def run_one(self, p: Planned, device: str | None) -> dict[str, Any]:
+    def _child_env(self, device: str | None) -> dict[str, str]:
+        child_env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": _pythonpath(),
+                     "TEBENCH_PARENT_PID": str(os.getpid()),
+                     **caches.child_env(self.opts.compile_cache, {**os.environ, **self.opts.env}), **self.opts.env}
+        if device is not None:
+            # Several GPUs: a multi-process case gets a contiguous group starting here.
+            child_env["CUDA_VISIBLE_DEVICES"] = device
+        return child_env
+
+    def _prestart(self, next_case: Case | None, device: str | None) -> None:
+        """Start the worker for ``next_case`` on ``device`` now, so its imports overlap this case."""
+        if self.launch != "prestarted" or next_case is None or next_case.parallel != "single":
+            return
+        with self.lock:
+            if device in self.spares:
+                return
+        family = _preload_for(next_case)
+        self.spawned += 1
+        log = self.work / f"prestart-{self.spawned}.log"
+        command = [self.opts.python, "-m", "tebench.worker", "--serve", "--preload", family]
+        try:
+            with log.open("w") as err:
+                proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                                        text=True, env=self._child_env(device), start_new_session=True)
+        except OSError as exc:
+            # Only a speed-up: the case starts cold instead.
+            sys.stderr.write(f"tebench: could not pre-start a worker ({exc}); starting cases cold\n")
+            return
+        with self.lock:
+            self.children.add(proc)
+            self.spares[device] = _Spare(proc, family, log)
+
+    def _take_spare(self, case: Case, device: str | None) -> _Spare | None:
+        """The pre-started worker for ``device`` if it can run ``case``; a stale one is ended."""
+        with self.lock:
+            spare = self.spares.pop(device, None)
+        if spare is None:
+            return None
+        # A worker that imported TE must not run a PyTorch case (its process would differ from a
+        # cold one); one that imported only torch imports TE itself, as a cold worker does.
+        wanted = _preload_for(case)
+        if case.parallel != "single" or spare.proc.poll() is not None or (spare.family == "te" and wanted != "te"):
+            self._end_spare(spare)
+            return None
+        return spare
+
+    def _end_spare(self, spare: _Spare) -> None:
+        _kill(spare.proc)
+        spare.proc.wait()
+        with self.lock:
+            self.children.discard(spare.proc)
+        spare.log.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        """End the pre-started workers no case will use."""
+        with self.lock:
+            spares, self.spares = list(self.spares.values()), {}
+        for spare in spares:
+            self._end_spare(spare)
+
+    def _start(self, case: Case, case_file: Path, result_file: Path, log_file: Path, log: Any,
+               device: str | None) -> tuple[subprocess.Popen, _Spare | None]:
+        """The case's process: the pre-started worker for ``device`` if there is one, else a cold start."""
+        spare = self._take_spare(case, device) if self.launch == "prestarted" else None
+        if spare is not None:
+            _log(log, f"# pre-started worker pid {spare.proc.pid}: {' '.join(spare.proc.args)}\n")
+            job = {"case": str(case_file), "result": str(result_file), "log": str(log_file),
+                   "progress": True, "sent": time.time()}
+            try:
+                spare.proc.stdin.write(json.dumps(job) + "\n")
+                spare.proc.stdin.close()
+                return spare.proc, spare
+            except OSError:  # it died between the check and now: start cold
+                self._end_spare(spare)
+        _log(log, f"# {' '.join(self._command(case, case_file, result_file))}\n")
+        proc = subprocess.Popen(self._command(case, case_file, result_file), stdout=subprocess.PIPE,
+                                stderr=log, text=True, env=self._child_env(device), start_new_session=True)
+        with self.lock:
+            self.children.add(proc)
+        return proc, None
+
+    def run_one(self, p: Planned, device: str | None, next_case: Case | None = None) -> dict[str, Any]:
+        """Run one planned case on ``device`` and record it; ``next_case`` (a hint) is pre-started."""
         case = p.case
         name = f"{slug(case.id)}.r{p.round}"
         case_file, result_file = self.work / f"{name}.case.json", self.work / f"{name}.result.json"
@@ -333,26 +449,21 @@ class _Executor:
         try:
             case_file.write_text(json.dumps(case.to_dict()))
             result_file.unlink(missing_ok=True)
-            log = log_file.open("w", buffering=1)  # line-buffered: little left to lose at close
+            log_file.write_text("")
+            # Appending, line-buffered: a pre-started worker appends to the same file.
+            log = log_file.open("a", buffering=1)
         except OSError as exc:
             raise _storage_error(f"cannot prepare case {case.id} in {self.work}", exc, self.opts.out) from None
-        child_env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": _pythonpath(),
-                     "TEBENCH_PARENT_PID": str(os.getpid()), **self.opts.env}
-        if device is not None:
-            # Several GPUs: a multi-process case gets a contiguous group starting here.
-            child_env["CUDA_VISIBLE_DEVICES"] = device
         timeout = self.opts.timeout_s or case.settings.timeout_s
         key = f"{case.id}#{p.round}"
         self.display.start(key)
         started = time.time()
         last: dict[str, Any] = {}
+        spare = None
         try:
-            _log(log, f"# {case.id} round {p.round} device {device or 'default'}\n"
-                      f"# {' '.join(self._command(case, case_file, result_file))}\n")
-            proc = subprocess.Popen(self._command(case, case_file, result_file), stdout=subprocess.PIPE,
-                                    stderr=log, text=True, env=child_env, start_new_session=True)
-            with self.lock:
-                self.children.add(proc)
+            _log(log, f"# {case.id} round {p.round} device {device or 'default'}\n")
+            proc, spare = self._start(case, case_file, result_file, log_file, log, device)
+            self._prestart(next_case, device)
 
             def pump() -> None:
                 for line in proc.stdout:
@@ -376,6 +487,8 @@ class _Executor:
             reader.join(timeout=5)
             with self.lock:
                 self.children.discard(proc)
+            if spare is not None:
+                _append_prestart_log(log, spare.log)
         finally:
             with contextlib.suppress(OSError):
                 log.close()
@@ -427,6 +540,22 @@ Executor = _Executor
 """Public name for callers that drive cases one by one (``tebench ab`` interleaves two runs)."""
 
 
+def _preload_for(case: Case) -> str:
+    """What a pre-started worker imports for ``case`` (``python -m tebench.worker --preload``)."""
+    return "te" if MODES[case.mode].family == "te" else "torch"
+
+
+def _append_prestart_log(log: Any, path: Path) -> None:
+    """What a pre-started worker printed while importing (TE's warnings, say) goes to the case's log."""
+    try:
+        text = path.read_text(errors="replace")
+        path.unlink()
+    except OSError:
+        return
+    if text.strip():
+        _log(log, "# written by the worker before its case arrived (imports):\n" + text)
+
+
 def _log(log: Any, text: str) -> None:
     # A case's log is a convenience: a full disk must not turn a measured
     # case into a crash here (the result and the record are what count).
@@ -472,7 +601,8 @@ def run(matrix: Matrix, env: Environment, opts: RunOptions,
 
 def run_header(run_id: str, matrix: Matrix, cases: list[Case], env: Environment, *, command: list[str],
                rounds: int, shard: list[int] | None, devices: list[str] | None,
-               resumed: bool) -> dict[str, Any]:
+               resumed: bool, launch: str | None = None, compile_cache: dict[str, Any] | None = None,
+               ) -> dict[str, Any]:
     """The header record a run writes first: its identity, matrix, cases and environment."""
     return {
         "type": "header",
@@ -490,6 +620,8 @@ def run_header(run_id: str, matrix: Matrix, cases: list[Case], env: Environment,
         # Each [[exclude]] rule with its reason and the cases it removed from the matrix.
         "excluded": [rule.to_dict() for rule in expand(matrix).excluded],
         "devices": devices,
+        "launch": launch,
+        "compile_cache": compile_cache,
         "env": env.to_dict(),
     }
 
@@ -510,7 +642,12 @@ def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[
     todo = [p for p in planned if (p.case.id, p.round) not in done]
     header = run_header(run_id, matrix, cases, env, command=opts.command, rounds=opts.rounds,
                         shard=list(opts.shard) if opts.shard else None, devices=opts.devices,
-                        resumed=bool(done))
+                        resumed=bool(done), launch=launch_method(opts.launch, env),
+                        compile_cache=caches.describe(opts.compile_cache, {**os.environ, **opts.env}))
+    try:
+        caches.prepare(opts.compile_cache)
+    except OSError as exc:
+        raise RunError(f"--compile-cache {opts.compile_cache}: cannot create it ({exc.strerror})") from None
     display = Display(len(todo), opts.live)
     if done:
         sys.stderr.write(f"resuming run {run_id}: {len(done)} case-round(s) already recorded, {len(todo)} to go\n")
@@ -523,6 +660,7 @@ def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[
         ex = _Executor(opts, env, run_id, writer, previous, display)
         try:
             _execute(ex, todo, opts.devices, on_record)
+            ex.close()
         except KeyboardInterrupt:
             ex.kill_all()
             sys.stderr.write(f"\ninterrupted; results so far are in {path} (continue with --resume)\n")
@@ -535,16 +673,20 @@ def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[
     return path
 
 
+def _next_to_run(upcoming: list[Planned]) -> Case | None:
+    return next((q.case for q in upcoming if not q.skip), None)
+
+
 def _execute(ex: _Executor, todo: list[Planned], devices: list[str] | None,
              on_record: Callable[[dict[str, Any]], None] | None) -> None:
-    def handle(p: Planned, device: str | None) -> None:
-        rec = ex.skip(p) if p.skip else ex.run_one(p, device)
+    def handle(p: Planned, device: str | None, next_case: Case | None = None) -> None:
+        rec = ex.skip(p) if p.skip else ex.run_one(p, device, next_case)
         if on_record:
             on_record(rec)
 
     if not devices or len(devices) == 1:
-        for p in todo:
-            handle(p, devices[0] if devices else None)
+        for i, p in enumerate(todo):
+            handle(p, devices[0] if devices else None, _next_to_run(todo[i + 1:]))
         return
     # One case per GPU at a time. A case needing k processes takes k devices.
     pending: "queue.Queue[Planned]" = queue.Queue()
@@ -585,7 +727,9 @@ def _execute(ex: _Executor, todo: list[Planned], devices: list[str] | None,
                     handle(Planned(p.case, p.round, f"needs {k} devices; --devices gives {len(devices)}"), None)
                     continue
                 try:
-                    handle(p, ",".join(devs))
+                    # Whichever case a device thread takes next may land here; the head of the
+                    # queue is the best guess (a wrong guess only means a cold start).
+                    handle(p, ",".join(devs), _next_to_run(list(pending.queue)[:8]))
                 finally:
                     give(devs)
             except BaseException as exc:  # e.g. a full disk: stop taking work, report it from the main thread

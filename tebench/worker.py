@@ -63,6 +63,9 @@ class _Progress:
 # result could not be written; the runner stops and --resume re-runs the case.
 EXIT_STORAGE = 75
 
+# How the runner starts a worker (tebench.runner.RunOptions.launch).
+LAUNCHES = ("auto", "prestarted", "cold")
+
 
 def _write(path: Path, payload: dict[str, Any]) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
@@ -109,14 +112,87 @@ def _device_info(torch: Any, device: Any) -> dict[str, Any]:
     }
 
 
+# Modules a case imports lazily on its first step (torch.compile's machinery, which
+# Transformer Engine's fused functions use too; the optimizer; the profiler). On the
+# H200 these imports were most of the ~5 s first step of a TE case and most of a
+# PyTorch case's ~3.5 s build. A pre-started worker imports them while it waits.
+PRELOAD_MODULES = (
+    "torch._dynamo",
+    "torch._inductor.compile_fx",
+    "torch._inductor.inductor_prims",
+    "torch._functorch.aot_autograd",
+    "torch.optim",
+    "torch.profiler",
+)
+
+
+def preload(family: str) -> dict[str, Any]:
+    """Import what a case of ``family`` needs, without touching the GPU.
+
+    Nothing here creates a CUDA context (importing Transformer Engine does not
+    either: on the H200, ``torch.cuda.is_initialized()`` stayed False and the
+    process was not among nvidia-smi's compute apps), so a pre-started worker
+    holds no GPU memory and runs no kernel while the previous case measures.
+    """
+    import importlib
+
+    t = time.perf_counter()
+    import torch  # noqa: F401
+
+    # TE first, before anything initialises cuDNN through torch (see detect.py).
+    names = (("transformer_engine.pytorch",) if family == "te" else ()) + PRELOAD_MODULES
+    failed = []
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # an optional speed-up; the case imports what it needs itself
+            failed.append(f"{name}: {type(exc).__name__}")
+    return {"family": family, "preload_s": time.perf_counter() - t, "preload_failed": failed}
+
+
+def _serve(args: argparse.Namespace) -> tuple[argparse.Namespace, dict[str, Any]]:
+    """Pre-started mode: import, say ready, then wait for one case on stdin.
+
+    The runner sends one JSON line ``{"case", "result", "log", "progress"}``;
+    from then on this process is exactly the cold worker for that case (one case
+    per process: isolation and --resume are unchanged).
+    """
+    launch = {"method": "prestarted", **preload(args.preload)}
+    print(json.dumps({"event": "ready"}), flush=True)
+    ready = time.perf_counter()
+    line = sys.stdin.readline()
+    if not line.strip():
+        os._exit(0)  # the runner needed no more cases
+    job = json.loads(line)
+    launch["waited_s"] = time.perf_counter() - ready
+    launch["sent"] = job.get("sent")
+    # The case's log: what this process writes to stderr from now on lands there.
+    fd = os.open(job["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(fd, 2)
+    os.close(fd)
+    return argparse.Namespace(case=job["case"], result=job["result"], progress=bool(job.get("progress")),
+                              serve=False, preload=args.preload), launch
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tebench.worker")
-    parser.add_argument("--case", required=True, help="JSON file holding the case")
-    parser.add_argument("--result", required=True, help="where to write the result JSON")
+    parser.add_argument("--case", help="JSON file holding the case")
+    parser.add_argument("--result", help="where to write the result JSON")
     parser.add_argument("--progress", action="store_true", help="print progress lines on stdout")
+    parser.add_argument("--serve", action="store_true",
+                        help="pre-started: import first, then read one case as a JSON line on stdin")
+    parser.add_argument("--preload", choices=("torch", "te"), default="torch",
+                        help="with --serve: import Transformer Engine too (te) or only PyTorch")
     args = parser.parse_args(argv)
     _watch_parent()
-    started = time.perf_counter()
+    launch: dict[str, Any] = {"method": "cold"}
+    if args.serve:
+        args, launch = _serve(args)
+    elif not (args.case and args.result):
+        parser.error("--case and --result are required (or --serve)")
+    # The case's clock: for a pre-started worker, from the moment the runner sent the case
+    # (imports still under way then are counted); imports done before are in launch["preload_s"].
+    started = launch.pop("sent", None) or time.time()
 
     from tebench.matrix import Case
 
@@ -135,13 +211,14 @@ def main(argv: list[str] | None = None) -> int:
     from tebench.modes import MODES
 
     device = _device(torch)
-    payload: dict[str, Any] = {"device": _device_info(torch, device)}
+    payload: dict[str, Any] = {"device": _device_info(torch, device), "launch": launch}
     try:
         if MODES[case.mode].family == "te":
             # Import TE before anything initialises cuDNN through torch (see detect.py).
             import transformer_engine.pytorch  # noqa: F401
-        # Imports, CUDA context and (TE) library loading: the price of isolation, kept visible.
-        startup_s = time.perf_counter() - started
+        # Imports (cold start only), CUDA context and (TE) library loading: the price of
+        # isolation, kept visible.
+        startup_s = time.time() - started
         if fault == "oom":
             raise torch.OutOfMemoryError("CUDA out of memory (injected by TEBENCH_TEST_FAULT)")
         if case.parallel != "single":

@@ -84,7 +84,7 @@ def tebench_cli(tmp_path):
 # it answers the runner's worker contract at once, with plausible numbers and
 # without torch, so tests of the runner, the CLI, shards, merge and resume do
 # not pay for a model they do not look at. ``STUB_FAULT="GLOB=KIND;..."``
-# makes matching cases misbehave: ``enospc`` (the worker could not write its
+# makes matching cases misbehave (``--serve``, the pre-started form, is supported too): ``enospc`` (the worker could not write its
 # result), ``die`` (exit 3), ``hang`` (until the runner that started it is gone,
 # as the real worker's watchdog does).
 STUB_WORKER = """
@@ -94,7 +94,16 @@ if args[:2] == ["-m", "tebench.worker"]:
     args = args[2:]
 p = argparse.ArgumentParser()
 p.add_argument("--case"); p.add_argument("--result"); p.add_argument("--progress", action="store_true")
+p.add_argument("--serve", action="store_true"); p.add_argument("--preload")
 a = p.parse_args(args)
+if a.serve:  # pre-started: the runner sends the case as one JSON line on stdin
+    print(json.dumps({"event": "ready"}), flush=True)
+    line = sys.stdin.readline()
+    if not line.strip():
+        sys.exit(0)
+    job = json.loads(line)
+    a.case, a.result = job["case"], job["result"]
+    os.dup2(os.open(job["log"], os.O_WRONLY | os.O_APPEND), 2)
 case = json.load(open(a.case))
 case_id = "/".join([case["workload"], case["size"], case["mode"]])
 for item in filter(None, os.environ.get("STUB_FAULT", "").split(";")):
@@ -116,6 +125,7 @@ for item in filter(None, os.environ.get("STUB_FAULT", "").split(";")):
 steps = case["settings"]["steps"]
 warmup = case["settings"]["warmup"]
 json.dump({"status": "ok", "device": {"type": "cpu", "name": "stub"},
+           "launch": {"method": "prestarted" if a.serve else "cold", "preload": a.preload},
            "timing": {"samples_ms": [1.0 + 0.01 * i for i in range(steps)]},
            "loss": {"per_step": [2.0 - 0.1 * i for i in range(warmup + steps)], "warmup_steps": warmup},
            "memory": {"kind": "cpu", "peak_rss_bytes": 1000}}, open(a.result, "w"))

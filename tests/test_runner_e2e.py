@@ -112,11 +112,12 @@ def test_failures_are_recorded_and_the_matrix_goes_on(tiny, tmp_path, tebench_cl
     assert "4 case(s) not ok" in proc.stderr
 
 
-def test_resume_after_kill_9_loses_only_the_case_in_flight(tiny, tmp_path, stub_cli_command):
+@pytest.mark.parametrize("launch", ["cold", "prestarted"])
+def test_resume_after_kill_9_loses_only_the_case_in_flight(tiny, tmp_path, stub_cli_command, launch):
     out = tmp_path / "run"
     path = os.pathsep.join((str(ROOT), str(ROOT / "tests")))
     env = {**os.environ, "PYTHONPATH": path, "STUB_FAULT": "distill/micro/PT-AMP=hang"}
-    cmd = [*stub_cli_command, "run", str(tiny), "--out", str(out), "--no-report", "--quiet"]
+    cmd = [*stub_cli_command, "run", str(tiny), "--out", str(out), "--no-report", "--quiet", "--launch", launch]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while time.time() < deadline:
@@ -140,6 +141,36 @@ def test_resume_after_kill_9_loses_only_the_case_in_flight(tiny, tmp_path, stub_
     assert len({r["run_id"] for r in all_records}) == 1
     heads = [r for r in records(out) if r["type"] == "header"]
     assert len(heads) == 2 and heads[1]["resumed"]
+    assert all(h["launch"] == launch for h in heads)
+    ran = [r for r in all_records if r["status"] == "ok"]
+    # Every case after the first of each invocation ran in a pre-started worker (or none did).
+    assert sum(r["launch"]["method"] == "prestarted" for r in ran) >= (len(ran) - 2 if launch == "prestarted" else 0)
+    assert all(r["launch"]["method"] == "cold" for r in ran) == (launch == "cold")
+
+
+def test_prestarted_workers_keep_the_isolation_of_cold_ones(tiny, tmp_path, tebench_cli):
+    # The real worker, pre-started: a crash, an OOM and a hang still end only their own case,
+    # and the case after each still runs (in a fresh pre-started worker).
+    out = tmp_path / "run"
+    fault = "gpt/micro/PT-AMP=crash;distill/micro/PT-FP32=hang;distill/micro/PT-AMP=oom"
+    proc = tebench_cli("run", str(tiny), "--out", str(out), "--timeout", "20", "--no-report",
+                       "--launch", "prestarted", "--only", "*/PT-*", env={"TEBENCH_TEST_FAULT": fault})
+    assert proc.returncode == 0, proc.stderr
+    got = cases(out)
+    assert got["gpt/micro/PT-AMP"]["status"] == "failed" and "SIGSEGV" in got["gpt/micro/PT-AMP"]["reason"]
+    assert got["distill/micro/PT-FP32"]["status"] == "timeout"
+    assert got["distill/micro/PT-AMP"]["status"] == "oom"
+    ok = got["gpt/micro/PT-FP32"]
+    assert ok["status"] == "ok" and ok["launch"]["method"] == "cold"  # the first case has nobody before it
+    head = [r for r in records(out) if r["type"] == "header"][0]
+    assert head["launch"] == "prestarted"
+    for rec in got.values():
+        log = (out / rec["log"]).read_text()
+        assert log.startswith(f"# {rec['case_id']} round 0")
+    # A pre-started case's log holds what its worker wrote, after the runner's header line.
+    assert "pre-started worker pid" in (out / got["distill/micro/PT-AMP"]["log"]).read_text()
+    assert "OutOfMemoryError" in (out / got["distill/micro/PT-AMP"]["log"]).read_text()
+    assert not (out / ".work").exists(), "no pre-start log or hand-off file outlives the run"
 
 
 def test_an_orphaned_worker_exits_when_its_runner_is_gone(tiny, tmp_path):

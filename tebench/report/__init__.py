@@ -34,7 +34,7 @@ import tebench
 from tebench import atomic
 from tebench.matrix import exclusion_text
 from tebench.modes import FP8_MODES
-from tebench.report import charts, tables
+from tebench.report import charts, phases, tables
 from tebench.report.load import Source, load_all
 
 MAX_FP8_CHARTS = 24
@@ -134,6 +134,21 @@ BUSY_COLUMNS = [
     ("case_id", "case", ""), ("source", "machine", ""), ("median_ms", "step ms", "ms"),
     ("gpu_busy", "GPU busy", "pct"), ("bound", "label", ""),
 ]
+
+
+COST_COLUMNS = [
+    ("mode", "mode", ""), ("source", "machine", ""), ("cases", "cases", "int"),
+    ("startup_s", "start-up s", "s"), ("build_s", "build s", "s"), ("warmup_s", "warm-up s", "s"),
+    ("measure_s", "measured s", "s"), ("profile_s", "profile s", "s"), ("validate_s", "validate s", "s"),
+    ("other_s", "other s", "s"), ("duration_s", "case time s", "s"), ("measured_share", "measured", "pct"),
+]
+
+
+def _cost_header(src: Source) -> dict[str, Any]:
+    """How a run started its cases and the compile cache it began with (older runs: unknown)."""
+    cache = src.header.get("compile_cache") or {}
+    return {"label": src.label, "launch": src.header.get("launch") or "unrecorded",
+            "cache": cache.get("state") or "unrecorded", "cache_dir": cache.get("dir")}
 
 
 def _sentence(row: pd.Series) -> str:
@@ -332,6 +347,7 @@ def build_context(sources: list[Source], out: Path, assets_url: str | None = Non
     multi = len(sources) > 1
     jobs: list[tuple[str, str, str, Callable[[], Any]]] = []
     chosen, fp8_total = _fp8_selection(sources, df)
+    cost = phases.frame(sources)
     if not df.empty:
         # The loss chart first: it is the largest, and the pool hands jobs out in order.
         jobs += [
@@ -354,12 +370,19 @@ def build_context(sources: list[Source], out: Path, assets_url: str | None = Non
             ("comparison", "Machines side by side", "Median step time of the same case on each machine.",
              lambda: charts.comparison(df)),
         ]
+        jobs.append(("phases", "Where the case time went", "Per mode, the case time of all its cases split into "
+                     "phases: start-up (process and CUDA start; imports too when the worker started cold), "
+                     "build (model, data, optimizer), warm-up (untimed steps: compilation, autotuning), "
+                     "measured steps, profile, validate, and other (result hand-off, process exit).",
+                     lambda: phases.chart(cost)))
         for i, (src, rec, why) in enumerate(chosen):
             jobs.append((f"fp8_state_{i}", rec["case_id"], why + (f"; {src.label}" if multi else ""),
                          lambda rec=rec, why=why: charts.fp8_state(rec, note=why)))
     pngs = draw_all([job[3] for job in jobs])
     charts_out = [Chart(name, title, caption, png) for (name, title, caption, _), png in zip(jobs, pngs)
-                  if png is not None and not name.startswith("fp8_state_")]
+                  if png is not None and not name.startswith("fp8_state_") and name != "phases"]
+    cost_chart = next((Chart(name, title, caption, png) for (name, title, caption, _), png in zip(jobs, pngs)
+                       if png is not None and name == "phases"), None)
     fp8_charts = [Chart(name, title, caption, png) for (name, title, caption, _), png in zip(jobs, pngs)
                   if png is not None and name.startswith("fp8_state_")]
     fp8_flags = [(s.label, r["case_id"], flag) for s in sources for r in s.records
@@ -426,6 +449,10 @@ def build_context(sources: list[Source], out: Path, assets_url: str | None = Non
                                   ("reason", "reason", "")]),
         "n_not_run": len(not_run),
         "charts": charts_out,
+        "cost_chart": cost_chart,
+        "cost": both(phases.by_mode(cost), COST_COLUMNS),
+        "cost_totals": phases.totals(cost),
+        "cost_header": [_cost_header(s) for s in sources],
         "fp8_charts": fp8_charts,
         "fp8_total": fp8_total,
         "fp8_flags": fp8_flags,
@@ -481,7 +508,7 @@ def render(paths: list[str | Path], out: str | Path, assets_url: str | None = No
     sources = load_all(list(paths))
     ctx = build_context(sources, out, assets_url)
     # Atomic writes: a full disk leaves the previous file (or none), never half of one.
-    for chart in ctx["charts"] + ctx["fp8_charts"]:
+    for chart in ctx["charts"] + ctx["fp8_charts"] + ([ctx["cost_chart"]] if ctx["cost_chart"] else []):
         atomic.write_bytes(out / f"{chart.name}.png", chart.png)
     loader = jinja2.FileSystemLoader(str(templates_dir()))
     html_env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined)

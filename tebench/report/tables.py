@@ -407,6 +407,8 @@ def fmt(value: Any, kind: str = "") -> str:
         return f"{value:.3g}" if value < 10 else f"{value:,.1f}"
     if kind == "x":
         return f"×{value:.2f}"
+    if kind == "s":
+        return f"{value:,.1f}"
     if kind == "pct":
         return f"{value * 100:.1f}%"
     if kind == "bytes":

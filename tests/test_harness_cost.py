@@ -1,0 +1,168 @@
+"""What the harness itself costs: adaptive warm-up, compile caches, pre-started workers.
+
+The timing effects are measured on a GPU (README, "What the harness costs");
+these tests pin the logic: when the warm-up stops, that the case still trains
+every step, which cache variables a case gets, and that a pre-started worker
+is only ever used for a case it can run.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from tebench import caches, measure, runner
+from tebench.detect import Environment
+from tebench.matrix import Settings
+
+
+@pytest.mark.parametrize("step_ms, floor, expected", [
+    ([5000.0], 2, False),                      # one step is never enough
+    ([5000.0, 100.0], 2, False),               # the compile step against a steady one
+    ([5000.0, 100.0, 105.0], 2, True),         # two steps within 10%
+    ([5000.0, 100.0, 111.0], 2, False),        # 11% apart
+    ([100.0, 101.0], 2, True),                 # no transient at all
+    ([100.0, 101.0, 100.0], 4, False),         # the floor is not reached yet
+])
+def test_settled(step_ms, floor, expected):
+    assert measure.settled(step_ms, floor, 0.10) is expected
+
+
+class _Trainer:
+    """Steps whose duration follows a script (seconds), returning a loss tensor."""
+
+    def __init__(self, durations: list[float], clock: list[float]):
+        self.durations, self.clock, self.calls = durations, clock, 0
+
+    def step(self, batch):
+        self.clock[0] += self.durations[min(self.calls, len(self.durations) - 1)]
+        self.calls += 1
+        return torch.tensor(1.0)
+
+
+def _run_warm_up(monkeypatch, durations, **settings):
+    clock = [0.0]
+    monkeypatch.setattr(measure.time, "perf_counter", lambda: clock[0])
+    st = Settings(**settings)
+    trainer = _Trainer(durations, clock)
+    losses: list = []
+    seen: list[int] = []
+    out = measure.warm_up(trainer, [None] * 100, st, torch.device("cpu"), losses, seen.append)
+    return out, losses, seen
+
+
+def test_warm_up_stops_once_settled_and_the_rest_is_timed(monkeypatch):
+    out, losses, seen = _run_warm_up(monkeypatch, [3.0, 0.2, 0.2, 0.2], warmup=6, warmup_floor=2)
+    assert out["rule"] == "settled" and out["settled"] is True
+    assert out["steps"] == 3 and len(losses) == 3 and seen == [0, 1, 2]
+    assert out["step_ms"] == pytest.approx([3000.0, 200.0, 200.0])
+    assert (out["floor"], out["ceiling"]) == (2, 6)
+
+
+def test_warm_up_that_never_settles_stops_at_the_ceiling(monkeypatch):
+    out, losses, _ = _run_warm_up(monkeypatch, [3.0, 0.2, 0.4, 0.2, 0.4], warmup=5)
+    assert out["steps"] == 5 and out["settled"] is False and len(losses) == 5
+
+
+def test_fixed_warm_up_runs_exactly_warmup_steps(monkeypatch):
+    out, losses, _ = _run_warm_up(monkeypatch, [3.0, 0.2, 0.2, 0.2], warmup=4, warmup_rule="fixed")
+    assert out["steps"] == 4 and out["settled"] is None and out["step_ms"] == []
+
+
+def test_no_warm_up_at_all(monkeypatch):
+    out, losses, _ = _run_warm_up(monkeypatch, [0.2], warmup=0)
+    assert out["steps"] == 0 and out["settled"] is None and losses == []
+
+
+def test_a_case_trains_every_step_whatever_the_warm_up(tmp_path):
+    # The loss curve is judged step by step against the reference: an early end of the
+    # warm-up must time more steps, never train fewer.
+    from tebench.matrix import iter_cases, load
+
+    path = tmp_path / "m.toml"
+    path.write_text('name = "m"\n[settings]\nsteps = 4\nwarmup = 5\nwarmup_floor = 1\nwarmup_rtol = 10.0\n'
+                    '[axes]\nmodes = ["PT-FP32"]\n[sizes.gpt.micro]\nvocab = 16\nd_model = 32\nheads = 2\n'
+                    'layers = 1\nffn = 64\nseq = 16\nbatch = 4\n')
+    case = next(iter_cases(load(path)))
+    raw = measure.run_case(case, torch.device("cpu"), lambda *a: None)
+    k = raw["warmup"]["steps"]
+    assert 2 <= k <= 5  # floor 1, but two step times are compared; the ceiling is warmup
+    assert len(raw["loss"]["per_step"]) == 9
+    assert len(raw["timing"]["samples_ms"]) == 9 - k
+    assert raw["loss"]["warmup_steps"] == k
+
+
+def test_compile_cache_variables_and_the_users_own_win(tmp_path):
+    env = caches.child_env(tmp_path / "c", parent={"TRITON_CACHE_DIR": "/mine"})
+    assert env["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "c" / "inductor")
+    assert env["CUDA_CACHE_PATH"] == str(tmp_path / "c" / "cuda-jit")
+    assert "TRITON_CACHE_DIR" not in env
+    assert env["TORCHINDUCTOR_FX_GRAPH_CACHE"] == "1"
+    assert caches.child_env(None) == {}
+
+
+def test_compile_cache_state_is_cold_then_warm(tmp_path):
+    d = tmp_path / "c"
+    assert caches.describe(None) == {"dir": None, "state": "off"}
+    assert caches.describe(d, parent={})["state"] == "cold"
+    caches.prepare(d)
+    assert caches.describe(d, parent={})["state"] == "cold"
+    (d / "inductor").mkdir()
+    (d / "inductor" / "entry").write_bytes(b"x" * 10)
+    warm = caches.describe(d, parent={"TORCHINDUCTOR_CACHE_DIR": "/elsewhere"})
+    assert (warm["state"], warm["files"], warm["bytes"]) == ("warm", 1, 10)
+    assert warm["overridden_by_env"] == ["TORCHINDUCTOR_CACHE_DIR"]
+
+
+def test_launch_auto_is_prestarted_only_on_cuda():
+    assert runner.launch_method("auto", Environment(device_type="cuda")) == "prestarted"
+    assert runner.launch_method("auto", Environment(device_type="cpu")) == "cold"
+    assert runner.launch_method("cold", Environment(device_type="cuda")) == "cold"
+
+
+def _case(mode: str, parallel: str = "single"):
+    return SimpleNamespace(mode=mode, parallel=parallel)
+
+
+@pytest.mark.parametrize("preloaded, mode, parallel, used", [
+    ("torch", "PT-AMP", "single", True),
+    ("torch", "TE-BF16", "single", True),    # TE is imported after the case arrives, as cold
+    ("te", "TE-FP8", "single", True),
+    ("te", "PT-AMP", "single", False),       # a PyTorch case never runs with TE loaded
+    ("torch", "PT-AMP", "ddp", False),       # torchrun cases start cold
+])
+def test_a_prestarted_worker_runs_only_a_case_it_fits(tmp_path, preloaded, mode, parallel, used):
+    ex = runner._Executor.__new__(runner._Executor)
+    ex.lock, ex.children = threading.Lock(), set()
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    log = tmp_path / "prestart.log"
+    log.write_text("")
+    ex.spares = {"0": runner._Spare(proc, preloaded, log)}
+    got = ex._take_spare(_case(mode, parallel), "0")
+    try:
+        assert (got is not None) is used
+        assert ex.spares == {}
+        assert (proc.poll() is None) is used, "an unusable pre-started worker is ended"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_dead_prestarted_worker_is_not_used(tmp_path):
+    ex = runner._Executor.__new__(runner._Executor)
+    ex.lock, ex.children = threading.Lock(), set()
+    proc = subprocess.Popen([sys.executable, "-c", "raise SystemExit(2)"], stdin=subprocess.PIPE, text=True)
+    proc.wait()
+    log = tmp_path / "prestart.log"
+    log.write_text("boom")
+    ex.spares = {None: runner._Spare(proc, "torch", log)}
+    assert ex._take_spare(_case("PT-FP32"), None) is None
+    assert not log.exists()
