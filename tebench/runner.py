@@ -327,6 +327,8 @@ class _Executor:
         self.launch = launch_method(opts.launch, env)
         self.spares: dict[str | None, _Spare] = {}
         self.spawned = 0
+        self.finished: dict[str | None, float] = {}
+        """When the last case on each device was recorded: the hand-off time to the next one is kept."""
         self.work = opts.out / ".work"
         self.logs = opts.out / "logs"
         try:
@@ -496,7 +498,12 @@ class _Executor:
         raw = self._outcome(case, code, timed_out, timeout, last, result_file, log_file)
         if device is not None:
             raw.setdefault("device", {})["assigned"] = device  # the --devices slot that ran it
+        launch = raw.setdefault("launch", {"method": "cold" if spare is None else "prestarted"})
+        if device in self.finished:
+            # From the previous case's record to this case's hand-off: the runner's own gap.
+            launch["after_previous_s"] = round(started - self.finished[device], 4)
         rec = self.record(p, raw, started, rel_log)
+        self.finished[device] = time.time()
         # The record is on disk now; the hand-off files only duplicate it.
         case_file.unlink(missing_ok=True)
         result_file.unlink(missing_ok=True)
