@@ -37,6 +37,8 @@ from tebench.modes import FP8_MODES
 from tebench.report import charts, phases, tables
 from tebench.report.load import Source, load_all
 
+FP8 = " or ".join(FP8_MODES)
+"""How headings name the FP8 mode(s) (``TE-FP8``)."""
 MAX_FP8_CHARTS = 24
 """Upper bound on FP8-state charts (largest sizes and loss spikes are chosen first)."""
 MD_LIMIT = 60_000
@@ -116,13 +118,13 @@ HEADLINE_COLUMNS = [
     ("fastest", "fastest mode", ""), ("step_ms", "step ms", "ms"), ("speedup_vs_amp", f"vs {tables.BASELINE}", "x"),
     ("speedup_vs_compile", f"vs {tables.COMPILED}", "x"),
     ("memory_saving_vs_amp", f"memory saved vs {tables.BASELINE}", "pct"),
-    ("best_fp8", "best TE-FP8", ""), ("fp8_speedup_vs_amp", f"TE-FP8 vs {tables.BASELINE}", "x"),
+    ("best_fp8", f"best {FP8}", ""), ("fp8_speedup_vs_amp", f"{FP8} vs {tables.BASELINE}", "x"),
     ("parity", "loss parity", ""), ("not_ok", "not ok", ""),
 ]
 CROSSOVER_COLUMNS = [
     ("source", "machine", ""), ("workload", "workload", ""), ("cuda_graphs", "CUDA graphs", ""),
-    ("baseline", "baseline", ""), ("fp8_first_faster_at", "TE-FP8 first faster at", ""),
-    ("speedup_there", "speedup there", "x"), ("speedup_by_size", "TE-FP8 speedup by size", ""),
+    ("baseline", "baseline", ""), ("fp8_first_faster_at", f"{FP8} first faster at", ""),
+    ("speedup_there", "speedup there", "x"), ("speedup_by_size", f"{FP8} speedup by size", ""),
 ]
 DIST_COLUMNS = [
     ("source", "machine", ""), ("case_id", "case", ""), ("status", "status", ""), ("ranks", "ranks", ""),
@@ -157,7 +159,7 @@ def _sentence(row: pd.Series) -> str:
     if pd.notna(row["speedup_vs_amp"]):
         text += f" ({fmt(row['speedup_vs_amp'], 'x')} vs {tables.BASELINE})"
     if row.get("best_fp8") and pd.notna(row["fp8_speedup_vs_amp"]):
-        text += f"; best TE-FP8 ({row['best_fp8']}) is {fmt(row['fp8_speedup_vs_amp'], 'x')} vs {tables.BASELINE}"
+        text += f"; best {FP8} ({row['best_fp8']}) is {fmt(row['fp8_speedup_vs_amp'], 'x')} vs {tables.BASELINE}"
     saving = row["memory_saving_vs_amp"]
     if pd.notna(saving) and abs(saving) >= 0.0005:
         text += f"; it uses {fmt(abs(saving), 'pct')} {'less' if saving > 0 else 'more'} memory than {tables.BASELINE}"
