@@ -77,3 +77,13 @@ def test_data_parallel_gate_follows_the_workload_kind(monkeypatch):
     reason = gates.gate_case(case, dataclasses.replace(CPU_ENV))
     assert reason == ("data parallelism applies to the model workloads (gpt, llama, distill), "
                       "not to single modules")
+
+
+def test_cli_help_lists_every_shipped_preset():
+    from tebench import cli, matrix
+
+    run = next(a for a in cli.build_parser()._subparsers._group_actions[0].choices["run"]._actions
+               if "--preset" in a.option_strings)
+    names = matrix.preset_names()
+    assert names and "smoke" in names
+    assert run.help.endswith(", ".join(names))
