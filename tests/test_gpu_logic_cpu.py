@@ -361,7 +361,7 @@ class _FakeExecutor:
         self.skipped: dict[str, str] = {}
         self.overlaps: list[str] = []
 
-    def run_one(self, p: runner.Planned, device: str | None) -> dict:
+    def run_one(self, p: runner.Planned, device: str | None, next_case=None) -> dict:
         devs = device.split(",")
         with self.lock:
             if self.busy & set(devs):
@@ -410,7 +410,7 @@ def test_execute_with_one_device_runs_everything_in_order_on_it():
 
 def test_execute_stops_and_reraises_when_a_device_thread_fails():
     class Failing(_FakeExecutor):
-        def run_one(self, p, device):
+        def run_one(self, p, device, next_case=None):
             raise OSError(28, "No space left on device")
 
     with pytest.raises(OSError, match="No space left"):
