@@ -28,8 +28,10 @@ class UsageError(Exception):
 
 def _add_matrix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("matrix", nargs="?", help="a matrix file (TOML); default: --preset auto")
+    from tebench.matrix import preset_names  # torch-free; the list is the presets directory's
+
     p.add_argument("--preset", help="a shipped preset: auto (smoke on CPU, tutorial on a GPU), "
-                   "smoke, tutorial, large, nightly, crossover, gpu-smoke, distributed")
+                   + ", ".join(preset_names()))
     p.add_argument("--only", action="append", default=[], metavar="GLOB",
                    help="run only cases whose id matches (repeatable), e.g. 'gpt/*/TE-*'")
     p.add_argument("--shard", metavar="I/N", help="run shard I of N (cost-balanced, deterministic)")
@@ -69,7 +71,7 @@ def _shard(args: argparse.Namespace) -> tuple[int, int] | None:
 def cmd_env(args: argparse.Namespace) -> int:
     """Print what was detected and what each mode and recipe would do here."""
     from tebench.detect import probe
-    from tebench.modes import MODES
+    from tebench.modes import FP8_MODES, MODES
     from tebench.recipes import RECIPES
 
     env = probe()
@@ -96,9 +98,10 @@ def cmd_env(args: argparse.Namespace) -> int:
     for mode in MODES.values():
         reason = mode.gate(env)
         print(f"  {mode.name:<15} {'runs' if not reason else 'skipped: ' + reason}")
-    print("FP8 recipes (TE-FP8):")
+    fp8_mode = MODES[FP8_MODES[0]]  # every FP8 mode gates on the same FP8 support
+    print(f"FP8 recipes ({', '.join(FP8_MODES)}):")
     for spec in RECIPES.values():
-        reason = MODES["TE-FP8"].gate(env) or spec.gate(env)
+        reason = fp8_mode.gate(env) or spec.gate(env)
         print(f"  {spec.name:<15} {'runs' if not reason else 'skipped: ' + reason}")
     return 0
 
@@ -107,6 +110,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     """Expand a matrix and show every case with run/skip and the reason, running nothing."""
     from tebench.detect import probe
     from tebench.gates import gate_case
+    from tebench.matrix import exclusion_text, expand
     from tebench.runner import select_cases
     from tebench.shard import estimate_cost
 
@@ -124,6 +128,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         status = "run " if reason is None else "skip"
         print(f"  {status} {case.id:<60} ~{estimate_cost(case):5.0f}s" + (f"  {reason}" if reason else ""))
     print(f"{runs} to run, {len(cases) - runs} skipped")
+    excluded = expand(mat).excluded
+    if excluded:
+        print(f"excluded by the matrix's [[exclude]] rules ({sum(e.cases for e in excluded)} case(s)):")
+        for rule in excluded:
+            print(f"  - {exclusion_text(rule.to_dict())}")
     return 0
 
 
@@ -416,21 +425,31 @@ def _add_cost_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command: one ``_add_<command>`` function each."""
     parser = argparse.ArgumentParser(
         prog="tebench",
         description="What Transformer Engine (BF16, FP8) buys over plain PyTorch, with loss parity.",
     )
     parser.add_argument("--version", action="version", version=f"tebench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_add_env, _add_list, _add_run, _add_report, _add_compare, _add_ab, _add_merge, _add_history):
+        add(sub)
+    return parser
 
+
+def _add_env(sub: Any) -> None:
     p = sub.add_parser("env", help="show detected hardware/software and what each mode would do")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_env)
 
+
+def _add_list(sub: Any) -> None:
     p = sub.add_parser("list", help="expand a matrix: every case, run or skip, and why")
     _add_matrix_args(p)
     p.set_defaults(func=cmd_list)
 
+
+def _add_run(sub: Any) -> None:
     p = sub.add_parser("run", help="run a matrix and write results (and a report)")
     _add_matrix_args(p)
     p.add_argument("--out", required=True, help="run directory (results.jsonl, logs/, report/)")
@@ -445,6 +464,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cost_args(p)
     p.set_defaults(func=cmd_run)
 
+
+def _add_report(sub: Any) -> None:
     p = sub.add_parser("report", help="render HTML + Markdown from stored results (no GPU, no re-run)")
     p.add_argument("results", nargs="+", help="results.jsonl files, run directories or pytest-benchmark JSON; "
                    "several from different machines are compared side by side")
@@ -454,6 +475,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "them from there; without it report.md has no images and reads whole as text")
     p.set_defaults(func=cmd_report)
 
+
+def _add_compare(sub: Any) -> None:
     p = sub.add_parser("compare", help="compare two runs: regressions beyond threshold and noise (exit 1)")
     p.add_argument("base", help="base results file or run directory")
     p.add_argument("head", help="head results file or run directory")
@@ -463,6 +486,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="count regressions even when base and head ran in different environments")
     p.set_defaults(func=cmd_compare)
 
+
+def _add_ab(sub: Any) -> None:
     p = sub.add_parser("ab", help="run base and head interleaved (ABBA) on one device and compare (exit 1)")
     p.add_argument("matrix", nargs="?", help="a matrix file (TOML); default: --preset auto")
     p.add_argument("--preset", help="a shipped preset, as for run")
@@ -483,6 +508,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_gate_args(p)
     p.set_defaults(func=cmd_ab)
 
+
+def _add_merge(sub: Any) -> None:
     p = sub.add_parser("merge", help="join shard results (tebench run --shard I/N) into one run")
     p.add_argument("shards", nargs="+", help="shard run directories or results files")
     p.add_argument("--out", required=True, help="directory for the merged results.jsonl and report/")
@@ -490,6 +517,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-report", action="store_true")
     p.set_defaults(func=cmd_merge)
 
+
+def _add_history(sub: Any) -> None:
     p = sub.add_parser("history", help="nightly history in SQLite: add runs, render trends")
     hsub = p.add_subparsers(dest="history_command", required=True, metavar="ACTION")
     h = hsub.add_parser("add", help="store results in the database (idempotent, safe concurrently)")
@@ -505,8 +534,6 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--confirm", type=int, default=3,
                    help="runs that must follow a change before it is reported (default %(default)s)")
     h.set_defaults(func=cmd_history_report)
-
-    return parser
 
 
 def _warn(message, category, filename, lineno, file=None, line=None) -> None:

@@ -16,6 +16,7 @@ import torch
 
 from tebench.matrix import Case
 from tebench.measure import Progress, run_case
+from tebench.seeds import derive_seed
 from tebench.workloads import WORKLOADS
 
 
@@ -45,7 +46,7 @@ def run_distributed(case: Case, device: torch.device, progress: Progress) -> dic
     dist.init_process_group(backend, device_id=device if device.type == "cuda" else None)
     try:
         rank, world = dist.get_rank(), dist.get_world_size()
-        seed = case.settings.seed + 7_777 * rank
+        seed = derive_seed(case.settings.seed, "rank", rank)
         group = dist.group.WORLD if case.fp8 is not None else None
         built: list[torch.nn.Module] = []
         raw = run_case(case, device, progress, wrap=_wrap(case, device, built), amax_group=group, data_seed=seed)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from tebench.detect import Environment
 from tebench.matrix import Case
 from tebench.modes import MODES
-from tebench.workloads import SPECS
+from tebench.workloads import BUILT_IN, SPECS
+from tebench.workloads.spec import workload_kind
 
 
 def gate_case(case: Case, env: Environment) -> str | None:
@@ -35,8 +36,9 @@ def gate_case(case: Case, env: Environment) -> str | None:
         if case.parallel != "single":
             return "CUDA graphs are not supported together with data parallelism in tebench"
     if case.parallel != "single":
-        if case.workload == "module":
-            return "data parallelism applies to the model workloads (gpt, distill), not to single modules"
+        if workload_kind(SPECS[case.workload]) != "model":
+            models = ", ".join(name for name in BUILT_IN if workload_kind(SPECS[name]) == "model")
+            return f"data parallelism applies to the model workloads ({models}), not to single modules"
         if env.device_type == "cuda" and len(env.gpus) < case.nproc:
             return f"{case.parallel} x{case.nproc} needs {case.nproc} GPUs; {len(env.gpus)} visible"
         if case.parallel == "fsdp2" and not env.fsdp2.ok:

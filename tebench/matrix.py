@@ -28,7 +28,7 @@ from tebench import fields
 from tebench.fields import FieldError, knob
 from tebench.modes import MODES
 from tebench.recipes import AMAX_ALGOS, FORMATS, RECIPES, FP8Options
-from tebench.workloads import SPECS, SizeError
+from tebench.workloads import BUILT_IN, SPECS, SizeError
 from tebench.workloads.plugins import PluginError
 from tebench.workloads.spec import size_from_dict
 
@@ -105,9 +105,9 @@ class Settings:
 class AxisValue:
     """One value of each ``[axes]`` list (and of the ``[[exclude]]`` keys that name them)."""
 
-    workloads: str = knob("gpt", "A workload: built in (gpt, llama, distill, module), or a user workload's "
-                                 "import path or entry-point name (checked where its sizes are).")
-    modes: str = knob("PT-FP32", "A precision mode.", choices=tuple(MODES))
+    workloads: str = knob(BUILT_IN[0], f"A workload: built in ({', '.join(BUILT_IN)}), or a user workload's "
+                                       "import path or entry-point name (checked where its sizes are).")
+    modes: str = knob(next(iter(MODES)), "A precision mode.", choices=tuple(MODES))
     graphs: bool = knob(False, "Capture the model's layer stack in CUDA graphs.")
     fp8_weights: bool = knob(False, "Keep weights in FP8 (TE-FP8 only).")
     parallel: str = knob("single", "single, or data parallel (ddp, fsdp2) over nproc processes.", choices=PARALLEL)
@@ -524,21 +524,79 @@ def _size(workload: str, size_name: str, dims: Any, base: Settings) -> tuple[Any
     return size, settings
 
 
-def iter_cases(matrix: Matrix) -> Iterator[Case]:
-    """Expand a matrix into cases, in a stable order, exclusions applied.
+@dataclass(frozen=True)
+class Exclusion:
+    """One ``[[exclude]]`` rule as written, its reason and how many cases it removed."""
+
+    rule: dict[str, Any]
+    """The rule's axis keys and values (``reason`` apart)."""
+    reason: str | None
+    cases: int
+    """Cases this rule removed. A case two rules match counts for the first of them, so the
+    counts add up to the cases the matrix excludes."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The form stored in a run's header (``excluded``)."""
+        return {"rule": dict(self.rule), "reason": self.reason, "cases": self.cases}
+
+
+def exclusion_text(entry: dict[str, Any]) -> str:
+    """One line for an exclusion in its stored form: ``mode=TE-FP8 graphs=true: 4 case(s) (why)``."""
+    def show(value: Any) -> str:
+        if isinstance(value, list):
+            return "[" + ", ".join(show(v) for v in value) + "]"
+        return str(value).lower() if isinstance(value, bool) else str(value)
+
+    rule = " ".join(f"{key}={show(value)}" for key, value in (entry.get("rule") or {}).items()) or "(empty rule)"
+    reason = entry.get("reason")
+    return f"{rule}: {entry.get('cases', 0)} case(s)" + (f" ({reason})" if reason else " (no reason given)")
+
+
+@dataclass
+class Expansion:
+    """A matrix expanded: the cases that run, and what each exclusion rule took away."""
+
+    cases: list[Case]
+    excluded: list[Exclusion]
+
+
+def expand(matrix: Matrix) -> Expansion:
+    """Expand a matrix into cases, in a stable order, exclusions applied and counted.
 
     Raises MatrixError for anything invalid, naming the file (through
     ``extends``) that holds the bad value; the expansion itself is the
     validation, so ``tebench list`` and ``tebench run`` can never disagree.
     """
     try:
-        cases = _expand(matrix.data)
+        return _expand(matrix.data)
     except _Bad as bad:
         raise MatrixError(matrix.origin(bad.key), bad.key, bad.value, str(bad)) from None
-    yield from cases
 
 
-def _expand(data: Any) -> list[Case]:
+def iter_cases(matrix: Matrix) -> Iterator[Case]:
+    """The cases of :func:`expand`, in its order."""
+    yield from expand(matrix).cases
+
+
+def _expand(data: Any) -> Expansion:
+    base, sizes = _top_level(data)
+    axes = _axes(data, sizes)
+    rules = _rules(data)
+    kept: dict[str, Case] = {}
+    removed: list[set[str]] = [set() for _ in rules]
+    for case in _candidates(axes, sizes, base):
+        hit = next((i for i, rule in enumerate(rules) if _matches(rule, case)), None)
+        if hit is None:
+            kept.setdefault(case.id, case)
+        else:
+            removed[hit].add(case.id)
+    excluded = [Exclusion({k: v for k, v in rule.items() if k != "reason"}, rule.get("reason"), len(ids))
+                for rule, ids in zip(rules, removed)]
+    return Expansion(list(kept.values()), excluded)
+
+
+def _top_level(data: Any) -> tuple[Settings, dict[str, Any]]:
+    """The file's top-level tables checked: (the base settings, the sizes by workload)."""
     if not isinstance(data, dict):
         raise _Bad("file", _MISSING, "must be a TOML table")
     _unknown("", data, TOP_KEYS - {"extends"})
@@ -556,10 +614,11 @@ def _expand(data: Any) -> list[Case]:
             raise _Bad(f"sizes.{wl}", _MISSING, str(exc)) from None
         if not isinstance(table, dict):
             raise _Bad(f"sizes.{wl}", table, "must be a table of named sizes")
-    axes = _axes(data, sizes)
-    rules = _rules(data)
+    return base, sizes
 
-    seen: dict[str, Case] = {}
+
+def _candidates(axes: _Axes, sizes: dict[str, Any], base: Settings) -> Iterator[Case]:
+    """Every point of the axes' product, before exclusion (sizes validated on the way)."""
     for wl_name in axes.workloads:
         for size_name, dims in sizes[wl_name].items():
             spec, settings = _size(wl_name, size_name, dims, base)
@@ -570,11 +629,7 @@ def _expand(data: Any) -> list[Case]:
                     continue  # FP8 weights only exist under FP8
                 for n in (axes.nprocs if par != "single" else [1]):
                     for opts in (axes.fp8_points if mode.fp8 else [None]):
-                        case = Case(wl_name, size_name, mode_name, dim_items, opts, g, w, par, n, settings)
-                        if any(_matches(rule, case) for rule in rules):
-                            continue
-                        seen.setdefault(case.id, case)
-    return list(seen.values())
+                        yield Case(wl_name, size_name, mode_name, dim_items, opts, g, w, par, n, settings)
 
 
 def reference_order(cases: list[Case]) -> list[Case]:

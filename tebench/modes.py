@@ -38,6 +38,16 @@ class Mode:
     compile: bool
     """Run the model under ``torch.compile``."""
     description: str
+    color: str = "#9467bd"
+    """The one colour this mode has in every chart (the default is the colour shared by every
+    mode without one of its own, unknown modes included)."""
+    reference_rank: int | None = None
+    """Loss parity's reference: of the modes with a rank that ran, the lowest rank is the reference."""
+    companion: str | None = None
+    """When this mode is the reference, runs of the companion mode add their distance from it
+    (the cost of lower-precision compute) to the parity band."""
+    baseline: str | None = None
+    """The report's speedup baseline this mode is: ``amp`` (eager) or ``compile`` (compiled)."""
 
     def gate(self, env: "Environment") -> str | None:
         """None when this mode can run on ``env``, else the human-readable reason."""
@@ -63,17 +73,37 @@ class Mode:
 MODES: dict[str, Mode] = {
     mode.name: mode
     for mode in (
-        Mode("PT-FP32", "pt", amp=False, fp8=False, compile=False, description="plain PyTorch, fp32 compute"),
+        Mode("PT-FP32", "pt", amp=False, fp8=False, compile=False, description="plain PyTorch, fp32 compute",
+             color="#7f7f7f", reference_rank=0, companion="PT-AMP"),
         Mode("PT-AMP", "pt", amp=True, fp8=False, compile=False,
-             description="PyTorch autocast (bf16; fp16 + GradScaler where bf16 is missing)"),
+             description="PyTorch autocast (bf16; fp16 + GradScaler where bf16 is missing)",
+             color="#1f77b4", reference_rank=1, baseline="amp"),
         Mode("PT-AMP+compile", "pt", amp=True, fp8=False, compile=True,
-             description="PT-AMP under torch.compile: the strongest plain-PyTorch baseline"),
+             description="PT-AMP under torch.compile: the strongest plain-PyTorch baseline",
+             color="#17becf", baseline="compile"),
         Mode("TE-BF16", "te", amp=True, fp8=False, compile=False,
-             description="Transformer Engine modules, bf16 compute"),
+             description="Transformer Engine modules, bf16 compute", color="#2ca02c"),
         Mode("TE-FP8", "te", amp=True, fp8=True, compile=False,
-             description="Transformer Engine modules under FP8 autocast with a recipe"),
+             description="Transformer Engine modules under FP8 autocast with a recipe", color="#d62728"),
     )
 }
 
-# Loss parity compares every case against the first of these that ran.
-REFERENCE_MODES = ("PT-FP32", "PT-AMP")
+REFERENCE_MODES = tuple(sorted((m.name for m in MODES.values() if m.reference_rank is not None),
+                               key=lambda name: MODES[name].reference_rank))
+"""Loss parity compares every case against the first of these that ran."""
+
+FP8_MODES = tuple(m.name for m in MODES.values() if m.fp8)
+"""The modes that run under TE's FP8 autocast: the ones a recipe applies to."""
+
+
+def baseline(role: str) -> str:
+    """The mode that is the report's ``role`` speedup baseline (``amp`` or ``compile``)."""
+    found = [m.name for m in MODES.values() if m.baseline == role]
+    if len(found) != 1:
+        raise LookupError(f"MODES must name exactly one '{role}' baseline, not {found}")
+    return found[0]
+
+
+def is_fp8(mode: str) -> bool:
+    """True for a mode under FP8 autocast; False for a mode this tebench does not know (an old file's)."""
+    return mode in MODES and MODES[mode].fp8

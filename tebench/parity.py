@@ -41,7 +41,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from tebench.modes import REFERENCE_MODES
+from tebench.modes import MODES, REFERENCE_MODES
 from tebench.recipes import RECIPES
 
 # A loss that ends this many times above where it started has diverged.
@@ -402,7 +402,8 @@ def judge(records: Sequence[dict[str, Any]], record: dict[str, Any]) -> dict[str
                                             "reference's; see the replica check in the multi-GPU table"}
     ref_mode, ref_runs = _reference_runs(records, case)
     if ref_mode is None:
-        return {"verdict": "n/a", "reason": "no reference mode (PT-FP32 or PT-AMP) ran for this workload and size"}
+        return {"verdict": "n/a",
+                "reason": f"no reference mode ({' or '.join(REFERENCE_MODES)}) ran for this workload and size"}
     if ref_runs[0] is record:
         curves = [r["loss"]["per_step"] for r in ref_runs]
         learned = reference_learned(curves)[1] if min(map(len, curves)) >= MIN_STEPS else "too short to judge"
@@ -411,9 +412,10 @@ def judge(records: Sequence[dict[str, Any]], record: dict[str, Any]) -> dict[str
     others = [r for r in ref_runs if r is not record]
     # A reference's later rounds are judged against its other rounds (an A/A check).
     companions: list[dict[str, Any]] = []
-    if ref_mode == "PT-FP32":
-        amp = _plain_runs(records, case, "PT-AMP")
-        companions = [] if any(r is record for r in amp) else amp
+    companion = MODES[ref_mode].companion
+    if companion is not None:
+        runs = _plain_runs(records, case, companion)
+        companions = [] if any(r is record for r in runs) else runs
     settings = case["settings"]
     out = evaluate(record["loss"]["per_step"], [r["loss"]["per_step"] for r in others], ref_mode,
                    settings["parity_rtol"], settings["parity_atol"],

@@ -470,6 +470,8 @@ class RunHeader(_Part):
     shard: list[int] | None = None
     case_ids: list[str] | None = None
     devices: list[Any] | None = None
+    excluded: list[dict[str, Any]] | None = None
+    """The matrix's ``[[exclude]]`` rules, their reasons and how many cases each removed."""
     launch: str | None = None
     """How cases' processes started (``--launch``); None in runs older than the option."""
     compile_cache: dict[str, Any] | None = None

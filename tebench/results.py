@@ -23,6 +23,8 @@ from typing import Any, Iterable
 
 SCHEMA = "tebench.results"
 SCHEMA_VERSION = 1
+# Optional keys added within v1, which older readers ignore and newer readers do not require:
+# header "excluded" (the matrix's [[exclude]] rules with reason and count of cases removed).
 MIN_READABLE_VERSION = 1
 STATUSES = ("ok", "skipped", "failed", "oom", "timeout", "diverged")
 RESULTS_NAME = "results.jsonl"
@@ -234,6 +236,13 @@ def _check_header(record: dict[str, Any]) -> None:
     if ids is not None and not all(isinstance(i, str) for i in ids):
         raise RecordError("case_ids", ids, "must be an array of strings")
     _expect(record, "matrix", (dict,))
+    excluded = _expect(record, "excluded", (list,))  # optional: headers before it have none
+    for i, entry in enumerate(excluded or []):
+        if not (isinstance(entry, dict) and isinstance(entry.get("rule"), dict)
+                and isinstance(entry.get("reason"), (str, type(None)))
+                and isinstance(entry.get("cases"), int) and not isinstance(entry.get("cases"), bool)):
+            raise RecordError(f"excluded[{i}]", entry, "must be an object with a rule object, "
+                                                       "a reason (string or null) and an integer cases")
     rounds = _expect(record, "rounds", (int,))
     if rounds is not None and rounds < 1:
         raise RecordError("rounds", rounds, "must be at least 1")

@@ -33,7 +33,7 @@ from tebench import caches, parity, results, shard, stats
 from tebench.detect import Environment
 from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, caught by the CLI)
 from tebench.gates import gate_case
-from tebench.matrix import Case, Matrix, iter_cases, reference_order
+from tebench.matrix import Case, Matrix, expand, iter_cases, reference_order
 from tebench.modes import MODES
 from tebench.record import CaseResult, Throughput
 from tebench.workloads import SPECS
@@ -645,6 +645,8 @@ def run_header(run_id: str, matrix: Matrix, cases: list[Case], env: Environment,
         "rounds": rounds,
         "shard": shard,
         "case_ids": [c.id for c in cases],
+        # Each [[exclude]] rule with its reason and the cases it removed from the matrix.
+        "excluded": [rule.to_dict() for rule in expand(matrix).excluded],
         "devices": devices,
         "launch": launch,
         "compile_cache": compile_cache,

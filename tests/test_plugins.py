@@ -79,7 +79,8 @@ def test_entry_point_of_an_installed_distribution(tmp_path, example_on_path, mon
                               "'size_type' must be a dataclass", "plug_a.py"]),
     ("class W:\n    def __init__(self):\n        raise ValueError('needs a config')\n",
      ["W() failed: ValueError: needs a config", "plug_a.py"]),
-], ids=["raises-at-import", "missing-dependency", "incomplete-protocol", "constructor-fails"])
+    ("class W:\n    kind = 'layer'\n", ["'kind' must be one of model, module, not 'layer'", "plug_a.py"]),
+], ids=["raises-at-import", "missing-dependency", "incomplete-protocol", "constructor-fails", "unknown-kind"])
 def test_bad_plugins_say_what_and_where(tmp_path, monkeypatch, body, fragments):
     _module(tmp_path, monkeypatch, "plug_a", body)
     with pytest.raises(PluginError) as err:

@@ -32,9 +32,14 @@ import pandas as pd
 
 import tebench
 from tebench import atomic
+from tebench.matrix import exclusion_text
+from tebench.modes import FP8_MODES
+from tebench.record import CaseResult, RunHeader
 from tebench.report import charts, phases, tables
 from tebench.report.load import Source, load_all
 
+FP8 = " or ".join(FP8_MODES)
+"""How headings name the FP8 mode(s) (``TE-FP8``)."""
 MAX_FP8_CHARTS = 24
 """Upper bound on FP8-state charts (largest sizes and loss spikes are chosen first)."""
 MD_LIMIT = 60_000
@@ -111,15 +116,16 @@ def html_table(df: pd.DataFrame, cls: str = "") -> str:
 
 HEADLINE_COLUMNS = [
     ("source", "machine", ""), ("workload", "workload", ""), ("size", "size", ""),
-    ("fastest", "fastest mode", ""), ("step_ms", "step ms", "ms"), ("speedup_vs_amp", "vs PT-AMP", "x"),
-    ("speedup_vs_compile", "vs PT-AMP+compile", "x"), ("memory_saving_vs_amp", "memory saved vs PT-AMP", "pct"),
-    ("best_fp8", "best TE-FP8", ""), ("fp8_speedup_vs_amp", "TE-FP8 vs PT-AMP", "x"),
+    ("fastest", "fastest mode", ""), ("step_ms", "step ms", "ms"), ("speedup_vs_amp", f"vs {tables.BASELINE}", "x"),
+    ("speedup_vs_compile", f"vs {tables.COMPILED}", "x"),
+    ("memory_saving_vs_amp", f"memory saved vs {tables.BASELINE}", "pct"),
+    ("best_fp8", f"best {FP8}", ""), ("fp8_speedup_vs_amp", f"{FP8} vs {tables.BASELINE}", "x"),
     ("parity", "loss parity", ""), ("not_ok", "not ok", ""),
 ]
 CROSSOVER_COLUMNS = [
     ("source", "machine", ""), ("workload", "workload", ""), ("cuda_graphs", "CUDA graphs", ""),
-    ("baseline", "baseline", ""), ("fp8_first_faster_at", "TE-FP8 first faster at", ""),
-    ("speedup_there", "speedup there", "x"), ("speedup_by_size", "TE-FP8 speedup by size", ""),
+    ("baseline", "baseline", ""), ("fp8_first_faster_at", f"{FP8} first faster at", ""),
+    ("speedup_there", "speedup there", "x"), ("speedup_by_size", f"{FP8} speedup by size", ""),
 ]
 DIST_COLUMNS = [
     ("source", "machine", ""), ("case_id", "case", ""), ("status", "status", ""), ("ranks", "ranks", ""),
@@ -152,12 +158,12 @@ def _sentence(row: pd.Series) -> str:
     fmt = tables.fmt
     text = f"{row['workload']}/{row['size']} on {row['source']}: fastest is {row['fastest']} at {fmt(row['step_ms'], 'ms')} ms/step"
     if pd.notna(row["speedup_vs_amp"]):
-        text += f" ({fmt(row['speedup_vs_amp'], 'x')} vs PT-AMP)"
+        text += f" ({fmt(row['speedup_vs_amp'], 'x')} vs {tables.BASELINE})"
     if row.get("best_fp8") and pd.notna(row["fp8_speedup_vs_amp"]):
-        text += f"; best TE-FP8 ({row['best_fp8']}) is {fmt(row['fp8_speedup_vs_amp'], 'x')} vs PT-AMP"
+        text += f"; best {FP8} ({row['best_fp8']}) is {fmt(row['fp8_speedup_vs_amp'], 'x')} vs {tables.BASELINE}"
     saving = row["memory_saving_vs_amp"]
     if pd.notna(saving) and abs(saving) >= 0.0005:
-        text += f"; it uses {fmt(abs(saving), 'pct')} {'less' if saving > 0 else 'more'} memory than PT-AMP"
+        text += f"; it uses {fmt(abs(saving), 'pct')} {'less' if saving > 0 else 'more'} memory than {tables.BASELINE}"
     return text + f"; loss parity: {row['parity']}."
 
 
@@ -213,7 +219,15 @@ def _reproduce(src: Source) -> list[tuple[str, str]]:
                                      f"{_listed(head.devices) or 'default'}"),
         ("tebench", f"{head.tebench or env.get('tebench') or '–'} @ {commit}"),
         ("results file", src.path),
-    ]
+    ] + _excluded(head)
+
+
+def _excluded(head: RunHeader) -> list[tuple[str, str]]:
+    """The run-info row of the matrix's exclusions; none for a header from before they were recorded."""
+    if head.excluded is None and "excluded" not in head._keys:
+        return []
+    rules = head.excluded or []
+    return [("excluded by the matrix", "; ".join(exclusion_text(e) for e in rules) if rules else "nothing")]
 
 
 
@@ -328,79 +342,136 @@ def draw_all(jobs: list[Callable[[], Any]]) -> list[bytes | None]:
         _JOBS = []
 
 
-def build_context(sources: list[Source], out: Path, assets_url: str | None = None) -> dict[str, Any]:
-    """Everything both templates show, computed once (each chart drawn once, used by HTML and Markdown)."""
-    df = tables.case_frame(sources)
-    multi = len(sources) > 1
-    jobs: list[tuple[str, str, str, Callable[[], Any]]] = []
-    chosen, fp8_total = _fp8_selection(sources, df)
-    cost = phases.frame(sources)
-    if not df.empty:
-        # The loss chart first: it is the largest, and the pool hands jobs out in order.
-        jobs += [
-            ("loss", "Loss curves", "Training loss at every step, warm-up included, one panel per mode family. "
-             "Every mode starts from the same weights and sees the same batches; the black curve is the "
-             "reference mode and the grey band the band each curve was judged against.",
-             lambda: charts.loss_curves(sources, df)),
-            ("speedup", "Speedup over PT-AMP", "Each variant's median step time relative to eager PT-AMP at the "
-             "same size on the same machine; right of the dashed line is faster. Hatched: CUDA graphs.",
-             lambda: charts.speedup(df)),
-            ("step_time", "Train-step time", "Median of the timed steps (warm-up excluded); error bars span the "
-             "25th to 75th percentile of the stored per-step samples. A panel whose values span more than 10× "
-             "has a log axis.", lambda: charts.step_time(df)),
-            ("memory", "Peak memory", "CUDA max allocated over warm-up and timed steps (reset per case); on a "
-             "CPU, the case process's peak resident set. With CUDA graphs, activations live in the graph's "
-             "private memory pool, set up before the reset: compare such cases by their peak reserved "
-             "memory (in the case table), not by this chart.", lambda: charts.memory(df)),
-            ("scaling", "Scaling with model size", "Per mode, the best variant at each size; x axis ordered by "
-             "training FLOPs per step. Dashed: CUDA graphs.", lambda: charts.scaling(df)),
-            ("comparison", "Machines side by side", "Median step time of the same case on each machine.",
-             lambda: charts.comparison(df)),
-        ]
-        jobs.append(("phases", "Where the case time went", "Per mode, the case time of all its cases split into "
-                     "phases: start-up (process and CUDA start; imports too when the worker started cold), "
-                     "build (model, data, optimizer), warm-up (untimed steps: compilation, autotuning), "
-                     "measured steps, profile, validate, and other (result hand-off, process exit).",
-                     lambda: phases.chart(cost)))
-        for i, (src, rec, why) in enumerate(chosen):
-            jobs.append((f"fp8_state_{i}", rec.case_id, why + (f"; {src.label}" if multi else ""),
-                         lambda rec=rec, why=why: charts.fp8_state(rec, note=why)))
-    pngs = draw_all([job[3] for job in jobs])
-    charts_out = [Chart(name, title, caption, png) for (name, title, caption, _), png in zip(jobs, pngs)
-                  if png is not None and not name.startswith("fp8_state_") and name != "phases"]
-    cost_chart = next((Chart(name, title, caption, png) for (name, title, caption, _), png in zip(jobs, pngs)
-                       if png is not None and name == "phases"), None)
-    fp8_charts = [Chart(name, title, caption, png) for (name, title, caption, _), png in zip(jobs, pngs)
-                  if png is not None and name.startswith("fp8_state_")]
-    fp8_flags = [(s.label, r.case_id, flag) for s in sources for r in s.records
-                 if r.fp8_state for flag in r.fp8_state.get("flags", [])]
+ChartJob = tuple[str, str, str, Callable[[], Any]]
+"""(name, title, caption, a function drawing the Figure or returning None)."""
 
+
+def _chart_jobs(sources: list[Source], df: pd.DataFrame, cost: pd.DataFrame,
+                chosen: list[tuple[Source, CaseResult, str]]) -> list[ChartJob]:
+    """Every chart the report may show, in drawing order; none without a case."""
+    if df.empty:
+        return []
+    multi = len(sources) > 1
+    # The loss chart first: it is the largest, and the pool hands jobs out in order.
+    jobs: list[ChartJob] = [
+        ("loss", "Loss curves", "Training loss at every step, warm-up included, one panel per mode family. "
+         "Every mode starts from the same weights and sees the same batches; the black curve is the "
+         "reference mode and the grey band the band each curve was judged against.",
+         lambda: charts.loss_curves(sources, df)),
+        ("speedup", f"Speedup over {tables.BASELINE}", f"Each variant's median step time relative to eager "
+         f"{tables.BASELINE} at the same size on the same machine; right of the dashed line is faster. "
+         "Hatched: CUDA graphs.",
+         lambda: charts.speedup(df)),
+        ("step_time", "Train-step time", "Median of the timed steps (warm-up excluded); error bars span the "
+         "25th to 75th percentile of the stored per-step samples. A panel whose values span more than 10× "
+         "has a log axis.", lambda: charts.step_time(df)),
+        ("memory", "Peak memory", "CUDA max allocated over warm-up and timed steps (reset per case); on a "
+         "CPU, the case process's peak resident set. With CUDA graphs, activations live in the graph's "
+         "private memory pool, set up before the reset: compare such cases by their peak reserved "
+         "memory (in the case table), not by this chart.", lambda: charts.memory(df)),
+        ("scaling", "Scaling with model size", "Per mode, the best variant at each size; x axis ordered by "
+         "training FLOPs per step. Dashed: CUDA graphs.", lambda: charts.scaling(df)),
+        ("comparison", "Machines side by side", "Median step time of the same case on each machine.",
+         lambda: charts.comparison(df)),
+    ]
+    jobs.append(("phases", "Where the case time went", "Per mode, the case time of all its cases split into "
+                 "phases: start-up (process and CUDA start; imports too when the worker started cold), "
+                 "build (model, data, optimizer), warm-up (untimed steps: compilation, autotuning), "
+                 "measured steps, profile, validate, and other (result hand-off, process exit).",
+                 lambda: phases.chart(cost)))
+    for i, (src, rec, why) in enumerate(chosen):
+        jobs.append((f"fp8_state_{i}", rec.case_id, why + (f"; {src.label}" if multi else ""),
+                     lambda rec=rec, why=why: charts.fp8_state(rec, note=why)))
+    return jobs
+
+
+def _draw_charts(jobs: list[ChartJob]) -> dict[str, Any]:
+    """Draw every job once; the context's chart entries (main charts, the cost chart, FP8-state charts)."""
+    pngs = draw_all([job[3] for job in jobs])
+    drawn = [Chart(name, title, caption, png) for (name, title, caption, _), png in zip(jobs, pngs)
+             if png is not None]
+    return {
+        "charts": [c for c in drawn if not c.name.startswith("fp8_state_") and c.name != "phases"],
+        "cost_chart": next((c for c in drawn if c.name == "phases"), None),
+        "fp8_charts": [c for c in drawn if c.name.startswith("fp8_state_")],
+    }
+
+
+def _both(frame: pd.DataFrame, columns: list[tuple[str, str, str]] | None, multi: bool) -> dict[str, Any]:
+    """A table for both templates: HTML, Markdown and the formatted frame."""
+    if columns and not multi:
+        columns = [c for c in columns if c[0] != "source"]  # one machine: a column of one value
+    shown = tables.formatted(frame, columns) if (columns and not frame.empty) else frame
+    return {"html": html_table(shown), "md": md_table(shown), "frame": shown}
+
+
+def _comparison_columns(comp: pd.DataFrame) -> list[tuple[str, str, str]] | None:
+    if comp.empty:
+        return None
+    return [("case_id", "case", "")] + [(c, f"{c} (ms)" if "/" not in c else c, "ms" if "/" not in c else "x")
+                                        for c in comp.columns if c != "case_id"]
+
+
+def _parity_context(df: pd.DataFrame, multi: bool) -> dict[str, Any]:
+    """The headline, loss-parity and where-FP8-pays parts of the context."""
     head = tables.headline(df)
+    issues = tables.parity_issues(df)
+    pays = _pays_bars(tables.fp8_pays(df), multi)
+    fp8_ran = not df.empty and (df["mode"].isin(FP8_MODES) & (df["status"] == "ok")).any()
+    return {
+        "headline_sentences": [_sentence(r) for _, r in head.iterrows()],
+        "headline": _both(head, HEADLINE_COLUMNS, multi),
+        "verdict_line": tables.verdict_text(df, reasons=True),
+        "verdict_counts": tables.verdict_counts(df),
+        "parity_issues": [{"case": r["case_id"], "source": r["source"], "verdict": r["parity"],
+                           "reason": r["parity_reason"] or "no reason recorded"} for _, r in issues.iterrows()],
+        "parity_table": _both(issues, tables.PARITY_COLUMNS, multi),
+        "pays": pays,
+        "pays_text": _aligned([(r["label"], r["speedup"], r["bar"]) for r in pays]),
+        "fp8_ran": bool(fp8_ran),
+        "fp8_cases": int(df["mode"].isin(FP8_MODES).sum()) if not df.empty else 0,
+        "speedup_text": _speedup_bars(df, multi),
+    }
+
+
+def _table_context(df: pd.DataFrame, sources: list[Source], multi: bool, cost: pd.DataFrame) -> dict[str, Any]:
+    """The case, GPU-busy, crossover, multi-GPU, comparison, not-run and cost tables."""
     has_busy = not df.empty and df["gpu_busy"].notna().any()
     busy = df[df["gpu_busy"].notna()] if has_busy else df.iloc[0:0]
     dist = tables.distributed(df, sources) if not df.empty else pd.DataFrame()
     cross = tables.crossover(df)
     comp = tables.comparison(df)
     not_run = tables.not_run(df)
-    issues = tables.parity_issues(df)
-    pays = tables.fp8_pays(df)
-    envs_differ = len({(s.device, s.env.get("torch"), s.env.get("te"), s.env.get("cuda")) for s in sources}) > 1
+    return {
+        "cases": _both(df, tables.CASE_COLUMNS if has_busy else [c for c in tables.CASE_COLUMNS if c[0] != "gpu_busy"],
+                       multi),
+        "n_cases": len(df),
+        "status_counts": df["status"].value_counts().to_dict() if not df.empty else {},
+        "has_busy": bool(has_busy),
+        "busy": _both(busy, BUSY_COLUMNS, multi),
+        "cpu_bound": int((busy["bound"] == "CPU-bound").sum()) if not busy.empty else 0,
+        "crossover": _both(cross, CROSSOVER_COLUMNS, multi),
+        "has_crossover": not cross.empty,
+        "distributed": _both(dist, DIST_COLUMNS, multi),
+        "has_distributed": not dist.empty,
+        "comparison": _both(comp, _comparison_columns(comp), multi),
+        "has_comparison": not comp.empty,
+        "not_run": _both(not_run, [("case_id", "case", ""), ("source", "machine", ""), ("status", "status", ""),
+                                   ("reason", "reason", "")], multi),
+        "n_not_run": len(not_run),
+        "cost": _both(phases.by_mode(cost), COST_COLUMNS, multi),
+        "cost_totals": phases.totals(cost),
+        "cost_header": [_cost_header(s) for s in sources],
+    }
 
-    def both(frame: pd.DataFrame, columns=None) -> dict[str, str]:
-        if columns and not multi:
-            columns = [c for c in columns if c[0] != "source"]  # one machine: a column of one value
-        shown = tables.formatted(frame, columns) if (columns and not frame.empty) else frame
-        return {"html": html_table(shown), "md": md_table(shown), "frame": shown}
 
-    comp_cols = None
-    if not comp.empty:
-        comp_cols = [("case_id", "case", "")] + [(c, f"{c} (ms)" if "/" not in c else c, "ms" if "/" not in c else "x")
-                                                 for c in comp.columns if c != "case_id"]
-    counts = tables.verdict_counts(df)
-    parity_issue_rows = [{"case": r["case_id"], "source": r["source"], "verdict": r["parity"],
-                          "reason": r["parity_reason"] or "no reason recorded"} for _, r in issues.iterrows()]
-    fp8_ran = not df.empty and ((df["mode"] == "TE-FP8") & (df["status"] == "ok")).any()
-    fp8_cases = int((df["mode"] == "TE-FP8").sum()) if not df.empty else 0
+def build_context(sources: list[Source], out: Path, assets_url: str | None = None) -> dict[str, Any]:
+    """Everything both templates show, computed once (each chart drawn once, used by HTML and Markdown)."""
+    df = tables.case_frame(sources)
+    multi = len(sources) > 1
+    chosen, fp8_total = _fp8_selection(sources, df)
+    cost = phases.frame(sources)
+    drawn = _draw_charts(_chart_jobs(sources, df, cost, chosen))
     return {
         "title": ", ".join(dict.fromkeys((s.header.matrix or {}).get("name", "results") for s in sources)),
         "generated": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
@@ -408,41 +479,14 @@ def build_context(sources: list[Source], out: Path, assets_url: str | None = Non
         "sources": [{"label": s.label, "kind": s.kind, "notes": s.notes, "env": _environment(s),
                      "reproduce": _reproduce(s), "matrix": (s.header.matrix or {}).get("data")} for s in sources],
         "multi": multi,
-        "envs_differ": envs_differ,
-        "headline_sentences": [_sentence(r) for _, r in head.iterrows()],
-        "headline": both(head, HEADLINE_COLUMNS),
-        "verdict_line": tables.verdict_text(df, reasons=True),
-        "verdict_counts": counts,
-        "parity_issues": parity_issue_rows,
-        "parity_table": both(issues, tables.PARITY_COLUMNS),
-        "pays": _pays_bars(pays, multi),
-        "pays_text": _aligned([(r["label"], r["speedup"], r["bar"]) for r in _pays_bars(pays, multi)]),
-        "fp8_ran": bool(fp8_ran),
-        "fp8_cases": fp8_cases,
-        "speedup_text": _speedup_bars(df, multi),
-        "cases": both(df, tables.CASE_COLUMNS if has_busy else [c for c in tables.CASE_COLUMNS if c[0] != "gpu_busy"]),
-        "n_cases": len(df),
-        "status_counts": df["status"].value_counts().to_dict() if not df.empty else {},
-        "has_busy": bool(has_busy),
-        "busy": both(busy, BUSY_COLUMNS),
-        "cpu_bound": int((busy["bound"] == "CPU-bound").sum()) if not busy.empty else 0,
-        "crossover": both(cross, CROSSOVER_COLUMNS),
-        "has_crossover": not cross.empty,
-        "distributed": both(dist, DIST_COLUMNS),
-        "has_distributed": not dist.empty,
-        "comparison": both(comp, comp_cols),
-        "has_comparison": not comp.empty,
-        "not_run": both(not_run, [("case_id", "case", ""), ("source", "machine", ""), ("status", "status", ""),
-                                  ("reason", "reason", "")]),
-        "n_not_run": len(not_run),
-        "charts": charts_out,
-        "cost_chart": cost_chart,
-        "cost": both(phases.by_mode(cost), COST_COLUMNS),
-        "cost_totals": phases.totals(cost),
-        "cost_header": [_cost_header(s) for s in sources],
-        "fp8_charts": fp8_charts,
+        "envs_differ": len({(s.device, s.env.get("torch"), s.env.get("te"), s.env.get("cuda"))
+                            for s in sources}) > 1,
+        **_parity_context(df, multi),
+        **_table_context(df, sources, multi, cost),
+        **drawn,
         "fp8_total": fp8_total,
-        "fp8_flags": fp8_flags,
+        "fp8_flags": [(s.label, r.case_id, flag) for s in sources for r in s.records
+                      if r.fp8_state for flag in r.fp8_state.get("flags", [])],
         "assets_url": assets_url.rstrip("/") + "/" if assets_url else None,
         "md_note": None,
         "frame": df,

@@ -24,8 +24,9 @@ import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from tebench import workloads
+from tebench.modes import MODES, Mode, is_fp8
 from tebench.record import CaseResult
-from tebench.modes import MODES
 from tebench.recipes import RECIPES
 from tebench.report import tables
 
@@ -54,14 +55,8 @@ def use_plain_text() -> None:
 
 use_plain_text()
 
-MODE_COLORS = {
-    "PT-FP32": "#7f7f7f",
-    "PT-AMP": "#1f77b4",
-    "PT-AMP+compile": "#17becf",
-    "TE-BF16": "#2ca02c",
-    "TE-FP8": "#d62728",
-}
-FALLBACK = "#9467bd"
+FALLBACK = Mode.color
+"""The colour of a mode without one of its own, or one this tebench does not know (another version's)."""
 # Distinct colours for curves inside one panel (tab10, then two that stay apart from it).
 DISTINCT = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
             "#bcbd22", "#17becf", "#000000", "#e6ab02"]
@@ -69,8 +64,9 @@ LINESTYLES = ["-", "--", ":", "-."]
 
 
 def color(mode: str) -> str:
-    """The one colour a mode has in every chart."""
-    return MODE_COLORS.get(mode, FALLBACK)
+    """The one colour a mode has in every chart: its registry entry's ``Mode.color``."""
+    known = MODES.get(mode)
+    return known.color if known is not None else FALLBACK
 
 
 def distinct(i: int) -> tuple[str, str]:
@@ -237,8 +233,8 @@ def _bars(df: pd.DataFrame, value: str, xlabel: str, title: str, err: tuple[str,
 
 def speedup(df: pd.DataFrame) -> Figure | None:
     """Speedup of every variant over PT-AMP (eager, same size); >1 is faster."""
-    return _bars(df, "speedup_vs_amp", "speedup over PT-AMP (×, higher is faster)",
-                 "Speedup over the PT-AMP baseline (dashed line: same speed)", refline=1.0)
+    return _bars(df, "speedup_vs_amp", f"speedup over {tables.BASELINE} (×, higher is faster)",
+                 f"Speedup over the {tables.BASELINE} baseline (dashed line: same speed)", refline=1.0)
 
 
 def step_time(df: pd.DataFrame) -> Figure | None:
@@ -254,18 +250,23 @@ def memory(df: pd.DataFrame) -> Figure | None:
     return _bars(df, "memory_bytes", label, "Peak memory", formatter=_bytes)
 
 
+PYTORCH = "PyTorch"
+"""The loss chart's one panel for every plain-PyTorch mode (``Mode.family == "pt"``)."""
+
+
 def family(case: dict[str, Any]) -> str:
-    """The loss chart's panel a case belongs to: PyTorch, TE-BF16, or TE-FP8 by recipe."""
+    """The loss chart's panel a case belongs to: PyTorch, a TE mode, or an FP8 mode by recipe."""
     mode = case["mode"]
-    if mode.startswith("PT-"):
-        return "PyTorch"
-    if mode == "TE-FP8":
-        return f"TE-FP8 {(case.get('fp8') or {}).get('recipe') or ''}".strip()
+    known = MODES.get(mode)
+    if known is not None and known.family == "pt":
+        return PYTORCH
+    if is_fp8(mode):
+        return f"{mode} {(case.get('fp8') or {}).get('recipe') or ''}".strip()
     return mode
 
 
 def _family_key(name: str) -> tuple[int, int, str]:
-    order = ["PyTorch", *[m for m in MODES if not m.startswith("PT-") and m != "TE-FP8"]]
+    order = [PYTORCH, *[m.name for m in MODES.values() if m.family != "pt" and not m.fp8]]
     if name in order:
         return (0, order.index(name), name)
     recipe = name.split(" ", 1)[1] if " " in name else ""
@@ -334,8 +335,9 @@ def loss_curves(sources: list[Any], df: pd.DataFrame) -> Figure | None:
 
     def label(rec: CaseResult, name: str) -> str:
         text = rec.case_id.split("/", 2)[2]
-        if name.startswith("TE-FP8 ") and text.startswith("TE-FP8/"):
-            text = text[len("TE-FP8/"):]
+        mode = rec.case["mode"]
+        if name.startswith(f"{mode} ") and text.startswith(f"{mode}/"):  # the panel already names the mode
+            text = text[len(mode) + 1:]
         verdict = rec.verdict or ""
         return text + (f" ({verdict})" if verdict and verdict not in ("reference", "pass") else "")
 
@@ -421,7 +423,7 @@ def scaling(df: pd.DataFrame) -> Figure | None:
     """Step time, tokens/s and MFU against model size, one line per mode (best variant at each size)."""
     # Module benchmarks mix module types under one workload: no size axis to scale along.
     ok = df[(df["status"] == "ok") & (df["parallel"] == "single") & df["flops_per_step"].notna()
-            & (df["workload"] != "module")]
+            & (df["workload"].map(workloads.kind) == "model")]
     series = []
     for (source, workload), g in ok.groupby(["source", "workload"], sort=False):
         if g["size"].nunique() < 2:
@@ -436,7 +438,7 @@ def scaling(df: pd.DataFrame) -> Figure | None:
         x = np.arange(len(order))
         for (mode, graphs), mg in g.groupby(["mode", "graphs"], sort=False):
             best = mg.loc[mg.groupby("size")["median_ms"].idxmin()].set_index("size").reindex(order.index)
-            label = mode + (" + graphs" if graphs else "") + (" (best recipe)" if mode == "TE-FP8" else "")
+            label = mode + (" + graphs" if graphs else "") + (" (best recipe)" if is_fp8(mode) else "")
             style = dict(color=color(mode), marker="o", linestyle="--" if graphs else "-", label=label)
             row[0].plot(x, best["median_ms"], **style)
             row[1].plot(x, best["tokens_per_s"], **style)

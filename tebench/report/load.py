@@ -20,6 +20,7 @@ from tebench.record import CaseResult, RunHeader
 from tebench.results import SchemaError
 from tebench.matrix import Case
 from tebench.recipes import FP8Options
+from tebench.workloads.modules_spec import ModuleSpec
 
 
 @dataclass
@@ -146,7 +147,7 @@ def _from_pytest_benchmark(path: Path) -> Source:
         }
         tokens, flops = info.get("tokens", 0), info.get("flops", 0.0)
         case = {
-            "workload": "module", "size": f"{info['module']}.h{info.get('hidden')}.t{tokens}",
+            "workload": ModuleSpec.name, "size": f"{info['module']}.h{info.get('hidden')}.t{tokens}",
             "mode": info.get("mode", "?"), "dims": {"module": info["module"], "hidden": info.get("hidden"),
                                                    "tokens": tokens},
             "fp8": info.get("fp8"), "graphs": False, "fp8_weights": False, "parallel": "single", "nproc": 1,

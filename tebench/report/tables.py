@@ -14,13 +14,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tebench import parity, record, stats
+from tebench import modes, parity, record, stats, workloads
 from tebench.modes import MODES
 from tebench.recipes import RECIPES
 from tebench.report.load import Source
 
-BASELINE = "PT-AMP"
-COMPILED = "PT-AMP+compile"
+BASELINE = modes.baseline("amp")
+COMPILED = modes.baseline("compile")
 CPU_BOUND_BELOW = 0.5
 """A GPU busy less than half of the step is labelled CPU-bound."""
 STATUS_SEVERITY = record.STATUS_SEVERITY
@@ -173,7 +173,7 @@ def headline(df: pd.DataFrame) -> pd.DataFrame:
         if ok.empty:
             continue
         best = ok.loc[ok["median_ms"].idxmin()]
-        fp8 = ok[ok["mode"] == "TE-FP8"]
+        fp8 = ok[ok["mode"].isin(modes.FP8_MODES)]
         best_fp8 = fp8.loc[fp8["median_ms"].idxmin()] if not fp8.empty else None
         rows.append({
             "source": source, "workload": workload, "size": size,
@@ -229,7 +229,7 @@ def fp8_pays(df: pd.DataFrame) -> pd.DataFrame:
     """
     if df.empty:
         return pd.DataFrame()
-    ok = df[(df["status"] == "ok") & (df["parallel"] == "single") & (df["mode"] == "TE-FP8")
+    ok = df[(df["status"] == "ok") & (df["parallel"] == "single") & df["mode"].isin(modes.FP8_MODES)
             & df["speedup_vs_amp"].notna()]
     rows = []
     for (source, workload, size), g in ok.groupby(["source", "workload", "size"], sort=False):
@@ -287,7 +287,7 @@ def crossover(df: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
         return pd.DataFrame(rows)
     single = df[(df["status"] == "ok") & (df["parallel"] == "single") & ~df["fp8_weights"]
-                & (df["workload"] != "module")]
+                & (df["workload"].map(workloads.kind) == "model")]
     for source, sg in single.groupby("source", sort=False):
         for workload in sg["workload"].unique():
             sizes = [s for w, s in _order_sizes(sg[sg["workload"] == workload]) if w == workload]
@@ -299,7 +299,7 @@ def crossover(df: pd.DataFrame) -> pd.DataFrame:
                     first, ratio, compared = None, None, []
                     for size in sizes:
                         at = g[g["size"] == size]
-                        fp8 = at[at["mode"] == "TE-FP8"]
+                        fp8 = at[at["mode"].isin(modes.FP8_MODES)]
                         base = at[at["mode"] == baseline]
                         if fp8.empty or base.empty:
                             continue
@@ -407,8 +407,8 @@ CASE_COLUMNS: list[tuple[str, str, str]] = [
     ("median_ms", "step ms (median)", "ms"),
     ("iqr_ms", "IQR ms", "ms"),
     ("rounds", "rounds", ""),
-    ("speedup_vs_amp", "vs PT-AMP", "x"),
-    ("speedup_vs_compile", "vs PT-AMP+compile", "x"),
+    ("speedup_vs_amp", f"vs {BASELINE}", "x"),
+    ("speedup_vs_compile", f"vs {COMPILED}", "x"),
     ("tokens_per_s", "tokens/s", "int"),
     ("tflops", "TFLOP/s", ""),
     ("mfu", "MFU", "pct"),

@@ -20,7 +20,7 @@ from tebench.workloads.distill_spec import DistillSpec
 from tebench.workloads.gpt_spec import GPTSpec
 from tebench.workloads.llama_spec import LlamaSpec
 from tebench.workloads.modules_spec import ModuleSpec
-from tebench.workloads.spec import SizeError, WorkloadSpec
+from tebench.workloads.spec import SizeError, WorkloadSpec, workload_kind
 
 if TYPE_CHECKING:
     import torch
@@ -51,6 +51,18 @@ class _Registry(dict):
 
 SPECS: dict[str, WorkloadSpec] = _Registry({s.name: s for s in (GPTSpec(), LlamaSpec(), DistillSpec(), ModuleSpec())})
 """Built-in workload specs (torch-free); user workloads resolve on first lookup."""
+BUILT_IN = tuple(SPECS)
+"""The names of the built-in workloads, in registry order."""
+
+
+def kind(name: str) -> str:
+    """The kind (``model`` or ``module``, see :data:`tebench.workloads.spec.KINDS`) of the workload ``name``.
+
+    Never imports a user workload: a name that is neither built in nor already
+    resolved in this process (a report of someone else's results) is a ``model``.
+    """
+    spec = dict.get(SPECS, name)
+    return workload_kind(spec) if spec is not None else "model"
 
 
 def __getattr__(name: str) -> Any:
@@ -74,4 +86,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["SPECS", "WORKLOADS", "Workload", "WorkloadSpec", "Batch", "SizeError"]
+__all__ = ["SPECS", "BUILT_IN", "WORKLOADS", "Workload", "WorkloadSpec", "Batch", "SizeError", "kind"]

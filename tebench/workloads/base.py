@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable
 import torch
 from torch import nn
 
+from tebench.seeds import derive_seed
 # Re-exported: the torch-free helpers live in spec.py, where the parent process finds them.
 from tebench.workloads.spec import SizeError, divisible_by_16, positive, size_from_dict  # noqa: F401
 
@@ -31,7 +32,7 @@ class Batch:
 
 
 def _param_seed(seed: int, name: str) -> int:
-    return (seed * 1_000_003 + zlib.crc32(name.encode())) % (2**63 - 1)
+    return derive_seed(seed, "param", zlib.crc32(name.encode()))
 
 
 def default_init(name: str, shape: torch.Size, residual_layers: int = 0) -> tuple[str, float]:

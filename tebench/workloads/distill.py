@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tebench.seeds import derive_seed
 from tebench.workloads.base import (
     Batch,
     canonical_shapes,
@@ -110,7 +111,7 @@ class DistillWorkload(DistillSpec):
         """The frozen fp32 teacher of ``seed``: the one function every student of that seed learns."""
         with torch.device(device):
             teacher = self._pt(s)
-        init_canonical(teacher.named_parameters(), seed + 1, _teacher_init)
+        init_canonical(teacher.named_parameters(), derive_seed(seed, "teacher"), _teacher_init)
         return teacher.requires_grad_(False)
 
     def batches(self, s: DistillSize, count: int, seed: int, device: torch.device,
@@ -125,7 +126,7 @@ class DistillWorkload(DistillSpec):
         out = []
         with torch.no_grad():
             for i in range(count):
-                gen = torch.Generator().manual_seed(data_seed * 7919 + i)
+                gen = torch.Generator().manual_seed(derive_seed(data_seed, "batch", i))
                 idx = torch.randint(0, s.vocab, (s.batch, s.seq), generator=gen).to(device)
                 out.append(Batch(idx, teacher(idx)))
         return out
@@ -140,7 +141,7 @@ class DistillWorkload(DistillSpec):
 
     def validate(self, model: Net, s: DistillSize, seed: int, device: torch.device, forward_ctx) -> dict[str, Any]:
         """MSE against the training teacher on a held-out batch of other random tokens."""
-        held_out = self.batches(s, 1, seed, device, data_seed=seed + 999_983)[0]
+        held_out = self.batches(s, 1, seed, device, data_seed=derive_seed(seed, "held-out"))[0]
         model.eval()
         with torch.no_grad(), forward_ctx():
             mse = F.mse_loss(model(held_out.inputs).float(), held_out.targets).item()

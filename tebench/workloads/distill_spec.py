@@ -27,6 +27,7 @@ class DistillSpec:
     """Student-teacher distillation with an MSE loss, as the parent process sees it."""
 
     name = "distill"
+    kind = "model"
     size_type = DistillSize
     description = "student MLP learns a frozen teacher's hidden states (MSE)"
 

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tebench.seeds import derive_seed
 from tebench.workloads.base import (
     Batch,
     canonical_shapes,
@@ -149,7 +150,7 @@ class GPTWorkload(GPTSpec):
         """``count`` batches, identical on every device (drawn on the CPU, then moved)."""
         out = []
         for i in range(count):
-            seqs = self._sequences(s, seed * 7919 + i, s.seq + 1)
+            seqs = self._sequences(s, derive_seed(seed, "batch", i), s.seq + 1)
             seqs = seqs.to(device)
             out.append(Batch(seqs[:, :-1].contiguous(), seqs[:, 1:].contiguous()))
         return out
@@ -194,7 +195,7 @@ class GPTWorkload(GPTSpec):
         never lets earlier positions see), so FP8's divisibility rules and
         compiled shapes hold.
         """
-        truth = self._sequences(s, seed + 999_983, s.seq).to(device)
+        truth = self._sequences(s, derive_seed(seed, "held-out"), s.seq).to(device)
         prompt = s.seq // 2
         new = min(16, s.seq - prompt)
         buf = torch.zeros_like(truth)

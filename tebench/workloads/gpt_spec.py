@@ -31,6 +31,7 @@ class GPTSpec:
     """The GPT causal-LM workload, as the parent process sees it."""
 
     name = "gpt"
+    kind = "model"
     size_type = GPTSize
     description = "causal LM on arithmetic sequences; validated by greedy generation"
 

@@ -38,6 +38,7 @@ class LlamaSpec(GPTSpec):
     """The Llama causal-LM workload, as the parent process sees it."""
 
     name = "llama"
+    kind = "model"
     size_type = LlamaSize
     description = "Llama-style causal LM (RMSNorm, RoPE, GQA, SwiGLU) on arithmetic sequences; greedy generation"
 

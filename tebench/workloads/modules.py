@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tebench.seeds import derive_seed
 from tebench.workloads.base import (
     Batch,
     canonical_shapes,
@@ -148,7 +149,7 @@ class ModuleWorkload(ModuleSpec):
 
     def batches(self, s: ModuleSize, count: int, seed: int, device: torch.device) -> list[Batch]:
         """One fixed input and target, reused every step (the module sees the same data)."""
-        gen = torch.Generator().manual_seed(seed * 7919)
+        gen = torch.Generator().manual_seed(derive_seed(seed, "batch", 0))
         shape = self._input_shape(s.resolved())
         x = torch.randn(shape, generator=gen).to(device)
         y = torch.randn(shape, generator=gen).to(device)

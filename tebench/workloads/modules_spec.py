@@ -34,6 +34,7 @@ class ModuleSpec:
     """Single-module forward+backward, as the parent process sees it."""
 
     name = "module"
+    kind = "module"
     size_type = ModuleSize
     description = "one TE module vs its PyTorch equivalent (forward+backward+step)"
 

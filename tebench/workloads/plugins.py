@@ -27,6 +27,8 @@ import sys
 from importlib import metadata
 from typing import Any
 
+from tebench.workloads.spec import KINDS
+
 ENTRY_POINT_GROUP = "tebench.workloads"
 
 REQUIRED_METHODS = ("check", "fp8_problem", "tokens_per_step", "flops_per_step",
@@ -138,6 +140,9 @@ def check_protocol(workload: Any, name: str, origin: str) -> None:
     size_type = getattr(workload, "size_type", None)
     if not (isinstance(size_type, type) and dataclasses.is_dataclass(size_type)):
         problems.append("'size_type' must be a dataclass (the fields a [sizes] table may set)")
+    kind = getattr(workload, "kind", "model")
+    if kind not in KINDS:
+        problems.append(f"'kind' must be one of {', '.join(KINDS)}, not {kind!r}")
     if problems:
         raise PluginError(f"workload '{name}' ({origin}) does not implement the workload protocol: "
                           + "; ".join(problems) + " (see README: Your own workload)")

@@ -19,17 +19,30 @@ class SizeError(FieldError):
     """A size that cannot be built; ``key`` names the offending field."""
 
 
+KINDS = ("model", "module")
+"""What a workload trains. ``model``: a whole model, whose named sizes form a size axis
+(scaling, crossover) and which data parallelism can spread over GPUs. ``module``: one
+module at several shapes, where sizes of different module types are no axis and data
+parallelism does not apply. A workload without a ``kind`` attribute is a ``model``."""
+
+
 class WorkloadSpec(Protocol):
     """The torch-free part of a workload."""
 
     name: str
     size_type: type
     description: str
+    # Optional: ``kind`` (one of KINDS; "model" when absent), see workload_kind().
 
     def check(self, size: Any) -> None: ...
     def fp8_problem(self, size: Any) -> str | None: ...
     def tokens_per_step(self, size: Any) -> int: ...
     def flops_per_step(self, size: Any) -> float: ...
+
+
+def workload_kind(spec: Any) -> str:
+    """The spec's :data:`KINDS` entry; ``model`` for one that does not say (every user workload so far)."""
+    return getattr(spec, "kind", "model")
 
 
 def size_from_dict(cls: type, data: dict[str, Any], where: str = "") -> Any:
