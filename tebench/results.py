@@ -227,6 +227,9 @@ def _check_header(record: dict[str, Any]) -> None:
             if not isinstance(gpu, dict) or not isinstance(gpu.get("name"), str):
                 raise RecordError(f"env.gpus[{i}]", gpu, "must be an object with a string name")
         _expect(env, "env_vars", (dict,), "env.")
+        peak = _expect(env, "peak_tflops", (dict,), "env.")  # throughput divides by it (MFU)
+        if peak is not None:
+            _number_table(peak, "env.peak_tflops", text=("match", "source"))
     _expect(record, "devices", (list,))
     ab = _expect(record, "ab", (dict,))  # a side of `tebench ab`: compare pairs sides by id
     if ab is not None:

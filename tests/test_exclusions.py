@@ -12,7 +12,8 @@ from conftest import read_jsonl
 from tebench import matrix, results
 from tebench.matrix import Exclusion, exclusion_text, expand
 from tebench.report import _reproduce
-from tebench.report.load import Source
+from tebench.record import RunHeader
+from tebench.report.load import load
 
 # 8 cases before exclusion: PT-FP32, PT-AMP, and TE-FP8 with delayed (2 formats x 2
 # histories) and current (2 formats). The second rule overlaps the first in one case
@@ -90,14 +91,14 @@ def test_run_header_records_them_and_the_report_shows_them(path, tmp_path, stub_
         {"rule": {"recipe": "current"}, "reason": "current scaling runs in another matrix", "cases": 2},
         {"rule": {"mode": "TE-FP8", "format": "HYBRID"}, "reason": None, "cases": 2},
     ]
-    run = results.read(tmp_path / "run")
-    rows = dict(_reproduce(Source(run.path, "tebench", run.header, run.cases)))
+    rows = dict(_reproduce(load(tmp_path / "run")))
     assert rows["excluded by the matrix"] == (
         "recipe=current: 2 case(s) (current scaling runs in another matrix); "
         "mode=TE-FP8 format=HYBRID: 2 case(s) (no reason given)")
     # A header from before exclusions were recorded has no such row.
-    old = {k: v for k, v in run.header.items() if k != "excluded"}
-    assert "excluded by the matrix" not in dict(_reproduce(Source(run.path, "tebench", old, run.cases)))
+    src = load(tmp_path / "run")
+    src.header = RunHeader.from_dict({k: v for k, v in header.items() if k != "excluded"})
+    assert "excluded by the matrix" not in dict(_reproduce(src))
 
 
 @pytest.mark.parametrize("bad", [
