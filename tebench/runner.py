@@ -267,8 +267,9 @@ def build_record(p: Planned, raw: dict[str, Any], env: Environment, run_id: str,
         "duration_s": round(duration, 3),
         "log": log,
     }
+    # `updates` (which parameter tensors training left unchanged) feeds parity's frozen-layer check.
     for key in ("memory", "loss", "validation", "gpu_busy", "fp8_state", "setup", "phases", "distributed",
-                "warmup", "launch"):
+                "warmup", "launch", "updates"):
         if raw.get(key) is not None:
             record[key] = raw[key]
     timing = raw.get("timing")

@@ -9,11 +9,13 @@ tests/test_gpu.py on a GPU.
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import pytest
 import torch
 
-from tebench import faults, parity
+from tebench import faults, parity, runner
+from tebench.detect import Environment
 from tebench.matrix import Case, Settings
 from tebench.measure import run_case
 from tebench.workloads import WORKLOADS
@@ -37,7 +39,9 @@ def _record(case: Case, monkeypatch, mutation: str | None = None, round_: int = 
     else:
         monkeypatch.delenv(faults.FAULT_ENV, raising=False)
     raw = run_case(case, torch.device("cpu"), lambda *a: None)
-    return {"status": "ok", "round": round_, "case_id": case.id, "case": case.to_dict(), **raw}
+    # The record as `tebench run` writes it: what the verdict needs must survive build_record.
+    return runner.build_record(runner.Planned(case, round_, None), {"status": "ok", **raw}, Environment(device_type="cpu"),
+                               "mutations", time.time(), 0.0, None)
 
 
 @pytest.fixture(scope="module")
