@@ -7,6 +7,7 @@ derived in one place, :mod:`tebench.stats` and :mod:`tebench.parity`.
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import resource
@@ -241,6 +242,20 @@ def _memory(device: torch.device) -> dict[str, Any]:
     return {"kind": "cpu", "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale}
 
 
+def draw_batches(wl: Any, case: Case, count: int, device: torch.device, data_seed: int | None = None) -> list:
+    """The case's batches; with ``data_seed`` (a data-parallel rank's), other tokens of the same task.
+
+    A workload whose task itself is seeded (distillation: the teacher) takes the
+    rank's seed as ``data_seed`` only, so every rank learns the same teacher.
+    """
+    seed = case.settings.seed
+    if data_seed is None:
+        return wl.batches(case.size_spec, count, seed, device)
+    if "data_seed" in inspect.signature(wl.batches).parameters:
+        return wl.batches(case.size_spec, count, seed, device, data_seed=data_seed)
+    return wl.batches(case.size_spec, count, data_seed, device)
+
+
 def run_case(case: Case, device: torch.device, progress: Progress,
              wrap: Callable | None = None, amax_group: Any = None, data_seed: int | None = None) -> dict[str, Any]:
     """Build, warm up, time and validate ``case``; return raw measurements.
@@ -257,7 +272,7 @@ def run_case(case: Case, device: torch.device, progress: Progress,
     from tebench.workloads import WORKLOADS
 
     wl = WORKLOADS[case.workload]
-    batches = wl.batches(case.size_spec, total, st.seed if data_seed is None else data_seed, device)
+    batches = draw_batches(wl, case, total, device, data_seed)
     trainer = build_trainer(case, device, batches, wrap=wrap, amax_group=amax_group)
     if injected_slowdown() is not None:
         trainer.setup["test_slowdown"] = injected_slowdown()

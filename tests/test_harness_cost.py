@@ -197,3 +197,30 @@ def test_upcoming_cases_skip_what_takes_no_worker():
     planned = [Planned(_case("PT-AMP"), 0, "no GPU"), Planned(_case("TE-FP8", "fsdp2"), 0, None),
                Planned(_case("TE-BF16"), 0, None)]
     assert [c.mode for c in runner.upcoming_cases(planned)] == ["TE-BF16"]
+
+
+class _Recorder:
+    def __init__(self, with_data_seed: bool):
+        self.calls: list = []
+        if with_data_seed:
+            self.batches = self._with
+
+    def batches(self, size, count, seed, device):
+        self.calls.append((seed, None))
+        return []
+
+    def _with(self, size, count, seed, device, data_seed=None):
+        self.calls.append((seed, data_seed))
+        return []
+
+
+@pytest.mark.parametrize("with_data_seed, expected", [(True, (1234, 99)), (False, (99, None))])
+def test_a_data_parallel_rank_draws_its_own_tokens_of_the_same_task(with_data_seed, expected):
+    # Distillation seeds its teacher from the case's seed: a rank's seed must only change the tokens,
+    # or each rank would learn a different teacher.
+    case = SimpleNamespace(settings=Settings(seed=1234), size_spec=None)
+    wl = _Recorder(with_data_seed)
+    measure.draw_batches(wl, case, 3, torch.device("cpu"), data_seed=99)
+    measure.draw_batches(wl, case, 3, torch.device("cpu"))
+    assert wl.calls[0] == expected
+    assert wl.calls[1] == (1234, None)
