@@ -90,6 +90,8 @@ def tebench_cli(tmp_path):
 STUB_WORKER = """
 import argparse, fnmatch, json, os, sys, time
 args = sys.argv[1:]
+if args[:1] == ["-c"]:  # a side's interpreter check (tebench ab): answer as the real Python
+    os.execv(sys.executable, [sys.executable, *args])
 if args[:2] == ["-m", "tebench.worker"]:
     args = args[2:]
 p = argparse.ArgumentParser()

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import textwrap
 
 import pytest
 
-from conftest import read_jsonl
+from conftest import CPU_ENV, read_jsonl
 from tebench import ab
 
 
@@ -124,3 +125,23 @@ def test_calibration_from_a_pool_of_rounds(tmp_path):
     assert s["aa_case_flagged"]["n"] == 40 * 5 and s["aa_case_flagged"]["rate"] <= 0.05
     assert s["slow_case_regressed"]["rate"] >= 0.95 and s["slow_case_improved"]["k"] == 0
     assert all(n == 8 for n in data["pool_pairs"].values())  # 16 rounds of a plain run: 8 neighbour pairs
+
+
+def test_ab_sides_run_in_prestarted_workers(tmp_path, stub_cli, stub_worker, monkeypatch):
+    # Each side pre-starts its own next case while the other side's case runs; the stub worker
+    # answers at once, so this checks the hand-off and pairing, not timing.
+    monkeypatch.setattr(ab, "probe", lambda *a, **k: dataclasses.replace(CPU_ENV))
+    matrix = tmp_path / "m.toml"
+    matrix.write_text(textwrap.dedent(TINY))
+    out = tmp_path / "ab"
+    proc = stub_cli("ab", str(matrix), "--out", str(out), "--rounds", "3", "--quiet", "--launch", "prestarted",
+                    "--base-python", stub_worker, "--head-python", stub_worker)
+    assert proc.returncode in (0, 1), proc.stderr
+    for side in ("base", "head"):
+        recs = read_jsonl(out / side / "results.jsonl")
+        assert recs[0]["launch"] == "prestarted"
+        cases = [r for r in recs[1:] if r["type"] == "case"]
+        assert len(cases) == 6
+        methods = [r["launch"]["method"] for r in cases]
+        assert methods[0] == "cold" and methods[1:] == ["prestarted"] * 5, methods
+    assert not (out / "base" / ".work").exists() and not (out / "head" / ".work").exists()
