@@ -81,7 +81,9 @@ def corpus(tmp: Path) -> dict[str, str]:
         times.append(seconds)
         tracebacks += "Traceback" in proc.stderr
         # Value: shown as "[key] = value" unless the key is missing (then the message lists the missing keys).
-        names_value = " = " in proc.stderr or "missing key" in proc.stderr or key in ("file", "exclude", "sizes")
+        # ...or, for a bad table name (an unknown workload), the name itself in quotes.
+        names_value = (" = " in proc.stderr or "missing key" in proc.stderr or key in ("file", "exclude", "sizes")
+                       or f"'{key.rsplit('.', 1)[-1]}'" in proc.stderr)
         named += proc.returncode == 2 and file in proc.stderr and f"[{key}]" in proc.stderr and names_value
     expected = json.loads((FUZZ / "results" / "expected.json").read_text())
     res_ok, res_times = 0, []
