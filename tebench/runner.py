@@ -386,8 +386,8 @@ class _Executor:
         order; the first ``prestart_depth`` of them get a worker. A wrong guess
         (several devices share one queue) only means a cold start.
         """
-        if self.launch != "prestarted":
-            return
+        if self.launch != "prestarted" or (device is not None and "," in device):
+            return  # a torchrun case's device group: single-process cases never run on it
         upcoming = [c for c in upcoming if c.parallel == "single"][: self.opts.prestart_depth]
         with self.lock:
             have = len(self.spares.get(device, []))
@@ -396,8 +396,9 @@ class _Executor:
 
     def _spawn(self, case: Case, device: str | None) -> None:
         family = _preload_for(case)
-        self.spawned += 1
-        log = self.work / f"prestart-{self.spawned}.log"
+        with self.lock:
+            self.spawned += 1
+            log = self.work / f"prestart-{self.spawned}.log"
         command = [self.opts.python, "-m", "tebench.worker", "--serve", "--preload", family]
         try:
             with log.open("w") as err:

@@ -224,3 +224,11 @@ def test_a_data_parallel_rank_draws_its_own_tokens_of_the_same_task(with_data_se
     measure.draw_batches(wl, case, 3, torch.device("cpu"))
     assert wl.calls[0] == expected
     assert wl.calls[1] == (1234, None)
+
+
+def test_no_worker_is_pre_started_for_a_torchrun_device_group(tmp_path):
+    ex = runner._Executor.__new__(runner._Executor)
+    ex.lock, ex.launch, ex.spares = threading.Lock(), "prestarted", {}
+    ex.opts = runner.RunOptions(out=tmp_path, prestart_depth=2)
+    ex._spawn = lambda case, device: pytest.fail("spawned a worker for a device group")
+    ex._prestart([_case("PT-AMP")], "0,1")
