@@ -151,6 +151,8 @@ def _check_run_args(args: argparse.Namespace) -> tuple[list[str] | None, tuple[i
     devices = [d.strip() for d in args.devices.split(",")] if args.devices else None
     if devices and not all(d.isdigit() for d in devices):
         raise UsageError(f"--devices {args.devices}: expected comma-separated GPU indices, e.g. 0,1")
+    _prestart_depth(args.prestart_depth)
+    _compile_cache(args.compile_cache)
     return devices, _shard(args)
 
 
@@ -283,6 +285,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     # Strict JSON (null for NaN/inf): what jq, browsers and other languages accept.
     text = strict_json(result.to_json()) if args.format == "json" else to_markdown(result)
     _emit(text, args.out, args.format == "markdown")
+    _nothing_measured(result, "tebench compare")
     return result.exit_code
 
 
@@ -314,7 +317,17 @@ def cmd_ab(args: argparse.Namespace) -> int:
     print(f"\nbase:    {opts.out / 'base' / 'results.jsonl'}\nhead:    {opts.out / 'head' / 'results.jsonl'}\n"
           f"compare: {opts.out / 'compare.md'}\n         {opts.out / 'compare.json'}\n", file=sys.stderr)
     _emit(text, None, args.format == "markdown")
+    _nothing_measured(result, "tebench ab")
     return result.exit_code
+
+
+def _nothing_measured(result: Any, prog: str) -> None:
+    """Say why a comparison with no case measured on both sides exits 2."""
+    if not result.measured:
+        kinds = ", ".join(f"{result.count(v)} {v}" for v in ("not-measured", "not-comparable", "missing-in-head",
+                                                              "new-in-head") if result.count(v))
+        print(f"{prog}: error: no case was measured on both sides ({kinds or 'no cases'}); "
+              "see the per-case reasons above", file=sys.stderr)
 
 
 def strict_json(text: str) -> str:
@@ -391,14 +404,18 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def _compile_cache(value: str) -> Path | None:
-    """``--compile-cache``: a directory, ``default`` (~/.cache/tebench/compile) or ``off``."""
+    """``--compile-cache``: a directory (created now: a cache that cannot be is bad input), ``default``
+    ($TEBENCH_CACHE_DIR/compile, by default ~/.cache/tebench/compile) or ``off``."""
     if value == "off":
         return None
-    if value == "default":
-        from tebench import caches
+    from tebench import caches
 
-        return caches.default_dir()
-    return Path(value).expanduser()
+    path = caches.default_dir() if value == "default" else Path(value).expanduser()
+    try:
+        caches.prepare(path)
+    except OSError as exc:
+        raise UsageError(f"--compile-cache {value}: cannot create {path} ({exc.strerror})") from None
+    return path
 
 
 def _prestart_depth(value: int) -> int:

@@ -50,11 +50,13 @@ ENV_KEYS = ("device", "driver", "cuda", "torch", "te")
 INFO_ENV_KEYS = ("python", "python_executable", "tebench_root", "git_commit")
 """Environment differences shown but not deciding whether regressions count."""
 LAUNCH_BOUND_BUSY = 0.5
-IGNORED_SETTINGS = ("timeout_s", "parity_rtol", "parity_atol")
+IGNORED_SETTINGS = ("timeout_s", "parity_rtol", "parity_atol", "profile_steps", "validate")
 """Case settings that do not change what is measured, so may differ between the sides."""
 FAILING = ("regressed", "status-changed", "invalid")
 VERDICTS = ("regressed", "status-changed", "invalid", "improved", "unchanged", "inconclusive",
-            "not-comparable", "missing-in-head", "new-in-head")
+            "not-measured", "not-comparable", "missing-in-head", "new-in-head")
+UNMEASURED = ("not-measured", "not-comparable", "missing-in-head", "new-in-head")
+"""Verdicts of cases that were not measured on both sides: no evidence either way."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -356,6 +358,9 @@ def judge(case_id: str, device: str, b: Side, h: Side, opts: Options | None = No
         d.why = uncertain + d.why
     if d.verdict != "inconclusive" and uncertain:
         d.why += uncertain
+    if d.verdict == "unchanged" and b.status != "ok" and h.status != "ok":
+        # Failed (or skipped) on both sides: nothing was measured, so nothing is "unchanged".
+        d.verdict = "not-measured"
     return d
 
 
@@ -464,8 +469,16 @@ class Comparison:
         return [d for d in self.deltas if d.rounds and d.p_value is None]
 
     @property
+    def measured(self) -> int:
+        """Cases measured on both sides; with none, the comparison says nothing."""
+        return sum(d.verdict not in UNMEASURED for d in self.deltas)
+
+    @property
     def exit_code(self) -> int:
-        return 1 if (self.failures and self.counted) else 0
+        """1 on a counted failure; 2 when no case was measured on both sides (a gate must not pass on nothing)."""
+        if self.failures and self.counted:
+            return 1
+        return 0 if self.measured else 2
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -553,10 +566,13 @@ def to_markdown(c: Comparison, title: str = "tebench compare") -> str:
     fails, n_reg = c.failures, len(c.regressions)
     advisory = [d for d in c.deltas if d.failing and not d.counted]
     lines = []
-    icon = "🔴" if (fails and c.counted) else ("🟡" if (n_reg or fails) else "🟢")
+    icon = "🔴" if (fails and c.counted) else ("🟡" if (n_reg or fails) else ("🟢" if c.measured else "⚪"))
     lines.append(f"### {icon} {title}: {n_reg} regression(s), {c.count('improved')} improvement(s), "
                  f"{c.count('unchanged')} unchanged, {c.count('inconclusive')} inconclusive")
-    extra = [f"{c.count(v)} {v}" for v in ("not-comparable", "missing-in-head", "new-in-head") if c.count(v)]
+    extra = [f"{c.count(v)} {v}" for v in ("not-measured", "not-comparable", "missing-in-head", "new-in-head")
+             if c.count(v)]
+    if not c.measured:
+        extra.insert(0, "no case was measured on both sides, so this comparison cannot pass (exit 2)")
     if advisory:
         extra.insert(0, f"{len(advisory)} of the regressions advisory (not failing the gate: "
                         + "; ".join(sorted({f for d in advisory for f in d.flags})) + ")")

@@ -674,7 +674,7 @@ def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[
                         shard=list(opts.shard) if opts.shard else None, devices=opts.devices,
                         resumed=bool(done), launch=launch_method(opts.launch, env),
                         compile_cache=caches.describe(opts.compile_cache, {**os.environ, **opts.env}))
-    try:
+    try:  # the CLI checked it; a caller of run() may not have
         caches.prepare(opts.compile_cache)
     except OSError as exc:
         raise RunError(f"--compile-cache {opts.compile_cache}: cannot create it ({exc.strerror})") from None

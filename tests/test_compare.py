@@ -355,3 +355,39 @@ def test_real_runs_flow_through_compare(tmp_path, tebench_cli):
     (case,) = json.loads(slow.stdout)["cases"]
     assert case["verdict"] != "improved" and case["rounds"] == [3, 3]
     assert lines(tmp_path / "slow" / "results.jsonl")[1]["setup"]["test_slowdown"] == 10.0
+
+
+def _failed(records: list[dict], keep: str | None = None) -> list[dict]:
+    """Every case failed (as a broken setup fails them all), except ``keep``."""
+    out = []
+    for r in copy.deepcopy(records):
+        if r.get("type") == "case" and r["case_id"] != keep and r["status"] == "ok":
+            r = {k: v for k, v in r.items() if k not in ("timing", "throughput", "memory", "loss", "parity")}
+            r["status"], r["reason"] = "failed", "FileNotFoundError: '/proc/forbidden'"
+        out.append(r)
+    return out
+
+
+def test_failed_on_both_sides_is_not_measured_and_a_gate_never_passes_on_nothing(tmp_path):
+    base = write(tmp_path / "base.jsonl", _failed(lines(CPU)))
+    head = write(tmp_path / "head.jsonl", _failed(lines(CPU)))
+    result = compare(base, head)
+    assert set(verdicts(result).values()) <= {"not-measured"}
+    assert "not-measured" in verdicts(result).values()
+    assert result.measured == 0 and result.exit_code == 2
+    md = to_markdown(result)
+    assert md.startswith("### ⚪") and "cannot pass" in md
+    # One case measured on both sides is enough for a verdict; the others stay not-measured.
+    base = write(tmp_path / "base1.jsonl", _failed(lines(CPU), keep=AMP))
+    head = write(tmp_path / "head1.jsonl", _failed(lines(CPU), keep=AMP))
+    result = compare(base, head)
+    assert verdicts(result)[AMP] in ("unchanged", "inconclusive")  # one round each: too few for a time verdict
+    assert result.measured == 1 and result.exit_code == 0
+    assert verdicts(result)["gpt/tiny/PT-FP32"] == "not-measured"
+
+
+def test_compare_cli_says_why_it_exits_2_on_nothing_measured(tmp_path, tebench_cli):
+    base = write(tmp_path / "base.jsonl", _failed(lines(CPU)))
+    proc = tebench_cli("compare", str(base), str(base))
+    assert proc.returncode == 2
+    assert "no case was measured on both sides" in proc.stderr and "Traceback" not in proc.stderr

@@ -232,3 +232,16 @@ def test_no_worker_is_pre_started_for_a_torchrun_device_group(tmp_path):
     ex.opts = runner.RunOptions(out=tmp_path, prestart_depth=2)
     ex._spawn = lambda case, device: pytest.fail("spawned a worker for a device group")
     ex._prestart([_case("PT-AMP")], "0,1")
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--compile-cache", "/proc/forbidden/x"], "--compile-cache /proc/forbidden/x: cannot create"),
+    (["--prestart-depth", "0"], "--prestart-depth 0: expected 1 to 8"),
+    (["--launch", "bogus"], "invalid choice: 'bogus'"),
+])
+@pytest.mark.parametrize("command", ["run", "ab"])
+def test_bad_cost_options_are_refused_before_anything_runs(tmp_path, tebench_cli, command, args, fragment):
+    out = tmp_path / "out"
+    proc = tebench_cli(command, "--preset", "smoke", "--out", str(out), *args)
+    assert proc.returncode == 2 and fragment in proc.stderr and "Traceback" not in proc.stderr
+    assert not out.exists(), "nothing is created for a bad option"
