@@ -166,6 +166,7 @@ def _header(s: _Side, matrix: Matrix, cases: list, opts: ABOptions, ab_id: str) 
     header = runner.run_header(s.run_id, matrix, cases, s.env, command=opts.command, rounds=opts.rounds,
                                shard=None, devices=[opts.device] if opts.device is not None else None,
                                resumed=False, launch=runner.launch_method(opts.launch, s.env),
+                               prestart_depth=opts.prestart_depth,
                                compile_cache=caches.describe(opts.compile_cache, {**os.environ, **s.child_env}))
     header["ab"] = {"id": ab_id, "side": s.name, "order": "ABBA", "python": s.spec.python,
                     "tebench_root": s.root, "env": s.spec.env, "device": opts.device}

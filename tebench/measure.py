@@ -297,6 +297,8 @@ def run_case(case: Case, device: torch.device, progress: Progress,
             recorder.sample(i)
         progress("measure", i + 1, total)
 
+    # Announced before the first timed step: the runner pauses pre-started workers until it ends.
+    progress("measure", warm["steps"], total)
     t = time.perf_counter()
     samples = timed_steps(trainer, batches, warm["steps"], total, losses, after_step)
     wall = time.perf_counter() - t

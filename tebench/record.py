@@ -241,12 +241,31 @@ class Warmup(_Part):
 
 @_part
 class Launch(_Part):
-    """How the case's process started: ``method`` prestarted or cold; imports done before the case in ``preload_s``."""
+    """How the case's process started: ``method`` prestarted or cold, and what a pre-started worker's imports cost."""
 
     method: str | None = None
     preload_s: float | None = None
+    """A pre-started worker's whole import time."""
+    waited_s: float | None = None
+    """How long it sat ready before its case arrived (0: the case arrived during the imports)."""
+    hidden_s: float | None = None
+    """The part of ``preload_s`` done before the case arrived: in no case's time (the rest is in start-up)."""
+    paused_s: float | None = None
+    """Seconds the pre-started worker was stopped while earlier cases' timed steps ran."""
     after_previous_s: float | None = None
     """Seconds from the previous case's record on the same device to this case's hand-off."""
+
+    def hidden(self, startup_s: float) -> float:
+        """Import seconds hidden behind the previous case. Records from before ``hidden_s`` was kept
+        give an estimate: all of it if the worker waited, else what is not in the case's start-up
+        (``startup_s``, which also holds the CUDA context: the estimate errs low)."""
+        if self.hidden_s is not None:
+            return self.hidden_s
+        if not self.preload_s:
+            return 0.0
+        if self.waited_s and self.waited_s > 0.01:
+            return self.preload_s
+        return max(0.0, self.preload_s - startup_s)
 
 
 @_part
@@ -474,6 +493,8 @@ class RunHeader(_Part):
     """The matrix's ``[[exclude]]`` rules, their reasons and how many cases each removed."""
     launch: str | None = None
     """How cases' processes started (``--launch``); None in runs older than the option."""
+    prestart_depth: int | None = None
+    """Pre-started workers per device (``--prestart-depth``) when ``launch`` is prestarted."""
     compile_cache: dict[str, Any] | None = None
     """``{"dir": ..., "state": "cold" | "warm" | "off"}``: the compile cache the run began with."""
     env: dict[str, Any] | None = None

@@ -315,6 +315,9 @@ class _Spare:
     proc: subprocess.Popen
     family: str
     log: Path
+    paused_s: float = 0.0
+    """Seconds it spent stopped (SIGSTOP) while earlier cases' timed steps ran."""
+    stopped_at: float | None = None
 
 
 class _Executor:
@@ -423,11 +426,39 @@ class _Executor:
             return None
         # A worker that imported TE must not run a PyTorch case (its process would differ from a
         # cold one); one that imported only torch imports TE itself, as a cold worker does.
+        if spare.stopped_at is not None:  # paused by a case on this device that is over now
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(spare.proc.pid, signal.SIGCONT)
+            spare.paused_s += time.monotonic() - spare.stopped_at
+            spare.stopped_at = None
         wanted = _preload_for(case)
         if spare.proc.poll() is not None or (spare.family == "te" and wanted != "te"):
             self._end_spare(spare)
             return None
         return spare
+
+    def pause_spares(self, device: str | None, stop: bool) -> None:
+        """Stop (SIGSTOP) or continue the pre-started workers of ``device``.
+
+        While a case's timed steps run, the next workers' imports would share the
+        host CPUs with it; a launch-bound case (a few ms a step) is timed on
+        those CPUs. Stopped, they take no CPU until the timed steps are done.
+        """
+        with self.lock:
+            spares = list(self.spares.get(device, []))
+        now = time.monotonic()
+        for spare in spares:
+            if stop == (spare.stopped_at is not None):
+                continue
+            try:
+                os.kill(spare.proc.pid, signal.SIGSTOP if stop else signal.SIGCONT)
+            except ProcessLookupError:
+                continue
+            if stop:
+                spare.stopped_at = now
+            else:
+                spare.paused_s += now - (spare.stopped_at or now)
+                spare.stopped_at = None
 
     def _end_spare(self, spare: _Spare) -> None:
         _kill(spare.proc)
@@ -498,6 +529,8 @@ class _Executor:
                         _log(log, line)
                         continue
                     if isinstance(msg, dict) and msg.get("event") == "progress":
+                        if (msg["phase"] == "measure") != (last.get("phase") == "measure"):
+                            self.pause_spares(device, msg["phase"] == "measure")
                         last.update(msg)
                         self.display.update(key, case.id, msg["phase"], msg["step"], msg["total"])
 
@@ -510,6 +543,7 @@ class _Executor:
                 _kill(proc)
                 code, timed_out = proc.wait(), True
             reader.join(timeout=5)
+            self.pause_spares(device, False)  # never leave a worker stopped after its predecessor ended
             with self.lock:
                 self.children.discard(proc)
             if spare is not None:
@@ -522,6 +556,8 @@ class _Executor:
         if device is not None:
             raw.setdefault("device", {})["assigned"] = device  # the --devices slot that ran it
         launch = raw.setdefault("launch", {"method": "cold" if spare is None else "prestarted"})
+        if spare is not None:
+            launch["paused_s"] = round(spare.paused_s, 4)
         if device in self.finished:
             # From the previous case's record to this case's hand-off: the runner's own gap.
             launch["after_previous_s"] = round(started - self.finished[device], 4)
@@ -632,7 +668,7 @@ def run(matrix: Matrix, env: Environment, opts: RunOptions,
 def run_header(run_id: str, matrix: Matrix, cases: list[Case], env: Environment, *, command: list[str],
                rounds: int, shard: list[int] | None, devices: list[str] | None,
                resumed: bool, launch: str | None = None, compile_cache: dict[str, Any] | None = None,
-               ) -> dict[str, Any]:
+               prestart_depth: int | None = None) -> dict[str, Any]:
     """The header record a run writes first: its identity, matrix, cases and environment."""
     return {
         "type": "header",
@@ -651,6 +687,7 @@ def run_header(run_id: str, matrix: Matrix, cases: list[Case], env: Environment,
         "excluded": [rule.to_dict() for rule in expand(matrix).excluded],
         "devices": devices,
         "launch": launch,
+        "prestart_depth": prestart_depth if launch == "prestarted" else None,
         "compile_cache": compile_cache,
         "env": env.to_dict(),
     }
@@ -673,6 +710,7 @@ def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[
     header = run_header(run_id, matrix, cases, env, command=opts.command, rounds=opts.rounds,
                         shard=list(opts.shard) if opts.shard else None, devices=opts.devices,
                         resumed=bool(done), launch=launch_method(opts.launch, env),
+                        prestart_depth=opts.prestart_depth,
                         compile_cache=caches.describe(opts.compile_cache, {**os.environ, **opts.env}))
     try:  # the CLI checked it; a caller of run() may not have
         caches.prepare(opts.compile_cache)

@@ -45,17 +45,19 @@ def _watch_parent() -> None:
 
 
 class _Progress:
-    """Throttled progress lines on stdout (at most a few per second)."""
+    """Throttled progress lines on stdout (at most a few per second), and every change of phase at once:
+    the runner pauses pre-started workers while the timed steps ("measure") run."""
 
     def __init__(self, enabled: bool):
         self.enabled = enabled
         self.last = 0.0
+        self.phase = ""
 
     def __call__(self, phase: str, step: int, total: int) -> None:
         now = time.monotonic()
-        if not self.enabled or (now - self.last < 0.25 and step not in (0, total)):
+        if not self.enabled or (now - self.last < 0.25 and step not in (0, total) and phase == self.phase):
             return
-        self.last = now
+        self.last, self.phase = now, phase
         print(json.dumps({"event": "progress", "phase": phase, "step": step, "total": total}), flush=True)
 
 
@@ -159,13 +161,17 @@ def _serve(args: argparse.Namespace) -> tuple[argparse.Namespace, dict[str, Any]
     """
     launch = {"method": "prestarted", **preload(args.preload)}
     print(json.dumps({"event": "ready"}), flush=True)
-    ready = time.perf_counter()
+    ready, ready_at = time.perf_counter(), time.time()
     line = sys.stdin.readline()
     if not line.strip():
         os._exit(0)  # the runner needed no more cases
     job = json.loads(line)
     launch["waited_s"] = time.perf_counter() - ready
     launch["sent"] = job.get("sent")
+    # The imports that were still running when the case arrived are in its start-up;
+    # only the rest was hidden behind the previous case.
+    late = max(0.0, ready_at - launch["sent"]) if launch["sent"] else 0.0
+    launch["hidden_s"] = max(0.0, launch["preload_s"] - late)
     # The case's log: what this process writes to stderr from now on lands there.
     fd = os.open(job["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     os.dup2(fd, 2)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -245,3 +246,36 @@ def test_bad_cost_options_are_refused_before_anything_runs(tmp_path, tebench_cli
     proc = tebench_cli(command, "--preset", "smoke", "--out", str(out), *args)
     assert proc.returncode == 2 and fragment in proc.stderr and "Traceback" not in proc.stderr
     assert not out.exists(), "nothing is created for a bad option"
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+def test_pre_started_workers_are_stopped_while_a_case_is_timed(tmp_path):
+    ex = runner._Executor.__new__(runner._Executor)
+    ex.lock, ex.children = threading.Lock(), set()
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE, text=True)
+    try:
+        spare = runner._Spare(proc, "torch", tmp_path / "log")
+        ex.spares = {"0": [spare]}
+        ex.pause_spares("0", True)
+        deadline = time.time() + 10
+        while _state(proc.pid) != "T" and time.time() < deadline:
+            time.sleep(0.01)
+        assert _state(proc.pid) == "T"
+        ex.pause_spares("0", True)  # already stopped: nothing changes
+        ex.pause_spares("1", False)  # another device's workers are not touched
+        assert _state(proc.pid) == "T"
+        ex.pause_spares("0", False)
+        deadline = time.time() + 10
+        while _state(proc.pid) == "T" and time.time() < deadline:
+            time.sleep(0.01)
+        assert _state(proc.pid) != "T" and spare.stopped_at is None and spare.paused_s > 0
+        # A stopped worker handed a case is continued first.
+        ex.pause_spares("0", True)
+        assert ex._take_spare(_case("PT-AMP"), "0") is spare and spare.stopped_at is None
+    finally:
+        proc.kill()
+        proc.wait()

@@ -178,6 +178,10 @@ def test_prestarted_workers_keep_the_isolation_of_cold_ones(tiny, tmp_path, tebe
     for rec in got.values():
         log = (out / rec["log"]).read_text()
         assert log.startswith(f"# {rec['case_id']} round 0")
+    # The worker pre-started during gpt/micro/PT-FP32 was stopped while that case's steps were timed.
+    assert got["gpt/micro/PT-AMP"]["launch"]["method"] == "prestarted"
+    assert got["gpt/micro/PT-AMP"]["launch"]["paused_s"] > 0
+    assert head["prestart_depth"] == 1
     # A pre-started case's log holds what its worker wrote, after the runner's header line.
     assert "pre-started worker pid" in (out / got["distill/micro/PT-AMP"]["log"]).read_text()
     assert "OutOfMemoryError" in (out / got["distill/micro/PT-AMP"]["log"]).read_text()

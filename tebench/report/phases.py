@@ -44,6 +44,7 @@ def frame(sources: list[Any]) -> pd.DataFrame:
             row["duration_s"] = float(duration)
             row["launch"] = rec.launch.method if rec.launch else None
             row["preload_s"] = rec.launch.preload_s if rec.launch else None
+            row["hidden_s"] = rec.launch.hidden(row["startup_s"]) if rec.launch else 0.0
             row["warmup_steps"] = rec.warmup.steps if rec.warmup else None
             row["settled"] = rec.warmup.settled if rec.warmup else None
             rows.append(row)
@@ -76,7 +77,8 @@ def totals(df: pd.DataFrame) -> dict[str, Any]:
         "phases": shares,
         "measured_share": float(df["measure_s"].sum()) / total if total else None,
         "prestarted": len(prestarted),
-        "preload_hidden_s": float(prestarted["preload_s"].fillna(0).sum()),
+        "preload_s": float(prestarted["preload_s"].fillna(0).sum()),
+        "preload_hidden_s": float(prestarted["hidden_s"].fillna(0).sum()),
         "startup_per_case_s": float(df["startup_s"].median()),
         "settled": int((df["settled"] == True).sum()),  # noqa: E712 (None is neither)
         "adaptive": int(df["settled"].notna().sum()),
