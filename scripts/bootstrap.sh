@@ -33,5 +33,5 @@ if ! .venv/bin/python -m pip install -q -e ".${EXTRAS}" > .venv/install.log 2>&1
 fi
 .venv/bin/python -c "import transformer_engine.pytorch" >/dev/null 2>&1 \
   && echo "bootstrap: Transformer Engine found" \
-  || echo "bootstrap: Transformer Engine not importable: TE modes will be reported as skipped (see README: Installing Transformer Engine)"
+  || echo "bootstrap: Transformer Engine not importable: TE modes will be reported as skipped (see README: Installing)"
 echo "bootstrap: ready: .venv/bin/tebench"

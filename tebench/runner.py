@@ -138,11 +138,12 @@ class RunOptions:
     """Directory of the compile caches every case shares (see :mod:`tebench.caches`); None: torch's defaults."""
     prestart_depth: int = 1
     """With prestarted launches, how many upcoming cases per device have their worker started.
-    On the H200 a worker's imports (torch, TE, torch.compile's machinery: 9-12 s) outlasted many
+    On the H200 a worker's imports (torch, TE, torch.compile's machinery: 7-12 s) outlasted many
     a case (7-10 s), so with one the next case often waited for them; with two they were hidden
     (median 0.26 s from hand-off to first step), but two importing workers beside launch-bound
-    cases (the tutorial GPT, 16-20 ms steps) went with medians up to 50% above a depth-1 run's.
-    One is the default because its timings were shown to match cold starts."""
+    cases (the tutorial GPT's TE cases) went with medians up to 50% above a depth-1 run's (measured
+    before workers were stopped during timed steps). One is the default: for GPU-bound cases its
+    timings were shown to match cold starts."""
     launch: str = "auto"
     """How a case's process starts: ``prestarted`` (its worker was started and did its imports
     while the previous case ran), ``cold`` (started when its turn comes), or ``auto``
