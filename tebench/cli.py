@@ -152,7 +152,6 @@ def _check_run_args(args: argparse.Namespace) -> tuple[list[str] | None, tuple[i
     if devices and not all(d.isdigit() for d in devices):
         raise UsageError(f"--devices {args.devices}: expected comma-separated GPU indices, e.g. 0,1")
     _prestart_depth(args.prestart_depth)
-    _compile_cache(args.compile_cache)
     return devices, _shard(args)
 
 
@@ -167,6 +166,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if mat is not None and not runner.select_cases(mat, args.only, shard_spec):
         raise UsageError("no case of the matrix matches --only / --shard")  # before the probe, too
+    compile_cache = _compile_cache(args.compile_cache)  # created now: only for input known to be good
     runner.check_out_dir(Path(args.out))
     with runner.lock_out(Path(args.out)):
         pass  # refuse at once if another run holds OUT; run() takes the lock for good after the probe
@@ -180,8 +180,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         out=Path(args.out), rounds=args.rounds, resume=args.resume, timeout_s=args.timeout,
         devices=devices, shard=shard_spec, only=args.only,
         live=False if args.quiet else None, command=["tebench", *sys.argv[1:]],
-        launch=args.launch, compile_cache=_compile_cache(args.compile_cache),
-        prestart_depth=_prestart_depth(args.prestart_depth),
+        launch=args.launch, compile_cache=compile_cache, prestart_depth=args.prestart_depth,
     )
     path = runner.run(mat, env, opts)
     from tebench import record
@@ -303,13 +302,13 @@ def cmd_ab(args: argparse.Namespace) -> int:
             head=ab.SideSpec(args.head_python or sys.executable, ab.parse_env(args.head_env, "--head-env")),
             device=args.device, only=args.only, timeout_s=args.timeout, live=False if args.quiet else None,
             command=["tebench", *sys.argv[1:]], compare=_compare_options(args, True),
-            launch=args.launch, compile_cache=_compile_cache(args.compile_cache),
-            prestart_depth=_prestart_depth(args.prestart_depth))
+            launch=args.launch, prestart_depth=_prestart_depth(args.prestart_depth))
         if not 1 <= args.rounds <= MAX_ROUNDS:
             raise ab.ABError(f"--rounds must be at least 1 and at most {MAX_ROUNDS}, not {args.rounds}")
         if args.device is not None and not args.device.isdigit():
             raise ab.ABError(f"--device {args.device}: expected one GPU index, e.g. 0")
         mat = _load_matrix(args)
+        opts.compile_cache = _compile_cache(args.compile_cache)  # created only for input known to be good
         result = ab.run(mat, opts)
     except ab.ABError as exc:
         raise UsageError(str(exc)) from None
