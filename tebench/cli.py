@@ -322,9 +322,10 @@ def cmd_ab(args: argparse.Namespace) -> int:
 
 def _nothing_measured(result: Any, prog: str) -> None:
     """Say why a comparison with no case measured on both sides exits 2."""
+    from tebench.compare import UNMEASURED
+
     if not result.measured:
-        kinds = ", ".join(f"{result.count(v)} {v}" for v in ("not-measured", "not-comparable", "missing-in-head",
-                                                              "new-in-head") if result.count(v))
+        kinds = ", ".join(f"{result.count(v)} {v}" for v in UNMEASURED if result.count(v))
         print(f"{prog}: error: no case was measured on both sides ({kinds or 'no cases'}); "
               "see the per-case reasons above", file=sys.stderr)
 
@@ -432,12 +433,12 @@ def _add_cost_args(p: argparse.ArgumentParser) -> None:
                         "previous case runs; one process per case still), cold, or auto (default: prestarted "
                         "on CUDA machines, cold on CPU-only ones)")
     p.add_argument("--prestart-depth", type=int, default=1, metavar="N",
-                   help="with prestarted launches, start the workers of the next N cases (default 1; 2 hides "
-                        "the imports fully but loads the CPU while a case is timed: see the README)")
+                   help="with prestarted launches, start the workers of the next N cases, 1 to 8 (default 1; "
+                        "2 hid the imports on an H200 but is not yet measured against cold starts: see the README)")
     p.add_argument("--compile-cache", default="default", metavar="DIR",
                    help="directory of the torch.compile/Triton/CUDA JIT caches every case shares, kept across "
-                        "runs (CI can cache it); 'default' is ~/.cache/tebench/compile, 'off' leaves torch's "
-                        "defaults. The header records whether it started cold or warm")
+                        "runs (CI can cache it); 'default' is $TEBENCH_CACHE_DIR/compile (~/.cache/tebench/compile), "
+                        "'off' leaves torch's defaults. The header records whether it started cold or warm")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -569,8 +569,7 @@ def to_markdown(c: Comparison, title: str = "tebench compare") -> str:
     icon = "🔴" if (fails and c.counted) else ("🟡" if (n_reg or fails) else ("🟢" if c.measured else "⚪"))
     lines.append(f"### {icon} {title}: {n_reg} regression(s), {c.count('improved')} improvement(s), "
                  f"{c.count('unchanged')} unchanged, {c.count('inconclusive')} inconclusive")
-    extra = [f"{c.count(v)} {v}" for v in ("not-measured", "not-comparable", "missing-in-head", "new-in-head")
-             if c.count(v)]
+    extra = [f"{c.count(v)} {v}" for v in UNMEASURED if c.count(v)]
     if not c.measured:
         extra.insert(0, "no case was measured on both sides, so this comparison cannot pass (exit 2)")
     if advisory:

@@ -192,8 +192,8 @@ def settled(step_ms: list[float], floor: int, rtol: float) -> bool:
     """Whether timing may start after these warm-up step times.
 
     At least ``floor`` steps ran, and the last two are within ``rtol`` of each
-    other. On the H200 the first step of every case took 0.7-7 s (compilation,
-    kernel loading, autotuning) and the second was within a few percent of the
+    other. On the H200 the first step of a nightly case took 0.03-28 s (compilation,
+    kernel loading, autotuning) and the second was usually within a few percent of the
     steady state, so two steps in agreement mark the end of the transient; one
     slow outlier later on is what the median is for.
     """
@@ -288,8 +288,12 @@ def run_case(case: Case, device: torch.device, progress: Progress,
     losses: list[torch.Tensor] = []
 
     t = time.perf_counter()
-    warm = warm_up(trainer, batches, st, device, losses,
-                   lambda i: (recorder.sample(i) if i in sample_at else None, progress("warmup", i + 1, total)))
+    def after_warmup_step(i: int) -> None:
+        if i in sample_at:
+            recorder.sample(i)
+        progress("warmup", i + 1, total)
+
+    warm = warm_up(trainer, batches, st, device, losses, after_warmup_step)
     phases["warmup_s"] = time.perf_counter() - t
 
     def after_step(i: int) -> None:

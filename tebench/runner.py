@@ -320,6 +320,21 @@ class _Spare:
     """Seconds it spent stopped (SIGSTOP) while earlier cases' timed steps ran."""
     stopped_at: float | None = None
 
+    def pause(self, stop: bool) -> None:
+        """Stop (SIGSTOP) or continue (SIGCONT) the worker, keeping count of the time it was stopped."""
+        if stop == (self.stopped_at is not None):
+            return
+        try:
+            os.kill(self.proc.pid, signal.SIGSTOP if stop else signal.SIGCONT)
+        except ProcessLookupError:
+            return
+        now = time.monotonic()
+        if stop:
+            self.stopped_at = now
+        else:
+            self.paused_s += now - self.stopped_at
+            self.stopped_at = None
+
 
 class _Executor:
     """Runs planned cases in child processes and records each as it finishes.
@@ -425,13 +440,9 @@ class _Executor:
             spare = queue.pop(0) if queue else None
         if spare is None:
             return None
+        spare.pause(False)  # stopped by a case on this device that is over now
         # A worker that imported TE must not run a PyTorch case (its process would differ from a
         # cold one); one that imported only torch imports TE itself, as a cold worker does.
-        if spare.stopped_at is not None:  # paused by a case on this device that is over now
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(spare.proc.pid, signal.SIGCONT)
-            spare.paused_s += time.monotonic() - spare.stopped_at
-            spare.stopped_at = None
         wanted = _preload_for(case)
         if spare.proc.poll() is not None or (spare.family == "te" and wanted != "te"):
             self._end_spare(spare)
@@ -447,19 +458,8 @@ class _Executor:
         """
         with self.lock:
             spares = list(self.spares.get(device, []))
-        now = time.monotonic()
         for spare in spares:
-            if stop == (spare.stopped_at is not None):
-                continue
-            try:
-                os.kill(spare.proc.pid, signal.SIGSTOP if stop else signal.SIGCONT)
-            except ProcessLookupError:
-                continue
-            if stop:
-                spare.stopped_at = now
-            else:
-                spare.paused_s += now - (spare.stopped_at or now)
-                spare.stopped_at = None
+            spare.pause(stop)
 
     def _end_spare(self, spare: _Spare) -> None:
         _kill(spare.proc)

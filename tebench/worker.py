@@ -116,8 +116,8 @@ def _device_info(torch: Any, device: Any) -> dict[str, Any]:
 
 # Modules a case imports lazily on its first step (torch.compile's machinery, which
 # Transformer Engine's fused functions use too; the optimizer; the profiler). On the
-# H200 these imports were most of the ~5 s first step of a TE case and most of a
-# PyTorch case's ~3.5 s build. A pre-started worker imports them while it waits.
+# H200 these imports were most of the first step of a TE case and most of a cold
+# PyTorch case's 3-5 s build. A pre-started worker imports them while it waits.
 PRELOAD_MODULES = (
     "torch._dynamo",
     "torch._inductor.compile_fx",

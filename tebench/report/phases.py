@@ -45,7 +45,6 @@ def frame(sources: list[Any]) -> pd.DataFrame:
             row["launch"] = rec.launch.method if rec.launch else None
             row["preload_s"] = rec.launch.preload_s if rec.launch else None
             row["hidden_s"] = rec.launch.hidden(row["startup_s"]) if rec.launch else 0.0
-            row["warmup_steps"] = rec.warmup.steps if rec.warmup else None
             row["settled"] = rec.warmup.settled if rec.warmup else None
             rows.append(row)
     return pd.DataFrame(rows)
@@ -68,13 +67,10 @@ def totals(df: pd.DataFrame) -> dict[str, Any]:
     if df.empty:
         return {}
     total = float(df["duration_s"].sum())
-    shares = [{"phase": label, "seconds": float(df[key].sum()),
-               "share": float(df[key].sum()) / total if total else None} for key, label, _ in PHASES]
     prestarted = df[df["launch"] == "prestarted"]
     return {
         "cases": len(df),
         "case_time_s": total,
-        "phases": shares,
         "measured_share": float(df["measure_s"].sum()) / total if total else None,
         "prestarted": len(prestarted),
         "preload_s": float(prestarted["preload_s"].fillna(0).sum()),
