@@ -31,6 +31,7 @@ import tebench
 from tebench import caches, compare, record, results, runner
 from tebench.detect import Environment, probe
 from tebench.matrix import Matrix
+from tebench.worker import DEFAULT_PRESTART_DEPTH
 
 SIDES = ("base", "head")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -64,8 +65,10 @@ class ABOptions:
     command: list[str] = field(default_factory=list)
     launch: str = "auto"
     """How each case's process starts (see ``runner.RunOptions.launch``)."""
-    prestart_depth: int = 1
+    prestart_depth: int = DEFAULT_PRESTART_DEPTH
     """Pre-started workers per side (see ``runner.RunOptions.prestart_depth``)."""
+    pause: bool = True
+    """Stop pre-started workers during timed steps (see ``runner.RunOptions.pause``)."""
     compile_cache: Path | None = None
     """Compile caches both sides share (see ``runner.RunOptions.compile_cache``)."""
     compare: compare.Options = field(default_factory=lambda: compare.Options(count_env_changes=True))
@@ -166,7 +169,7 @@ def _header(s: _Side, matrix: Matrix, cases: list, opts: ABOptions, ab_id: str) 
     header = runner.run_header(s.run_id, matrix, cases, s.env, command=opts.command, rounds=opts.rounds,
                                shard=None, devices=[opts.device] if opts.device is not None else None,
                                resumed=False, launch=runner.launch_method(opts.launch, s.env),
-                               prestart_depth=opts.prestart_depth,
+                               prestart_depth=opts.prestart_depth, pause=opts.pause,
                                compile_cache=caches.describe(opts.compile_cache, {**os.environ, **s.child_env}))
     header["ab"] = {"id": ab_id, "side": s.name, "order": "ABBA", "python": s.spec.python,
                     "tebench_root": s.root, "env": s.spec.env, "device": opts.device}
@@ -196,7 +199,7 @@ def run(matrix: Matrix, opts: ABOptions) -> compare.Comparison:
                                       python=s.spec.python, env=s.child_env, live=opts.live, command=opts.command,
                                       devices=[opts.device] if opts.device is not None else None,
                                       launch=opts.launch, compile_cache=opts.compile_cache,
-                                      prestart_depth=opts.prestart_depth)
+                                      prestart_depth=opts.prestart_depth, pause=opts.pause)
             executors[name] = runner.Executor(ropts, s.env, s.run_id, writer, [], display)
         try:
             order = schedule([c.id for c in cases], opts.rounds)

@@ -151,7 +151,7 @@ def _check_run_args(args: argparse.Namespace) -> tuple[list[str] | None, tuple[i
     devices = [d.strip() for d in args.devices.split(",")] if args.devices else None
     if devices and not all(d.isdigit() for d in devices):
         raise UsageError(f"--devices {args.devices}: expected comma-separated GPU indices, e.g. 0,1")
-    _prestart_depth(args.prestart_depth)
+    _prestart_depth(args.prestart_depth, args)
     return devices, _shard(args)
 
 
@@ -181,6 +181,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         devices=devices, shard=shard_spec, only=args.only,
         live=False if args.quiet else None, command=["tebench", *sys.argv[1:]],
         launch=args.launch, compile_cache=compile_cache, prestart_depth=args.prestart_depth,
+        pause=not args.no_pause,
     )
     path = runner.run(mat, env, opts)
     from tebench import record
@@ -302,7 +303,8 @@ def cmd_ab(args: argparse.Namespace) -> int:
             head=ab.SideSpec(args.head_python or sys.executable, ab.parse_env(args.head_env, "--head-env")),
             device=args.device, only=args.only, timeout_s=args.timeout, live=False if args.quiet else None,
             command=["tebench", *sys.argv[1:]], compare=_compare_options(args, True),
-            launch=args.launch, prestart_depth=_prestart_depth(args.prestart_depth))
+            launch=args.launch, prestart_depth=_prestart_depth(args.prestart_depth, args),
+            pause=not args.no_pause)
         if not 1 <= args.rounds <= MAX_ROUNDS:
             raise ab.ABError(f"--rounds must be at least 1 and at most {MAX_ROUNDS}, not {args.rounds}")
         if args.device is not None and not args.device.isdigit():
@@ -418,23 +420,31 @@ def _compile_cache(value: str) -> Path | None:
     return path
 
 
-def _prestart_depth(value: int) -> int:
+def _prestart_depth(value: int, args: argparse.Namespace) -> int:
     if not 1 <= value <= 8:
         raise UsageError(f"--prestart-depth {value}: expected 1 to 8 (pre-started workers per device)")
+    from tebench.worker import DEFAULT_PRESTART_DEPTH
+
+    if args.launch == "cold" and (value != DEFAULT_PRESTART_DEPTH or args.no_pause):
+        given = f"--prestart-depth {value}" if value != DEFAULT_PRESTART_DEPTH else "--no-pause"
+        raise UsageError(f"{given} applies to pre-started workers; --launch cold starts none")
     return value
 
 
 def _add_cost_args(p: argparse.ArgumentParser) -> None:
     """What the harness itself costs on the machine: process starts and compile caches."""
-    from tebench.worker import LAUNCHES  # a light module: --help stays fast
+    from tebench.worker import DEFAULT_PRESTART_DEPTH, LAUNCHES  # a light module: --help stays fast
 
     p.add_argument("--launch", choices=LAUNCHES, default="auto",
                    help="how each case's process starts: prestarted (its worker imports torch/TE while the "
                         "previous case runs; one process per case still), cold, or auto (default: prestarted "
                         "on CUDA machines, cold on CPU-only ones)")
-    p.add_argument("--prestart-depth", type=int, default=1, metavar="N",
-                   help="with prestarted launches, start the workers of the next N cases, 1 to 8 (default 1; "
-                        "2 hid the imports on an H200 but is not yet measured against cold starts: see the README)")
+    p.add_argument("--prestart-depth", type=int, default=DEFAULT_PRESTART_DEPTH, metavar="N",
+                   help=f"with prestarted launches, start the workers of the next N cases, 1 to 8 (default "
+                        f"{DEFAULT_PRESTART_DEPTH}: on an H200 one worker's imports outlasted many a case)")
+    p.add_argument("--no-pause", action="store_true",
+                   help="let pre-started workers run during the timed steps of launch-bound cases (by default "
+                        "they are stopped then, so their imports take no host CPU from the case being timed)")
     p.add_argument("--compile-cache", default="default", metavar="DIR",
                    help="directory of the torch.compile/Triton/CUDA JIT caches every case shares, kept across "
                         "runs (CI can cache it); 'default' is $TEBENCH_CACHE_DIR/compile (~/.cache/tebench/compile), "

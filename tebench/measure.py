@@ -23,7 +23,9 @@ from tebench.fp8state import ScalingRecorder
 from tebench.matrix import Case
 from tebench.train import Trainer, build_trainer
 
-Progress = Callable[[str, int, int], None]
+Progress = Callable[..., None]
+"""``progress(phase, step, total)``; the announcement of the timed steps adds the last warm-up
+step's milliseconds (or None), by which the runner tells a launch-bound case."""
 
 # Test hook (documented): TEBENCH_TEST_SLOWDOWN=1.05 stretches every timed step to 1.05x its
 # own duration, so a gate's power can be measured against a known, proportional slowdown.
@@ -301,8 +303,9 @@ def run_case(case: Case, device: torch.device, progress: Progress,
             recorder.sample(i)
         progress("measure", i + 1, total)
 
-    # Announced before the first timed step: the runner pauses pre-started workers until it ends.
-    progress("measure", warm["steps"], total)
+    # Announced before the first timed step, with the step time so far: for a launch-bound case the
+    # runner stops pre-started workers until the timed steps end.
+    progress("measure", warm["steps"], total, warm["step_ms"][-1] if warm["step_ms"] else None)
     t = time.perf_counter()
     samples = timed_steps(trainer, batches, warm["steps"], total, losses, after_step)
     wall = time.perf_counter() - t

@@ -495,6 +495,8 @@ class RunHeader(_Part):
     """How cases' processes started (``--launch``); None in runs older than the option."""
     prestart_depth: int | None = None
     """Pre-started workers per device (``--prestart-depth``) when ``launch`` is prestarted."""
+    prestart_pause: bool | None = None
+    """Whether pre-started workers were stopped during timed steps (False: ``--no-pause``)."""
     compile_cache: dict[str, Any] | None = None
     """``{"dir": ..., "state": "cold" | "warm" | "off"}``: the compile cache the run began with."""
     env: dict[str, Any] | None = None

@@ -40,7 +40,7 @@ from tebench.workloads import SPECS
 
 # A worker that ran its case but could not write the result exits with
 # EXIT_STORAGE: the runner then stops instead of recording the case as failed.
-from tebench.worker import EXIT_STORAGE
+from tebench.worker import DEFAULT_PRESTART_DEPTH, EXIT_STORAGE
 
 LOG_TAIL_LINES = 25
 
@@ -136,19 +136,33 @@ class RunOptions:
     command: list[str] = field(default_factory=list)
     compile_cache: Path | None = None
     """Directory of the compile caches every case shares (see :mod:`tebench.caches`); None: torch's defaults."""
-    prestart_depth: int = 1
+    prestart_depth: int = DEFAULT_PRESTART_DEPTH
     """With prestarted launches, how many upcoming cases per device have their worker started.
-    On the H200 a worker's imports (torch, TE, torch.compile's machinery: 7-12 s) outlasted many
-    a case (7-10 s), so with one the next case often waited for them; with two they were hidden
-    (median 0.26 s from hand-off to first step), but two importing workers beside launch-bound
-    cases (the tutorial GPT's TE cases) went with medians up to 50% above a depth-1 run's (measured
-    before workers were stopped during timed steps). One is the default: for GPU-bound cases its
-    timings were shown to match cold starts."""
+    On the H200 a worker's imports (torch, TE, torch.compile's machinery: 6-12 s) outlasted many
+    a case (3-10 s): with one, the next case often waited for them (first step a median 1.9 s
+    after the previous case ended); with two, 0.25-0.4 s without pauses, 1.6-2.0 s when every case
+    paused them (2026-11-30, reports/h200-harness-cost/)."""
+    pause: bool = True
+    """With prestarted launches, stop (SIGSTOP) the waiting workers while a launch-bound case's
+    timed steps run (see :data:`PAUSE_BELOW_MS`), so that their imports take no host CPU from it."""
     launch: str = "auto"
     """How a case's process starts: ``prestarted`` (its worker was started and did its imports
     while the previous case ran), ``cold`` (started when its turn comes), or ``auto``
     (prestarted on CUDA machines, cold on CPU-only ones, where the imports would share the
     cores with the case being timed)."""
+
+
+# Below this warm-up step time a case is taken to be launch-bound: its timed steps pace on the host
+# CPU, and pre-started workers are stopped while they run. H200, 2026-11-30, depth 2: launch-bound
+# TE-BF16 cases of 5-23 ms a step had medians 10-35% higher with the workers importing beside them
+# than stopped, while cases of 90-300 ms (d2048, d4096) matched cold starts within 0.7% with the
+# workers running (reports/h200-harness-cost/).
+PAUSE_BELOW_MS = 50.0
+
+
+def launch_bound(step_ms: float | None) -> bool:
+    """Whether a case whose warm-up steps took ``step_ms`` (None: unknown) is timed with workers stopped."""
+    return step_ms is None or step_ms < PAUSE_BELOW_MS
 
 
 def launch_method(requested: str, env: Environment) -> str:
@@ -456,6 +470,8 @@ class _Executor:
         host CPUs with it; a launch-bound case (a few ms a step) is timed on
         those CPUs. Stopped, they take no CPU until the timed steps are done.
         """
+        if stop and not self.opts.pause:
+            return
         with self.lock:
             spares = list(self.spares.get(device, []))
         for spare in spares:
@@ -531,7 +547,7 @@ class _Executor:
                         continue
                     if isinstance(msg, dict) and msg.get("event") == "progress":
                         if (msg["phase"] == "measure") != (last.get("phase") == "measure"):
-                            self.pause_spares(device, msg["phase"] == "measure")
+                            self.pause_spares(device, msg["phase"] == "measure" and launch_bound(msg.get("step_ms")))
                         last.update(msg)
                         self.display.update(key, case.id, msg["phase"], msg["step"], msg["total"])
 
@@ -669,7 +685,7 @@ def run(matrix: Matrix, env: Environment, opts: RunOptions,
 def run_header(run_id: str, matrix: Matrix, cases: list[Case], env: Environment, *, command: list[str],
                rounds: int, shard: list[int] | None, devices: list[str] | None,
                resumed: bool, launch: str | None = None, compile_cache: dict[str, Any] | None = None,
-               prestart_depth: int | None = None) -> dict[str, Any]:
+               prestart_depth: int | None = None, pause: bool | None = None) -> dict[str, Any]:
     """The header record a run writes first: its identity, matrix, cases and environment."""
     return {
         "type": "header",
@@ -689,6 +705,7 @@ def run_header(run_id: str, matrix: Matrix, cases: list[Case], env: Environment,
         "devices": devices,
         "launch": launch,
         "prestart_depth": prestart_depth if launch == "prestarted" else None,
+        "prestart_pause": pause if launch == "prestarted" else None,
         "compile_cache": compile_cache,
         "env": env.to_dict(),
     }
@@ -711,7 +728,7 @@ def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[
     header = run_header(run_id, matrix, cases, env, command=opts.command, rounds=opts.rounds,
                         shard=list(opts.shard) if opts.shard else None, devices=opts.devices,
                         resumed=bool(done), launch=launch_method(opts.launch, env),
-                        prestart_depth=opts.prestart_depth,
+                        prestart_depth=opts.prestart_depth, pause=opts.pause,
                         compile_cache=caches.describe(opts.compile_cache, {**os.environ, **opts.env}))
     try:  # the CLI checked it; a caller of run() may not have
         caches.prepare(opts.compile_cache)

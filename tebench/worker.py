@@ -53,12 +53,15 @@ class _Progress:
         self.last = 0.0
         self.phase = ""
 
-    def __call__(self, phase: str, step: int, total: int) -> None:
+    def __call__(self, phase: str, step: int, total: int, step_ms: float | None = None) -> None:
         now = time.monotonic()
         if not self.enabled or (now - self.last < 0.25 and step not in (0, total) and phase == self.phase):
             return
         self.last, self.phase = now, phase
-        print(json.dumps({"event": "progress", "phase": phase, "step": step, "total": total}), flush=True)
+        msg = {"event": "progress", "phase": phase, "step": step, "total": total}
+        if step_ms is not None:
+            msg["step_ms"] = step_ms
+        print(json.dumps(msg), flush=True)
 
 
 # The runner's contract (tebench.runner.EXIT_STORAGE): the case ran but its
@@ -67,6 +70,8 @@ EXIT_STORAGE = 75
 
 # How the runner starts a worker (tebench.runner.RunOptions.launch).
 LAUNCHES = ("auto", "prestarted", "cold")
+# Pre-started workers per device (tebench.runner.RunOptions.prestart_depth).
+DEFAULT_PRESTART_DEPTH = 2
 
 
 def _write(path: Path, payload: dict[str, Any]) -> None:

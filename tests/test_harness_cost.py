@@ -8,6 +8,7 @@ is only ever used for a case it can run.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -239,6 +240,8 @@ def test_no_worker_is_pre_started_for_a_torchrun_device_group(tmp_path):
     (["--compile-cache", "/proc/forbidden/x"], "--compile-cache /proc/forbidden/x: cannot create"),
     (["--prestart-depth", "0"], "--prestart-depth 0: expected 1 to 8"),
     (["--launch", "bogus"], "invalid choice: 'bogus'"),
+    (["--launch", "cold", "--prestart-depth", "3"], "--prestart-depth 3 applies to pre-started workers"),
+    (["--launch", "cold", "--no-pause"], "--no-pause applies to pre-started workers"),
 ])
 @pytest.mark.parametrize("command", ["run", "ab"])
 def test_bad_cost_options_are_refused_before_anything_runs(tmp_path, tebench_cli, command, args, fragment):
@@ -255,7 +258,7 @@ def _state(pid: int) -> str:
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
 def test_pre_started_workers_are_stopped_while_a_case_is_timed(tmp_path):
     ex = runner._Executor.__new__(runner._Executor)
-    ex.lock, ex.children = threading.Lock(), set()
+    ex.lock, ex.children, ex.opts = threading.Lock(), set(), runner.RunOptions(out=tmp_path)
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE, text=True)
     try:
         spare = runner._Spare(proc, "torch", tmp_path / "log")
@@ -279,3 +282,34 @@ def test_pre_started_workers_are_stopped_while_a_case_is_timed(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+def test_no_pause_leaves_pre_started_workers_running(tmp_path):
+    ex = runner._Executor.__new__(runner._Executor)
+    ex.lock, ex.children, ex.opts = threading.Lock(), set(), runner.RunOptions(out=tmp_path, pause=False)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE, text=True)
+    try:
+        spare = runner._Spare(proc, "torch", tmp_path / "log")
+        ex.spares = {"0": [spare]}
+        ex.pause_spares("0", True)
+        time.sleep(0.2)  # a SIGSTOP, had one been sent, is delivered long before this
+        assert _state(proc.pid) != "T" and spare.stopped_at is None
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize("step_ms, stopped", [(None, True), (5.0, True), (49.9, True), (50.0, False), (300.0, False)])
+def test_workers_are_stopped_only_beside_launch_bound_timed_steps(step_ms, stopped):
+    assert runner.launch_bound(step_ms) is stopped
+
+
+def test_the_measure_announcement_carries_the_warm_up_step_time(capsys):
+    from tebench.worker import _Progress
+
+    progress = _Progress(True)
+    progress("warmup", 1, 10)
+    progress("measure", 3, 10, 12.5)
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert "step_ms" not in lines[0] and lines[1]["phase"] == "measure" and lines[1]["step_ms"] == 12.5
