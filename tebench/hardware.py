@@ -8,6 +8,7 @@ a guessed peak would make MFU look precise when it is not.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 
 
@@ -16,7 +17,8 @@ class PeakRates:
     """Dense peak TFLOP/s of one GPU model."""
 
     match: str
-    """Substring of ``torch.cuda.get_device_name()`` that identifies the model."""
+    """Words of ``torch.cuda.get_device_name()`` that identify the model (whole words: "L4" is
+    not the L40's entry)."""
     bf16: float
     fp8: float | None
     fp32: float
@@ -51,6 +53,7 @@ def peak_for(device_name: str | None) -> PeakRates | None:
     if not device_name:
         return None
     for peak in PEAKS:
-        if peak.match in device_name:
+        # Whole words only: a substring test gave an "NVIDIA L40" the L4's peaks.
+        if re.search(rf"(?<![A-Za-z0-9]){re.escape(peak.match)}(?![A-Za-z0-9])", device_name):
             return peak
     return None

@@ -332,7 +332,8 @@ def test_peak_for_picks_the_most_specific_entry(device_name, source):
     assert hardware.peak_for(device_name).source == source
 
 
-@pytest.mark.parametrize("device_name", [None, "", "Tesla T4", "NVIDIA GeForce RTX 4090", "cpu"])
+@pytest.mark.parametrize("device_name", [None, "", "Tesla T4", "NVIDIA GeForce RTX 4090", "cpu",
+                                         "NVIDIA L40", "NVIDIA H20"])
 def test_peak_for_an_unknown_gpu_is_none_not_a_guess(device_name):
     assert hardware.peak_for(device_name) is None
 
