@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# 1) the GPU tests; 2) the nightly of call A resumed (its last 5 cases); 3) the torch.compile cases
-# twice on one compile cache: cold, then warm.
+# 1) the GPU tests; 2) the nightly that nightly_one_gpu.sh left at 63 of 68 cases, resumed (its
+# results directory was copied to .gpu/n17/nightly first); 3) the torch.compile cases twice on one
+# compile cache: cold, then warm.
 set -u
 source .gpu/install.sh >/dev/null 2>&1; export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:${PYTHONPATH:-}
 R=/tmp/r17c; mkdir -p $R; cp -r .gpu/n17/nightly $R/nightly
