@@ -151,6 +151,17 @@ def test_nightly_saves_history_even_on_a_failed_night():
     assert steps.index(save) < fail
 
 
+def test_nightly_keeps_its_compile_cache_between_nights():
+    steps = _steps(GHA / "nightly.yml")
+    run = next(s for s in steps if "tebench run" in s.get("run", ""))
+    cache_dir = run["run"].split("--compile-cache", 1)[1].split()[0]
+    cached = [s for s in steps if s.get("uses", "").startswith("actions/cache/")
+              and s["with"]["path"] == cache_dir]
+    assert {s["uses"].split("@")[0] for s in cached} == {"actions/cache/restore", "actions/cache/save"}
+    restore, save = sorted(cached, key=steps.index)
+    assert steps.index(restore) < steps.index(run) < steps.index(save) and "always()" in save["if"]
+
+
 def test_slurm_output_dir_exists_and_bootstrap_is_serialised():
     array = (EXAMPLES / "slurm" / "tebench-array.sbatch").read_text()
     submit = (EXAMPLES / "slurm" / "submit.sh").read_text()
