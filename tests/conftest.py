@@ -17,6 +17,28 @@ from tebench.detect import Environment, Support
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
+# The micro sizes that end-to-end tests run on the CPU (a case takes about a second), appended
+# to each test's own name, settings and axes.
+MICRO_GPT = """
+[sizes.gpt.micro]
+vocab = 16
+d_model = 32
+heads = 2
+layers = 1
+ffn = 64
+seq = 16
+batch = 4
+"""
+MICRO_DISTILL = """
+[sizes.distill.micro]
+vocab = 64
+hidden = 32
+ffn = 64
+blocks = 1
+seq = 8
+batch = 4
+"""
+
 
 def _has_cuda() -> bool:
     try:

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from conftest import CPU_ENV, read_jsonl
+from conftest import CPU_ENV, MICRO_GPT, read_jsonl
 from tebench import ab
 
 
@@ -51,15 +51,7 @@ warmup = 1
 profile_steps = 0
 [axes]
 modes = ["PT-FP32", "PT-AMP"]
-[sizes.gpt.micro]
-vocab = 16
-d_model = 32
-heads = 2
-layers = 1
-ffn = 64
-seq = 16
-batch = 4
-"""
+""" + MICRO_GPT
 
 
 @pytest.mark.slow

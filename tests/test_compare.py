@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, MICRO_GPT
 from conftest import read_jsonl as lines
 from conftest import write_jsonl as write
 from tebench.compare import CompareError, Options, compare, parse_threshold, to_markdown
@@ -327,15 +327,7 @@ warmup = 2
 profile_steps = 0
 [axes]
 modes = ["PT-FP32"]
-[sizes.gpt.micro]
-vocab = 16
-d_model = 32
-heads = 2
-layers = 1
-ffn = 64
-seq = 16
-batch = 4
-"""
+""" + MICRO_GPT
 
 
 @pytest.mark.slow

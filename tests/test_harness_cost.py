@@ -19,6 +19,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from conftest import MICRO_GPT
 from tebench import caches, measure, runner
 from tebench.detect import Environment
 from tebench.matrix import Settings
@@ -89,8 +90,7 @@ def test_a_case_trains_every_step_whatever_the_warm_up(tmp_path):
 
     path = tmp_path / "m.toml"
     path.write_text('name = "m"\n[settings]\nsteps = 4\nwarmup = 5\nwarmup_floor = 1\nwarmup_rtol = 10.0\n'
-                    '[axes]\nmodes = ["PT-FP32"]\n[sizes.gpt.micro]\nvocab = 16\nd_model = 32\nheads = 2\n'
-                    'layers = 1\nffn = 64\nseq = 16\nbatch = 4\n')
+                    '[axes]\nmodes = ["PT-FP32"]\n' + MICRO_GPT)
     case = next(iter_cases(load(path)))
     raw = measure.run_case(case, torch.device("cpu"), lambda *a: None)
     k = raw["warmup"]["steps"]

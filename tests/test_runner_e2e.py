@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import MICRO_DISTILL, MICRO_GPT, ROOT
 
 from tebench import runner
 
@@ -36,22 +36,7 @@ modes = ["PT-FP32", "PT-AMP", "TE-BF16", "TE-FP8"]
 recipes = ["delayed"]
 formats = ["E4M3", "HYBRID"]
 amax_history_len = [16]
-[sizes.gpt.micro]
-vocab = 16
-d_model = 32
-heads = 2
-layers = 1
-ffn = 64
-seq = 16
-batch = 4
-[sizes.distill.micro]
-vocab = 64
-hidden = 32
-ffn = 64
-blocks = 1
-seq = 8
-batch = 4
-"""
+""" + MICRO_GPT + MICRO_DISTILL
 
 
 @pytest.fixture

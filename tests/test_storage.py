@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tebench import atomic, cli, matrix, results, runner, worker
-from conftest import CPU_ENV
+from conftest import CPU_ENV, MICRO_DISTILL, MICRO_GPT
 
 MATRIX = """
 name = "storage"
@@ -26,22 +26,7 @@ steps = 3
 warmup = 1
 [axes]
 modes = ["PT-FP32", "PT-AMP"]
-[sizes.gpt.micro]
-vocab = 16
-d_model = 32
-heads = 2
-layers = 1
-ffn = 64
-seq = 16
-batch = 4
-[sizes.distill.micro]
-vocab = 64
-hidden = 32
-ffn = 64
-blocks = 1
-seq = 8
-batch = 4
-"""
+""" + MICRO_GPT + MICRO_DISTILL
 
 ENV = CPU_ENV
 
