@@ -400,3 +400,21 @@ def test_names_that_look_like_mathtext_render_as_typed(tmp_path):
     out = render([src], tmp_path / "report")
     assert name in (out / "index.html").read_text() and md_escape(name) in (out / "report.md").read_text()
     assert list(out.glob("*.png"))
+
+
+@pytest.mark.parametrize("fields, shown", [
+    ({"launch": "prestarted", "prestart_depth": 2, "prestart_pause": True},
+     "prestarted (2 per device, stopped beside launch-bound timed steps)"),
+    ({"launch": "prestarted", "prestart_depth": 3, "prestart_pause": False}, "prestarted (3 per device, never stopped)"),
+    ({"launch": "prestarted", "prestart_depth": 1}, "prestarted (1 per device)"),  # before the pause was recorded
+    ({"launch": "cold"}, "cold"),
+    ({}, "unrecorded"),
+])
+def test_the_cost_section_says_how_cases_started(fields, shown):
+    from types import SimpleNamespace
+
+    from tebench.record import RunHeader
+    from tebench.report import _cost_header
+
+    src = SimpleNamespace(label="run", header=RunHeader(**fields))
+    assert _cost_header(src)["launch"] == shown

@@ -150,7 +150,11 @@ COST_COLUMNS = [
 def _cost_header(src: Source) -> dict[str, Any]:
     """How a run started its cases and the compile cache it began with (older runs: unknown)."""
     cache = src.header.compile_cache or {}
-    return {"label": src.label, "launch": src.header.launch or "unrecorded",
+    launch = src.header.launch or "unrecorded"
+    if launch == "prestarted" and src.header.prestart_depth:
+        stops = {True: ", stopped beside launch-bound timed steps", False: ", never stopped"}
+        launch += f" ({src.header.prestart_depth} per device{stops.get(src.header.prestart_pause, '')})"
+    return {"label": src.label, "launch": launch,
             "cache": cache.get("state") or "unrecorded", "cache_dir": cache.get("dir")}
 
 
