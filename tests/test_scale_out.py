@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import MICRO_DISTILL
+
 MATRIX = """
 name = "scale-out"
 [settings]
@@ -28,14 +30,7 @@ layers = 2
 ffn = 64
 seq = 16
 batch = 4
-[sizes.distill.micro]
-vocab = 64
-hidden = 32
-ffn = 64
-blocks = 1
-seq = 8
-batch = 4
-"""
+""" + MICRO_DISTILL
 
 
 @pytest.fixture
