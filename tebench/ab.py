@@ -207,7 +207,8 @@ def run(matrix: Matrix, opts: ABOptions) -> compare.Comparison:
                 p = sides[name].planned[(case_id, r)]
                 ex = executors[name]
                 # The same side's next cases are pre-started while this one runs.
-                later = [sides[n].planned[(c, q)] for q, c, n in order[i + 1:] if n == name]
+                later = (sides[n].planned[(c, q)] for q, c, n in (order[j] for j in range(i + 1, len(order)))
+                         if n == name)
                 ex.skip(p) if p.skip else ex.run_one(p, opts.device, runner.upcoming_cases(later))
             for ex in executors.values():
                 ex.close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import itertools
 import json
 import os
 import queue
@@ -26,7 +27,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import tebench
 from tebench import caches, parity, results, shard, stats
@@ -759,9 +760,15 @@ def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[
     return path
 
 
-def upcoming_cases(planned: list[Planned], limit: int = 8) -> list[Case]:
-    """The next single-process cases that will run (skips and torchrun cases take no pre-started worker)."""
-    return [q.case for q in planned if not q.skip and q.case.parallel == "single"][:limit]
+def upcoming_cases(planned: Iterable[Planned], limit: int = 8) -> list[Case]:
+    """The next single-process cases that will run (skips and torchrun cases take no pre-started worker).
+
+    ``planned`` is read only as far as needed, so callers pass a lazy view of what is left: this
+    runs before every case, and a copy of the rest of a long run (``--rounds``) each time was
+    quadratic in its length.
+    """
+    return [q.case for q in itertools.islice((q for q in planned if not q.skip and q.case.parallel == "single"),
+                                             limit)]
 
 
 def _execute(ex: _Executor, todo: list[Planned], devices: list[str] | None,
@@ -773,7 +780,7 @@ def _execute(ex: _Executor, todo: list[Planned], devices: list[str] | None,
 
     if not devices or len(devices) == 1:
         for i, p in enumerate(todo):
-            handle(p, devices[0] if devices else None, upcoming_cases(todo[i + 1:]))
+            handle(p, devices[0] if devices else None, upcoming_cases(todo[j] for j in range(i + 1, len(todo))))
         return
     # One case per GPU at a time. A case needing k processes takes k devices.
     pending: "queue.Queue[Planned]" = queue.Queue()
@@ -816,7 +823,9 @@ def _execute(ex: _Executor, todo: list[Planned], devices: list[str] | None,
                 try:
                     # Whichever case a device thread takes next may land here; the head of the
                     # queue is the best guess (a wrong guess only means a cold start).
-                    handle(p, ",".join(devs), upcoming_cases(list(pending.queue)))
+                    with pending.mutex:  # device threads take from it meanwhile
+                        upcoming = upcoming_cases(pending.queue)
+                    handle(p, ",".join(devs), upcoming)
                 finally:
                     give(devs)
             except BaseException as exc:  # e.g. a full disk: stop taking work, report it from the main thread
