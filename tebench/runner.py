@@ -351,8 +351,9 @@ class _Spare:
             self.stopped_at = None
 
 
-class _Executor:
-    """Runs planned cases in child processes and records each as it finishes.
+class Executor:
+    """Runs planned cases in child processes and records each as it finishes (``tebench run`` drives
+    it over a matrix; ``tebench ab`` interleaves two of them).
 
     With ``launch = prestarted``, while a case runs on a device the worker for the
     next case on that device is already started and importing torch (and TE when
@@ -620,10 +621,6 @@ class _Executor:
                 _kill(proc)
 
 
-Executor = _Executor
-"""Public name for callers that drive cases one by one (``tebench ab`` interleaves two runs)."""
-
-
 def _preload_for(case: Case) -> str:
     """What a pre-started worker imports for ``case`` (``python -m tebench.worker --preload``)."""
     return "te" if MODES[case.mode].family == "te" else "torch"
@@ -744,7 +741,7 @@ def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[
     except OSError as exc:
         raise _storage_error(f"cannot write {path}", exc, opts.out) from None
     with writer:
-        ex = _Executor(opts, env, run_id, writer, previous, display)
+        ex = Executor(opts, env, run_id, writer, previous, display)
         try:
             _execute(ex, todo, opts.devices, on_record)
             ex.close()
@@ -771,7 +768,7 @@ def upcoming_cases(planned: Iterable[Planned], limit: int = 8) -> list[Case]:
                                              limit)]
 
 
-def _execute(ex: _Executor, todo: list[Planned], devices: list[str] | None,
+def _execute(ex: Executor, todo: list[Planned], devices: list[str] | None,
              on_record: Callable[[dict[str, Any]], None] | None) -> None:
     def handle(p: Planned, device: str | None, upcoming: list[Case] | None = None) -> None:
         rec = ex.skip(p) if p.skip else ex.run_one(p, device, upcoming)

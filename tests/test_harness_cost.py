@@ -140,7 +140,7 @@ def _case(mode: str, parallel: str = "single"):
     ("torch", "PT-AMP", "ddp", False),       # torchrun cases start cold (the spare waits)
 ])
 def test_a_prestarted_worker_runs_only_a_case_it_fits(tmp_path, preloaded, mode, parallel, used):
-    ex = runner._Executor.__new__(runner._Executor)
+    ex = runner.Executor.__new__(runner.Executor)
     ex.lock, ex.children = threading.Lock(), set()
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE,
                             text=True, start_new_session=True)
@@ -160,7 +160,7 @@ def test_a_prestarted_worker_runs_only_a_case_it_fits(tmp_path, preloaded, mode,
 
 
 def test_a_dead_prestarted_worker_is_not_used(tmp_path):
-    ex = runner._Executor.__new__(runner._Executor)
+    ex = runner.Executor.__new__(runner.Executor)
     ex.lock, ex.children = threading.Lock(), set()
     proc = subprocess.Popen([sys.executable, "-c", "raise SystemExit(2)"], stdin=subprocess.PIPE, text=True)
     proc.wait()
@@ -172,7 +172,7 @@ def test_a_dead_prestarted_worker_is_not_used(tmp_path):
 
 
 def test_prestart_keeps_the_next_cases_workers_started_up_to_the_depth(tmp_path):
-    ex = runner._Executor.__new__(runner._Executor)
+    ex = runner.Executor.__new__(runner.Executor)
     ex.lock, ex.launch, ex.spares = threading.Lock(), "prestarted", {}
     ex.opts = runner.RunOptions(out=tmp_path, prestart_depth=2)
     started: list[str] = []
@@ -229,7 +229,7 @@ def test_a_data_parallel_rank_draws_its_own_tokens_of_the_same_task(with_data_se
 
 
 def test_no_worker_is_pre_started_for_a_torchrun_device_group(tmp_path):
-    ex = runner._Executor.__new__(runner._Executor)
+    ex = runner.Executor.__new__(runner.Executor)
     ex.lock, ex.launch, ex.spares = threading.Lock(), "prestarted", {}
     ex.opts = runner.RunOptions(out=tmp_path, prestart_depth=2)
     ex._spawn = lambda case, device: pytest.fail("spawned a worker for a device group")
@@ -257,7 +257,7 @@ def _state(pid: int) -> str:
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
 def test_pre_started_workers_are_stopped_while_a_case_is_timed(tmp_path):
-    ex = runner._Executor.__new__(runner._Executor)
+    ex = runner.Executor.__new__(runner.Executor)
     ex.lock, ex.children, ex.opts = threading.Lock(), set(), runner.RunOptions(out=tmp_path)
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE, text=True)
     try:
@@ -286,7 +286,7 @@ def test_pre_started_workers_are_stopped_while_a_case_is_timed(tmp_path):
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
 def test_no_pause_leaves_pre_started_workers_running(tmp_path):
-    ex = runner._Executor.__new__(runner._Executor)
+    ex = runner.Executor.__new__(runner.Executor)
     ex.lock, ex.children, ex.opts = threading.Lock(), set(), runner.RunOptions(out=tmp_path, pause=False)
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE, text=True)
     try:
