@@ -151,7 +151,7 @@ def _check_run_args(args: argparse.Namespace) -> tuple[list[str] | None, tuple[i
     devices = [d.strip() for d in args.devices.split(",")] if args.devices else None
     if devices and not all(d.isdigit() for d in devices):
         raise UsageError(f"--devices {args.devices}: expected comma-separated GPU indices, e.g. 0,1")
-    _prestart_depth(args.prestart_depth, args)
+    _check_launch_args(args)
     return devices, _shard(args)
 
 
@@ -303,7 +303,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
             head=ab.SideSpec(args.head_python or sys.executable, ab.parse_env(args.head_env, "--head-env")),
             device=args.device, only=args.only, timeout_s=args.timeout, live=False if args.quiet else None,
             command=["tebench", *sys.argv[1:]], compare=_compare_options(args, True),
-            launch=args.launch, prestart_depth=_prestart_depth(args.prestart_depth, args),
+            launch=args.launch, prestart_depth=_check_launch_args(args),
             pause=not args.no_pause)
         if not 1 <= args.rounds <= MAX_ROUNDS:
             raise ab.ABError(f"--rounds must be at least 1 and at most {MAX_ROUNDS}, not {args.rounds}")
@@ -420,7 +420,9 @@ def _compile_cache(value: str) -> Path | None:
     return path
 
 
-def _prestart_depth(value: int, args: argparse.Namespace) -> int:
+def _check_launch_args(args: argparse.Namespace) -> int:
+    """``--prestart-depth`` and ``--no-pause`` against ``--launch``; returns the depth."""
+    value = args.prestart_depth
     if not 1 <= value <= 8:
         raise UsageError(f"--prestart-depth {value}: expected 1 to 8 (pre-started workers per device)")
     from tebench.worker import DEFAULT_PRESTART_DEPTH

@@ -46,7 +46,7 @@ def _watch_parent() -> None:
 
 class _Progress:
     """Throttled progress lines on stdout (at most a few per second), and every change of phase at once:
-    the runner pauses pre-started workers while the timed steps ("measure") run."""
+    the runner stops pre-started workers while a launch-bound case's timed steps ("measure") run."""
 
     def __init__(self, enabled: bool):
         self.enabled = enabled
@@ -160,7 +160,7 @@ def preload(family: str) -> dict[str, Any]:
 def _serve(args: argparse.Namespace) -> tuple[argparse.Namespace, dict[str, Any]]:
     """Pre-started mode: import, say ready, then wait for one case on stdin.
 
-    The runner sends one JSON line ``{"case", "result", "log", "progress"}``;
+    The runner sends one JSON line ``{"case", "result", "log", "progress", "sent"}``;
     from then on this process is exactly the cold worker for that case (one case
     per process: isolation and --resume are unchanged).
     """
