@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import tebench
-from tebench import caches, compare, record, results, runner
+from tebench import compare, record, results, runner
 from tebench.detect import Environment, probe
 from tebench.matrix import Matrix
 from tebench.worker import DEFAULT_PRESTART_DEPTH
@@ -164,13 +164,19 @@ def _prepare(name: str, spec: SideSpec, opts: ABOptions, ab_id: str) -> _Side:
     return _Side(name, spec, child_env, root, env, out, f"{ab_id}-{name}")
 
 
-def _header(s: _Side, matrix: Matrix, cases: list, opts: ABOptions, ab_id: str) -> dict[str, Any]:
+def _run_options(s: _Side, opts: ABOptions) -> runner.RunOptions:
+    """The options of one side's run: the same as a `tebench run` on the one device would take."""
+    return runner.RunOptions(out=s.out, rounds=opts.rounds, timeout_s=opts.timeout_s, only=opts.only,
+                             python=s.spec.python, env=s.child_env, live=opts.live, command=opts.command,
+                             devices=[opts.device] if opts.device is not None else None,
+                             launch=opts.launch, compile_cache=opts.compile_cache,
+                             prestart_depth=opts.prestart_depth, pause=opts.pause)
+
+
+def _header(s: _Side, matrix: Matrix, cases: list, ropts: runner.RunOptions, opts: ABOptions,
+            ab_id: str) -> dict[str, Any]:
     # The same header as `tebench run` writes, plus the `ab` block that pairs the two sides.
-    header = runner.run_header(s.run_id, matrix, cases, s.env, command=opts.command, rounds=opts.rounds,
-                               shard=None, devices=[opts.device] if opts.device is not None else None,
-                               resumed=False, launch=runner.launch_method(opts.launch, s.env),
-                               prestart_depth=opts.prestart_depth, pause=opts.pause,
-                               compile_cache=caches.describe(opts.compile_cache, {**os.environ, **s.child_env}))
+    header = runner.run_header(s.run_id, matrix, cases, s.env, ropts, resumed=False)
     header["ab"] = {"id": ab_id, "side": s.name, "order": "ABBA", "python": s.spec.python,
                     "tebench_root": s.root, "env": s.spec.env, "device": opts.device}
     return header
@@ -194,12 +200,8 @@ def run(matrix: Matrix, opts: ABOptions) -> compare.Comparison:
         for name, s in sides.items():
             s.out.mkdir(parents=True, exist_ok=True)
             writer = stack.enter_context(results.Writer(s.out / results.RESULTS_NAME))
-            writer.append(_header(s, matrix, cases, opts, ab_id))
-            ropts = runner.RunOptions(out=s.out, rounds=opts.rounds, timeout_s=opts.timeout_s, only=opts.only,
-                                      python=s.spec.python, env=s.child_env, live=opts.live, command=opts.command,
-                                      devices=[opts.device] if opts.device is not None else None,
-                                      launch=opts.launch, compile_cache=opts.compile_cache,
-                                      prestart_depth=opts.prestart_depth, pause=opts.pause)
+            ropts = _run_options(s, opts)
+            writer.append(_header(s, matrix, cases, ropts, opts, ab_id))
             executors[name] = runner.Executor(ropts, s.env, s.run_id, writer, [], display)
         try:
             order = schedule([c.id for c in cases], opts.rounds)

@@ -245,7 +245,8 @@ class Launch(_Part):
 
     method: str | None = None
     preload_s: float | None = None
-    """A pre-started worker's whole import time."""
+    """A pre-started worker's whole import time, wall-clock: time it was stopped (``paused_s``) while
+    still importing is in it."""
     waited_s: float | None = None
     """How long it sat ready before its case arrived (0: the case arrived during the imports)."""
     hidden_s: float | None = None

@@ -680,31 +680,31 @@ def run(matrix: Matrix, env: Environment, opts: RunOptions,
         return _run_locked(matrix, env, opts, cases, on_record)
 
 
-def run_header(run_id: str, matrix: Matrix, cases: list[Case], env: Environment, *, command: list[str],
-               rounds: int, shard: list[int] | None, devices: list[str] | None,
-               resumed: bool, launch: str | None = None, compile_cache: dict[str, Any] | None = None,
-               prestart_depth: int | None = None, pause: bool | None = None) -> dict[str, Any]:
-    """The header record a run writes first: its identity, matrix, cases and environment."""
+def run_header(run_id: str, matrix: Matrix, cases: list[Case], env: Environment, opts: RunOptions,
+               resumed: bool) -> dict[str, Any]:
+    """The header record a run writes first: its identity, matrix, cases, options and environment."""
+    launch = launch_method(opts.launch, env)
     return {
         "type": "header",
         "run_id": run_id,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "resumed": resumed,
-        "command": command,
+        "command": opts.command,
         "cwd": os.getcwd(),
         "tebench": tebench.__version__,
         "matrix": {"name": matrix.name, "source": matrix.source, "sha256": matrix.sha256,
                    "text_sha256": matrix.text_sha256, "data": matrix.data},
-        "rounds": rounds,
-        "shard": shard,
+        "rounds": opts.rounds,
+        "shard": list(opts.shard) if opts.shard else None,
         "case_ids": [c.id for c in cases],
         # Each [[exclude]] rule with its reason and the cases it removed from the matrix.
         "excluded": [rule.to_dict() for rule in expand(matrix).excluded],
-        "devices": devices,
+        "devices": opts.devices,
         "launch": launch,
-        "prestart_depth": prestart_depth if launch == "prestarted" else None,
-        "prestart_pause": pause if launch == "prestarted" else None,
-        "compile_cache": compile_cache,
+        "prestart_depth": opts.prestart_depth if launch == "prestarted" else None,
+        "prestart_pause": opts.pause if launch == "prestarted" else None,
+        # The state the cache was in before the run, as the cases' processes will see it.
+        "compile_cache": caches.describe(opts.compile_cache, {**os.environ, **opts.env}),
         "env": env.to_dict(),
     }
 
@@ -723,11 +723,7 @@ def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[
     else:
         run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
     todo = [p for p in planned if (p.case.id, p.round) not in done]
-    header = run_header(run_id, matrix, cases, env, command=opts.command, rounds=opts.rounds,
-                        shard=list(opts.shard) if opts.shard else None, devices=opts.devices,
-                        resumed=bool(done), launch=launch_method(opts.launch, env),
-                        prestart_depth=opts.prestart_depth, pause=opts.pause,
-                        compile_cache=caches.describe(opts.compile_cache, {**os.environ, **opts.env}))
+    header = run_header(run_id, matrix, cases, env, opts, resumed=bool(done))
     try:  # the CLI checked it; a caller of run() may not have
         caches.prepare(opts.compile_cache)
     except OSError as exc:
