@@ -10,5 +10,5 @@ T0=$(date +%s.%N)
 timeout 585 python3 -m tebench run --preset nightly --devices 0 --out $R/nightly --quiet --compile-cache $R/cc > $R/nightly.log 2>&1
 echo "rc=$? wall=$(python3 -c "print(round($(date +%s.%N)-$T0,1))") s" | tee -a $R/nightly.log
 tar czf $OUT/nightly-warm.tgz -C $R nightly nightly.log
-# then, in the next call on the same machine:
+# then, on the same machine:
 # timeout 200 python3 -m tebench run --preset nightly --devices 0 --resume --out $R/nightly --quiet --compile-cache $R/cc

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# 1) warm a compile cache with the nightly's six torch.compile cases (kept in /tmp/r18/cc for the
-# next call on this machine, and sent back in xz parts in case the machine is released);
+# 1) warm a compile cache with the nightly's six torch.compile cases (kept in /tmp/r18/cc for
+# nightly_warm.sh on the same machine, and also written out in xz parts for a fresh machine);
 # 2) the GPU tests and benchmarks/harness_overhead.py on the current code.
 set -u
 source .gpu/install.sh >/dev/null 2>&1; export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:${PYTHONPATH:-}
