@@ -31,7 +31,6 @@ import tebench
 from tebench import compare, record, results, runner
 from tebench.detect import Environment, probe
 from tebench.matrix import Matrix
-from tebench.worker import DEFAULT_PRESTART_DEPTH
 
 SIDES = ("base", "head")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -65,8 +64,8 @@ class ABOptions:
     command: list[str] = field(default_factory=list)
     launch: str = "auto"
     """How each case's process starts (see ``runner.RunOptions.launch``)."""
-    prestart_depth: int = DEFAULT_PRESTART_DEPTH
-    """Pre-started workers per side (see ``runner.RunOptions.prestart_depth``)."""
+    prestart_depth: int | None = None
+    """Pre-started workers per side; None: the machine's default (see ``runner.RunOptions.prestart_depth``)."""
     pause: bool = True
     """Stop pre-started workers during timed steps (see ``runner.RunOptions.pause``)."""
     compile_cache: Path | None = None
@@ -166,11 +165,12 @@ def _prepare(name: str, spec: SideSpec, opts: ABOptions, ab_id: str) -> _Side:
 
 def _run_options(s: _Side, opts: ABOptions) -> runner.RunOptions:
     """The options of one side's run: the same as a `tebench run` on the one device would take."""
-    return runner.RunOptions(out=s.out, rounds=opts.rounds, timeout_s=opts.timeout_s, only=opts.only,
-                             python=s.spec.python, env=s.child_env, live=opts.live, command=opts.command,
-                             devices=[opts.device] if opts.device is not None else None,
-                             launch=opts.launch, compile_cache=opts.compile_cache,
-                             prestart_depth=opts.prestart_depth, pause=opts.pause)
+    ropts = runner.RunOptions(out=s.out, rounds=opts.rounds, timeout_s=opts.timeout_s, only=opts.only,
+                              python=s.spec.python, env=s.child_env, live=opts.live, command=opts.command,
+                              devices=[opts.device] if opts.device is not None else None,
+                              launch=opts.launch, compile_cache=opts.compile_cache,
+                              prestart_depth=opts.prestart_depth, pause=opts.pause)
+    return runner.resolve_options(ropts)
 
 
 def _header(s: _Side, matrix: Matrix, cases: list, ropts: runner.RunOptions, opts: ABOptions,

@@ -420,30 +420,30 @@ def _compile_cache(value: str) -> Path | None:
     return path
 
 
-def _check_launch_args(args: argparse.Namespace) -> int:
-    """``--prestart-depth`` and ``--no-pause`` against ``--launch``; returns the depth."""
+def _check_launch_args(args: argparse.Namespace) -> int | None:
+    """``--prestart-depth`` and ``--no-pause`` against ``--launch``; returns the depth (None: the default)."""
     value = args.prestart_depth
-    if not 1 <= value <= 8:
+    if value is not None and not 1 <= value <= 8:
         raise UsageError(f"--prestart-depth {value}: expected 1 to 8 (pre-started workers per device)")
-    from tebench.worker import DEFAULT_PRESTART_DEPTH
-
-    if args.launch == "cold" and (value != DEFAULT_PRESTART_DEPTH or args.no_pause):
-        given = f"--prestart-depth {value}" if value != DEFAULT_PRESTART_DEPTH else "--no-pause"
+    if args.launch == "cold" and (value is not None or args.no_pause):
+        given = f"--prestart-depth {value}" if value is not None else "--no-pause"
         raise UsageError(f"{given} applies to pre-started workers; --launch cold starts none")
     return value
 
 
 def _add_cost_args(p: argparse.ArgumentParser) -> None:
     """What the harness itself costs on the machine: process starts and compile caches."""
-    from tebench.worker import DEFAULT_PRESTART_DEPTH, LAUNCHES  # a light module: --help stays fast
+    # A light module: --help stays fast.
+    from tebench.worker import CPUS_PER_PRESTARTED_WORKER, LAUNCHES, MAX_AUTO_PRESTART_DEPTH
 
     p.add_argument("--launch", choices=LAUNCHES, default="auto",
                    help="how each case's process starts: prestarted (its worker imports torch/TE while the "
                         "previous case runs; one process per case still), cold, or auto (default: prestarted "
                         "on CUDA machines, cold on CPU-only ones)")
-    p.add_argument("--prestart-depth", type=int, default=DEFAULT_PRESTART_DEPTH, metavar="N",
-                   help=f"with prestarted launches, start the workers of the next N cases, 1 to 8 (default "
-                        f"{DEFAULT_PRESTART_DEPTH}: on an H200 one worker's imports outlasted many a case)")
+    p.add_argument("--prestart-depth", type=int, default=None, metavar="N",
+                   help=f"with prestarted launches, start the workers of the next N cases per device, 1 to 8 "
+                        f"(default: one per {CPUS_PER_PRESTARTED_WORKER} host CPUs per device, 1 to "
+                        f"{MAX_AUTO_PRESTART_DEPTH}; 4 on a 16-CPU host with one GPU; the header records it)")
     p.add_argument("--no-pause", action="store_true",
                    help="let pre-started workers run during the timed steps of launch-bound cases (by default "
                         "they are stopped then, so their imports take no host CPU from the case being timed)")

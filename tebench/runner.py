@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -41,7 +41,7 @@ from tebench.workloads import SPECS
 
 # A worker that ran its case but could not write the result exits with
 # EXIT_STORAGE: the runner then stops instead of recording the case as failed.
-from tebench.worker import DEFAULT_PRESTART_DEPTH, EXIT_STORAGE
+from tebench.worker import EXIT_STORAGE, default_prestart_depth
 
 LOG_TAIL_LINES = 25
 
@@ -137,12 +137,14 @@ class RunOptions:
     command: list[str] = field(default_factory=list)
     compile_cache: Path | None = None
     """Directory of the compile caches every case shares (see :mod:`tebench.caches`); None: torch's defaults."""
-    prestart_depth: int = DEFAULT_PRESTART_DEPTH
-    """With prestarted launches, how many upcoming cases per device have their worker started.
-    On the H200 a worker's imports (torch, TE, torch.compile's machinery: 6-12 s) outlasted many
-    a case (3-10 s): with one, the next case often waited for them (first step a median 1.9 s
-    after the previous case ended); with two, 0.25-0.4 s without pauses, 1.6-2.0 s when every case
-    paused them (2026-11-30, reports/h200-harness-cost/)."""
+    prestart_depth: int | None = None
+    """With prestarted launches, how many upcoming cases per device have their worker started;
+    None: :func:`tebench.worker.default_prestart_depth` for this host and these devices (see
+    :func:`resolve_options`). On the H200 a worker's imports (torch, TE, torch.compile's
+    machinery: 6-15 s) outlasted many a case (3-10 s): with one, the next case often waited for
+    them (first step a median 1.9 s after the previous case ended); with two, 0.25-0.4 s
+    (2026-11-30); on the nightly's stretches of short cases, cases waited a third to a half as
+    long for imports with four workers as with two (2026-12-01, reports/h200-harness-cost/)."""
     pause: bool = True
     """With prestarted launches, stop (SIGSTOP) the waiting workers while a launch-bound case's
     timed steps run (see :data:`PAUSE_BELOW_MS`), so that their imports take no host CPU from it."""
@@ -164,6 +166,13 @@ PAUSE_BELOW_MS = 50.0
 def launch_bound(step_ms: float | None) -> bool:
     """Whether a case whose warm-up steps took ``step_ms`` (None: unknown) is timed with workers stopped."""
     return step_ms is None or step_ms < PAUSE_BELOW_MS
+
+
+def resolve_options(opts: RunOptions) -> RunOptions:
+    """``opts`` with what was left to the machine decided: the pre-start depth, per device."""
+    if opts.prestart_depth is not None:
+        return opts
+    return replace(opts, prestart_depth=default_prestart_depth(len(opts.devices or [None])))
 
 
 def launch_method(requested: str, env: Environment) -> str:
@@ -363,7 +372,7 @@ class Executor:
 
     def __init__(self, opts: RunOptions, env: Environment, run_id: str, writer: results.Writer,
                  records: list[dict[str, Any]], display: Display):
-        self.opts, self.env, self.run_id = opts, env, run_id
+        self.opts, self.env, self.run_id = resolve_options(opts), env, run_id
         self.writer, self.records, self.display = writer, records, display
         self.lock = threading.Lock()
         self.children: set[subprocess.Popen] = set()
@@ -677,7 +686,7 @@ def run(matrix: Matrix, env: Environment, opts: RunOptions,
         raise RunError("no case of the matrix matches --only / --shard")
     check_out_dir(opts.out)
     with lock_out(opts.out):
-        return _run_locked(matrix, env, opts, cases, on_record)
+        return _run_locked(matrix, env, resolve_options(opts), cases, on_record)
 
 
 def run_header(run_id: str, matrix: Matrix, cases: list[Case], env: Environment, opts: RunOptions,

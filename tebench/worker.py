@@ -70,8 +70,27 @@ EXIT_STORAGE = 75
 
 # How the runner starts a worker (tebench.runner.RunOptions.launch).
 LAUNCHES = ("auto", "prestarted", "cold")
-# Pre-started workers per device (tebench.runner.RunOptions.prestart_depth).
-DEFAULT_PRESTART_DEPTH = 2
+# Pre-started workers per device (tebench.runner.RunOptions.prestart_depth) when not given:
+# one per this many host CPUs a device has to itself, between 1 and MAX_AUTO_PRESTART_DEPTH.
+CPUS_PER_PRESTARTED_WORKER = 4
+MAX_AUTO_PRESTART_DEPTH = 4
+
+
+def default_prestart_depth(devices: int = 1, cpus: int | None = None) -> int:
+    """How many upcoming cases per device get a pre-started worker when the user does not say.
+
+    A worker's imports (torch, TE, torch.compile's machinery) take 6-15 s of one core, and
+    they stand stopped while launch-bound cases are timed, so on a short-case stretch of the
+    nightly two workers fell behind. On the H200 host (16 CPUs, one GPU, 2026-12-01) four
+    instead of two cut the waits for imports from 31 s to 10 s and case time by 18% on the
+    GPT tutorial cases, and from 24 s to 11 s (26%) on the distillation ones; the launch-bound
+    medians moved both ways, mostly down (reports/h200-harness-cost/depth-*.jsonl). Fewer CPUs
+    get fewer workers, so that imports do not crowd the case being timed.
+    """
+    if cpus is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    share = cpus // (CPUS_PER_PRESTARTED_WORKER * max(1, devices))
+    return max(1, min(MAX_AUTO_PRESTART_DEPTH, share))
 
 
 def _write(path: Path, payload: dict[str, Any]) -> None:

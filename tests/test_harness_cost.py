@@ -23,6 +23,7 @@ from conftest import MICRO_GPT
 from tebench import caches, measure, runner
 from tebench.detect import Environment
 from tebench.matrix import Settings
+from tebench.worker import default_prestart_depth
 
 
 @pytest.mark.parametrize("step_ms, floor, expected", [
@@ -242,6 +243,8 @@ def test_no_worker_is_pre_started_for_a_torchrun_device_group(tmp_path):
     (["--launch", "bogus"], "invalid choice: 'bogus'"),
     (["--launch", "cold", "--prestart-depth", "3"], "--prestart-depth 3 applies to pre-started workers"),
     (["--launch", "cold", "--no-pause"], "--no-pause applies to pre-started workers"),
+    # Given explicitly, even the depth the machine would have chosen is refused with cold starts.
+    (["--launch", "cold", "--prestart-depth", str(default_prestart_depth(1))], "applies to pre-started workers"),
 ])
 @pytest.mark.parametrize("command", ["run", "ab"])
 def test_bad_cost_options_are_refused_before_anything_runs(tmp_path, tebench_cli, command, args, fragment):
@@ -313,3 +316,25 @@ def test_the_measure_announcement_carries_the_warm_up_step_time(capsys):
     progress("measure", 3, 10, 12.5)
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert "step_ms" not in lines[0] and lines[1]["phase"] == "measure" and lines[1]["step_ms"] == 12.5
+
+
+@pytest.mark.parametrize("cpus, devices, depth", [
+    (16, 1, 4),   # the H200 host the rule was measured on
+    (2, 1, 1),    # a small CI machine: one worker, so imports do not crowd the timed case
+    (8, 1, 2),
+    (7, 1, 1),
+    (128, 1, 4),  # capped: more workers only hold memory for cases far ahead
+    (32, 2, 4),
+    (32, 8, 1),   # eight GPUs share the host's CPUs
+    (1, 4, 1),
+])
+def test_default_prestart_depth_is_one_worker_per_four_cpus_per_device(cpus, devices, depth):
+    assert default_prestart_depth(devices, cpus=cpus) == depth
+
+
+def test_run_options_leave_the_depth_to_the_machine_until_resolved(tmp_path):
+    opts = runner.RunOptions(out=tmp_path, devices=["0", "1"])
+    assert opts.prestart_depth is None
+    assert runner.resolve_options(opts).prestart_depth == default_prestart_depth(2)
+    given = runner.RunOptions(out=tmp_path, prestart_depth=3)
+    assert runner.resolve_options(given) is given

@@ -23,6 +23,7 @@ import pytest
 from conftest import MICRO_DISTILL, MICRO_GPT, ROOT
 
 from tebench import runner
+from tebench.worker import default_prestart_depth
 
 TINY = """
 name = "tiny"
@@ -171,7 +172,8 @@ def test_prestarted_workers_keep_the_isolation_of_cold_ones(tiny, tmp_path, tebe
     stopped = got["gpt/micro/PT-AMP"]["launch"]["paused_s"] > 0
     step_ms = (ok["warmup"]["step_ms"] or [None])[-1]
     assert stopped == runner.launch_bound(step_ms), (step_ms, got["gpt/micro/PT-AMP"]["launch"])
-    assert head["prestart_depth"] == runner.DEFAULT_PRESTART_DEPTH and head["prestart_pause"] is True
+    # The header records the depth the machine's default came to, not "default".
+    assert head["prestart_depth"] == default_prestart_depth(1) and head["prestart_pause"] is True
     # A pre-started case's log holds what its worker wrote, after the runner's header line.
     assert "pre-started worker pid" in (out / got["distill/micro/PT-AMP"]["log"]).read_text()
     assert "OutOfMemoryError" in (out / got["distill/micro/PT-AMP"]["log"]).read_text()
