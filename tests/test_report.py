@@ -418,3 +418,24 @@ def test_the_cost_section_says_how_cases_started(fields, shown):
 
     src = SimpleNamespace(label="run", header=RunHeader(**fields))
     assert _cost_header(src)["launch"] == shown
+
+
+@pytest.mark.parametrize("paused_s, shown", [(3.0, True), (0.0, False)])
+def test_the_cost_section_says_how_long_importing_workers_stood_stopped(tmp_path, paused_s, shown):
+    import json
+
+    from tebench.report import render
+
+    records = [json.loads(line) for line in (FIXTURES / "cpu-smoke.jsonl").read_text().splitlines()]
+    cases = [r for r in records if r["type"] == "case" and r.get("phases")]
+    for r in cases:
+        r["launch"] = {"method": "prestarted", "preload_s": 10.0, "hidden_s": 8.0, "paused_s": paused_s}
+    src = tmp_path / "results.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = render([src], tmp_path / "report")
+    md = " ".join((out / "report.md").read_text().split())
+    html = " ".join((out / "index.html").read_text().split())
+    n = len(cases)
+    assert f"{8 * n:,} s of their {10 * n:,} s of imports" in md
+    said = f"with up to {3 * n:,} s in which the workers stood stopped"
+    assert (said in md) is shown and (said in html) is shown

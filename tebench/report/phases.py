@@ -45,6 +45,7 @@ def frame(sources: list[Any]) -> pd.DataFrame:
             row["launch"] = rec.launch.method if rec.launch else None
             row["preload_s"] = rec.launch.preload_s if rec.launch else None
             row["hidden_s"] = rec.launch.hidden(row["startup_s"]) if rec.launch else 0.0
+            row["paused_s"] = (rec.launch.paused_s or 0.0) if rec.launch else 0.0
             row["settled"] = rec.warmup.settled if rec.warmup else None
             rows.append(row)
     return pd.DataFrame(rows)
@@ -75,6 +76,8 @@ def totals(df: pd.DataFrame) -> dict[str, Any]:
         "prestarted": len(prestarted),
         "preload_s": float(prestarted["preload_s"].fillna(0).sum()),
         "preload_hidden_s": float(prestarted["hidden_s"].fillna(0).sum()),
+        # Stopped workers' clocks run on: this much of preload_s (at most) was standing still.
+        "preload_paused_s": float(prestarted["paused_s"].fillna(0).sum()),
         "startup_per_case_s": float(df["startup_s"].median()),
         "settled": int((df["settled"] == True).sum()),  # noqa: E712 (None is neither)
         "adaptive": int(df["settled"].notna().sum()),
