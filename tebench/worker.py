@@ -76,6 +76,22 @@ CPUS_PER_PRESTARTED_WORKER = 4
 MAX_AUTO_PRESTART_DEPTH = 4
 
 
+def usable_cpus(cpu_max: Path = Path("/sys/fs/cgroup/cpu.max")) -> int:
+    """The CPUs this process may use: its affinity, lowered to its cgroup's CPU quota if it has one.
+
+    A container on a large node sees all the node's CPUs in its affinity while its quota
+    (cgroup v2 ``cpu.max``: "QUOTA PERIOD", or "max PERIOD" without one) allows only a few.
+    """
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        quota, period = cpu_max.read_text().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, max(1, int(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass  # no cgroup v2 quota to read: the affinity is the limit
+    return cpus
+
+
 def default_prestart_depth(devices: int = 1, cpus: int | None = None) -> int:
     """How many upcoming cases per device get a pre-started worker when the user does not say.
 
@@ -88,7 +104,7 @@ def default_prestart_depth(devices: int = 1, cpus: int | None = None) -> int:
     get fewer workers, so that imports do not crowd the case being timed.
     """
     if cpus is None:
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        cpus = usable_cpus()
     share = cpus // (CPUS_PER_PRESTARTED_WORKER * max(1, devices))
     return max(1, min(MAX_AUTO_PRESTART_DEPTH, share))
 

@@ -338,3 +338,21 @@ def test_run_options_leave_the_depth_to_the_machine_until_resolved(tmp_path):
     assert runner.resolve_options(opts).prestart_depth == default_prestart_depth(2)
     given = runner.RunOptions(out=tmp_path, prestart_depth=3)
     assert runner.resolve_options(given) is given
+
+
+@pytest.mark.parametrize("text, cap", [
+    ("400000 100000\n", 4),   # a container limited to 4 CPUs
+    ("150000 100000\n", 1),   # 1.5 CPUs: whole CPUs only
+    ("max 100000\n", None),   # no quota: the affinity alone
+    ("garbage\n", None),      # unreadable: the affinity alone
+])
+def test_usable_cpus_respect_a_cgroup_quota(tmp_path, text, cap):
+    import os
+
+    from tebench.worker import usable_cpus
+
+    affinity = len(os.sched_getaffinity(0))
+    cpu_max = tmp_path / "cpu.max"
+    cpu_max.write_text(text)
+    assert usable_cpus(cpu_max) == (min(affinity, cap) if cap else affinity)
+    assert usable_cpus(tmp_path / "missing") == affinity
