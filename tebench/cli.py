@@ -442,7 +442,7 @@ def _add_cost_args(p: argparse.ArgumentParser) -> None:
                         "on CUDA machines, cold on CPU-only ones)")
     p.add_argument("--prestart-depth", type=int, default=None, metavar="N",
                    help=f"with prestarted launches, start the workers of the next N cases per device, 1 to 8 "
-                        f"(default: one per {CPUS_PER_PRESTARTED_WORKER} host CPUs per device, 1 to "
+                        f"(default: one per {CPUS_PER_PRESTARTED_WORKER} usable CPUs per device, 1 to "
                         f"{MAX_AUTO_PRESTART_DEPTH}; 4 on a 16-CPU host with one GPU; the header records it)")
     p.add_argument("--no-pause", action="store_true",
                    help="let pre-started workers run during the timed steps of launch-bound cases (by default "

@@ -71,25 +71,10 @@ EXIT_STORAGE = 75
 # How the runner starts a worker (tebench.runner.RunOptions.launch).
 LAUNCHES = ("auto", "prestarted", "cold")
 # Pre-started workers per device (tebench.runner.RunOptions.prestart_depth) when not given:
-# one per this many host CPUs a device has to itself, between 1 and MAX_AUTO_PRESTART_DEPTH.
+# one per this many usable CPUs (detect.usable_cpus) a device has to itself, between 1 and
+# MAX_AUTO_PRESTART_DEPTH.
 CPUS_PER_PRESTARTED_WORKER = 4
 MAX_AUTO_PRESTART_DEPTH = 4
-
-
-def usable_cpus(cpu_max: Path = Path("/sys/fs/cgroup/cpu.max")) -> int:
-    """The CPUs this process may use: its affinity, lowered to its cgroup's CPU quota if it has one.
-
-    A container on a large node sees all the node's CPUs in its affinity while its quota
-    (cgroup v2 ``cpu.max``: "QUOTA PERIOD", or "max PERIOD" without one) allows only a few.
-    """
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    try:
-        quota, period = cpu_max.read_text().split()[:2]
-        if quota != "max":
-            cpus = min(cpus, max(1, int(int(quota) / int(period))))
-    except (OSError, ValueError):
-        pass  # no cgroup v2 quota to read: the affinity is the limit
-    return cpus
 
 
 def default_prestart_depth(devices: int = 1, cpus: int | None = None) -> int:
@@ -104,6 +89,8 @@ def default_prestart_depth(devices: int = 1, cpus: int | None = None) -> int:
     get fewer workers, so that imports do not crowd the case being timed.
     """
     if cpus is None:
+        from tebench.detect import usable_cpus  # the runner's question: a case's worker never asks it
+
         cpus = usable_cpus()
     share = cpus // (CPUS_PER_PRESTARTED_WORKER * max(1, devices))
     return max(1, min(MAX_AUTO_PRESTART_DEPTH, share))

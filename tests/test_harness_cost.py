@@ -349,7 +349,7 @@ def test_run_options_leave_the_depth_to_the_machine_until_resolved(tmp_path):
 def test_usable_cpus_respect_a_cgroup_quota(tmp_path, text, cap):
     import os
 
-    from tebench.worker import usable_cpus
+    from tebench.detect import usable_cpus
 
     affinity = len(os.sched_getaffinity(0))
     cpu_max = tmp_path / "cpu.max"

@@ -32,6 +32,7 @@ import pandas as pd
 
 import tebench
 from tebench import atomic
+from tebench.detect import usable_cpus
 from tebench.matrix import exclusion_text
 from tebench.modes import FP8_MODES
 from tebench.record import CaseResult, RunHeader
@@ -324,14 +325,14 @@ def draw_all(jobs: list[Callable[[], Any]]) -> list[bytes | None]:
     """PNG bytes of each job's figure (None where a job has nothing to draw), each drawn once.
 
     On Linux the figures are drawn in up to ``TEBENCH_REPORT_PROCESSES``
-    (default: the CPU count, at most 4) forked processes: drawing is CPU-bound
+    (default: the usable CPUs, at most 4; see :func:`tebench.detect.usable_cpus`) forked processes: drawing is CPU-bound
     Python, so this is what brings a 54-case report down to a few seconds on a
     2-core machine. The forked workers read the jobs from memory; only PNG
     bytes travel back. Anywhere else, or with 1, they are drawn in turn.
     """
     global _JOBS
     wanted = os.environ.get("TEBENCH_REPORT_PROCESSES", "")
-    workers = min(len(jobs), int(wanted) if wanted.isdigit() and int(wanted) > 0 else min(4, os.cpu_count() or 1))
+    workers = min(len(jobs), int(wanted) if wanted.isdigit() and int(wanted) > 0 else min(4, usable_cpus()))
     if workers > 1 and sys.platform == "linux":
         _JOBS = jobs
         try:
