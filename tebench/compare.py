@@ -381,9 +381,13 @@ def _typed(run: results.Run | RunRecords) -> RunRecords:
     return run if isinstance(run, RunRecords) else record.from_run(run)
 
 
+def _header(run: results.Run | RunRecords) -> record.RunHeader:
+    return run.header if isinstance(run, RunRecords) else record.RunHeader.from_dict(run.header)
+
+
 def environment(run: results.Run | RunRecords) -> dict[str, Any]:
     """The parts of a run's environment that change performance."""
-    header = run.header if isinstance(run, RunRecords) else record.RunHeader.from_dict(run.header)
+    header = _header(run)
     env = header.environment
     gpus = env.get("gpus") or []
     ab = header.ab or {}
@@ -510,8 +514,7 @@ def _finite(value: Any) -> Any:
 
 def ab_id(run: results.Run | RunRecords) -> str | None:
     """The id of the interleaved ``tebench ab`` run this side belongs to (None for a plain run)."""
-    ab = run.header.ab if isinstance(run, RunRecords) else run.header.get("ab")
-    return (ab or {}).get("id")
+    return (_header(run).ab or {}).get("id")
 
 
 def compare_runs(base: results.Run | RunRecords, head: results.Run | RunRecords, opts: Options | None = None,
