@@ -35,4 +35,4 @@ render h200-d4096-lr-warmup  reports/h200-d4096-lr-warmup/warmup-0-8-16.jsonl \
 render h200x2-distributed    tests/fixtures/h200x2-distributed.jsonl
 render h200-modules          tests/fixtures/h200-modules-benchmark.json
 render cpu-smoke             tests/fixtures/cpu-smoke.jsonl
-render h200-harness-cost     reports/h200-harness-cost/nightly.jsonl
+render h200-harness-cost     reports/h200-harness-cost/nightly-depth4.jsonl
