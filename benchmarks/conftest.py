@@ -18,7 +18,7 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="session")
 def env():
-    from tebench.detect import detect
+    from tebench.worker.probe import detect
 
     return detect()
 

@@ -1,6 +1,6 @@
 """Calibrate the regression gate on this machine: A/A false-positive rate and power against a slowdown.
 
-Two ways, the same statistics (``tebench.compare``) for both:
+Two ways, the same statistics (``tebench.analysis.compare``) for both:
 
 ``live``: runs ``tebench ab`` trials here. An A/A trial runs the same code on both
 sides; a slowdown trial stretches every timed step of the head side by a known
@@ -44,9 +44,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tebench import ab, compare, record, results  # noqa: E402
-from tebench.matrix import load  # noqa: E402
-from tebench.measure import SLOWDOWN_ENV  # noqa: E402
+from tebench.analysis import ab, compare  # noqa: E402
+from tebench.schema import records as record
+from tebench.store import reader as results
+from tebench.plan.matrix import load  # noqa: E402
+from tebench.worker.hooks.slowdown import SLOWDOWN_ENV  # noqa: E402
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:

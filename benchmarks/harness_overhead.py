@@ -5,7 +5,7 @@ alternating blocks so that drift hits both equally:
 
 * a minimal hand-written loop: zero_grad, autocast forward, loss, backward,
   step, with a CUDA event pair around each step;
-* the harness's own timed loop (``tebench.measure.timed_steps`` calling
+* the harness's own timed loop (``tebench.worker.case.timed_steps`` calling
   ``Trainer.step``), exactly what ``tebench run`` times.
 
 Prints both medians and the relative overhead, writes JSON with ``--json``,
@@ -24,11 +24,11 @@ import time
 import torch
 import torch.nn.functional as F
 
-from tebench.matrix import Case, Settings
-from tebench.measure import timed_steps
-from tebench.train import build_trainer
-from tebench.workloads import WORKLOADS
-from tebench.workloads.gpt import GPTSize
+from tebench.plan.matrix import Case, Settings
+from tebench.worker.timing import timed_steps
+from tebench.worker.train import build_trainer
+from tebench.worker.models import WORKLOADS
+from tebench.worker.models.gpt import GPTSize
 
 
 def hand_loop(model, optimizer, batches, amp_dtype, device) -> list[float]:

@@ -34,8 +34,8 @@ import torch
 
 def _select(preset: str, workload: str, size: str, patterns: list[str]) -> list:
     """The preset's single-process, non-graphed cases of one workload and size whose variant matches."""
-    from tebench import matrix
-    from tebench.runner import select_cases
+    from tebench.plan import matrix
+    from tebench.plan.schedule import select_cases
 
     only = [f"{workload}/{size}/{p}" for p in patterns]
     cases = select_cases(matrix.load(preset, is_preset=True), only)
@@ -49,8 +49,8 @@ def _with(case, **settings: Any):
 
 def canonical_grads(case, device: torch.device, calibrate: int) -> dict[str, torch.Tensor]:
     """Gradients of one GPT train step on batch 0, keyed by canonical parameter name."""
-    from tebench.train import build_trainer, calibrate_fp8
-    from tebench.workloads import WORKLOADS
+    from tebench.worker.train import build_trainer, calibrate_fp8
+    from tebench.worker.models import WORKLOADS
 
     wl = WORKLOADS[case.workload]
     size = case.size_spec
@@ -121,10 +121,10 @@ def main(argv: list[str] | None = None) -> int:
         import transformer_engine.pytorch  # noqa: F401
     except Exception:
         pass
-    from tebench import gates
-    from tebench.detect import detect
-    from tebench.measure import run_case
-    from tebench.parity import final_loss
+    from tebench.plan import gates
+    from tebench.worker.probe import detect
+    from tebench.worker.case import run_case
+    from tebench.analysis.parity import final_loss
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     hw = detect()

@@ -19,12 +19,12 @@ import pytest
 import torch
 
 from conftest import shapes
-from tebench.gates import gate_case
-from tebench.matrix import Case
-from tebench.recipes import FP8Options
-from tebench.train import make_precision
-from tebench.workloads import WORKLOADS
-from tebench.workloads.modules import MODULES, ModuleSize
+from tebench.plan.gates import gate_case
+from tebench.plan.matrix import Case
+from tebench.plan.recipes import FP8Options
+from tebench.worker.train import make_precision
+from tebench.worker.models import WORKLOADS
+from tebench.workloads.modules_spec import MODULES, ModuleSize
 
 MODES = {"PT-AMP": None, "TE-BF16": None, "TE-FP8": FP8Options("delayed", "HYBRID", 16, "max")}
 

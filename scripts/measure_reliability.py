@@ -126,14 +126,18 @@ def concurrent(tmp: Path) -> dict[str, str]:
 
 def disk_full(tmp: Path) -> dict[str, str]:
     sys.path.insert(0, str(ROOT))
-    from tebench import detect, matrix, results, runner
+    from tebench.plan import environment as detect, matrix
+    from tebench.store import reader as results
+    from tebench.store.writer import Writer
+    from tebench.run import runner
+    from tebench.run.options import RunOptions
 
     path = tmp / "tiny.toml"
     path.write_text(textwrap.dedent(TINY))
     mat = matrix.load(path)
     env = detect.probe(cached=True)
     out = tmp / "full-out"
-    original = results.Writer.append
+    original = Writer.append
     calls = {"n": 0}
 
     def append(self, record):
@@ -142,16 +146,16 @@ def disk_full(tmp: Path) -> dict[str, str]:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
         original(self, record)
 
-    results.Writer.append = append
+    Writer.append = append
     try:
-        runner.run(mat, env, runner.RunOptions(out=out, live=False))
+        runner.run(mat, env, RunOptions(out=out, live=False))
         stopped = "did not stop"
     except runner.StorageError as exc:
         stopped = "stopped with exit 2: " + str(exc).split(". Finished")[0].split(" in /")[0] + ", ENOSPC"
     finally:
-        results.Writer.append = original
+        Writer.append = original
     kept = results.read(out).latest()
-    runner.run(mat, env, runner.RunOptions(out=out, resume=True, live=False))
+    runner.run(mat, env, RunOptions(out=out, resume=True, live=False))
     final = results.read(out)
     statuses = sorted({r["status"] for r in final.latest().values()})
     return {"disk full mid-run (ENOSPC injected at the 3rd record, real workers)":

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tebench.detect import Environment, Support
+from tebench.plan.environment import Environment, Support
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -176,9 +176,11 @@ def stub_cli(stub_worker, monkeypatch, capsys):
     than a model: no interpreter start, no torch import, no real training.
     Returns a CompletedProcess like ``tebench_cli``.
     """
-    from tebench import cli, detect, runner
+    from tebench import cli
+    from tebench.plan import environment as detect
+    from tebench.run import options
 
-    monkeypatch.setattr(runner, "RunOptions", functools.partial(runner.RunOptions, python=stub_worker))
+    monkeypatch.setattr(options, "RunOptions", functools.partial(options.RunOptions, python=stub_worker))
     monkeypatch.setattr(detect, "probe", lambda *a, **k: dataclasses.replace(CPU_ENV))
 
     def run(*args: str, check: bool = False) -> subprocess.CompletedProcess:
@@ -193,9 +195,11 @@ def stub_cli(stub_worker, monkeypatch, capsys):
 
 STUB_CLI = """
 import dataclasses, functools, sys
-from tebench import cli, detect, runner
+from tebench import cli
+from tebench.plan import environment as detect
+from tebench.run import options
 from conftest import CPU_ENV
-runner.RunOptions = functools.partial(runner.RunOptions, python=sys.argv[1])
+options.RunOptions = functools.partial(options.RunOptions, python=sys.argv[1])
 detect.probe = lambda *a, **k: dataclasses.replace(CPU_ENV)
 sys.exit(cli.main(sys.argv[2:]))
 """

@@ -17,12 +17,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from tebench import matrix, parity
-from tebench.matrix import Case, MatrixError, Settings, iter_cases
-from tebench.train import build_trainer, calibrate_fp8, seed_fp8_masters
-from tebench.workloads import WORKLOADS
-from tebench.workloads.base import init_canonical
-from tebench.workloads.gpt import GPTSize
+from tebench.plan import matrix
+from tebench.analysis import parity
+from tebench.plan.matrix import Case, MatrixError, Settings, iter_cases
+from tebench.worker.train import build_trainer, calibrate_fp8, seed_fp8_masters
+from tebench.worker.models import WORKLOADS
+from tebench.worker.models.base import init_canonical
+from tebench.worker.models.gpt import GPTSize
 
 from test_matrix import BASE, write
 

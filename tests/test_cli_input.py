@@ -7,7 +7,8 @@ import sqlite3
 import pytest
 
 from conftest import FIXTURES
-from tebench import cli, detect
+from tebench import cli
+from tebench.plan import environment as detect
 
 
 @pytest.fixture(autouse=True)

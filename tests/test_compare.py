@@ -17,7 +17,7 @@ import pytest
 from conftest import FIXTURES, MICRO_GPT
 from conftest import read_jsonl as lines
 from conftest import write_jsonl as write
-from tebench.compare import CompareError, Options, compare, parse_threshold, to_markdown
+from tebench.analysis.compare import CompareError, Options, compare, parse_threshold, to_markdown
 
 CPU = FIXTURES / "cpu-smoke.jsonl"
 AMP = "gpt/tiny/PT-AMP"
@@ -161,7 +161,7 @@ def _parity(verdict: str):
 @pytest.mark.parametrize("head_verdict", ["fail", "inconclusive"])
 def test_parity_pass_to_fail_or_inconclusive_is_a_regression(tmp_path, head_verdict, monkeypatch):
     # Parity is recomputed from the curves on read; pin it so the test is about compare's rule.
-    from tebench import compare as cmp
+    from tebench.analysis import compare as cmp
 
     monkeypatch.setattr(cmp.record.parity_rules, "attach", lambda records: None)
     base = multi_round(tmp_path, "base.jsonl", edit=_parity("pass"))
@@ -252,7 +252,7 @@ def test_concurrent_side_is_advisory(tmp_path):
 
 
 def test_nan_step_time_gets_an_explicit_verdict(tmp_path):
-    from tebench.compare import Side, judge
+    from tebench.analysis.compare import Side, judge
 
     # Judged directly (history and the calibration build sides in memory): an explicit verdict.
     good = Side("ok", None, [[1.0, 1.1, 1.0, 1.2, 1.0]] * 3, 1.0, None, [], None, None)

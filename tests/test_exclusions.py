@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from conftest import read_jsonl
-from tebench import matrix, results
-from tebench.matrix import Exclusion, exclusion_text, expand
+from tebench.plan import matrix
+from tebench.store import reader as results
+from tebench.schema.version import RecordError
+from tebench.plan.matrix import Exclusion, exclusion_text, expand
 from tebench.report import _reproduce
-from tebench.record import RunHeader
+from tebench.schema.records import RunHeader
 from tebench.report.load import load
 
 # 8 cases before exclusion: PT-FP32, PT-AMP, and TE-FP8 with delayed (2 formats x 2
@@ -107,5 +109,5 @@ def test_run_header_records_them_and_the_report_shows_them(path, tmp_path, stub_
 ])
 def test_a_malformed_excluded_header_is_refused(bad):
     header = {"type": "header", "run_id": "r", "excluded": bad}
-    with pytest.raises(results.RecordError, match="excluded"):
+    with pytest.raises(RecordError, match="excluded"):
         results.check_record(header)

@@ -14,7 +14,7 @@ import types
 import pytest
 import torch
 
-from tebench.train import refresh_fp8_transposes
+from tebench.worker.train import refresh_fp8_transposes
 
 
 class Float8Quantizer:

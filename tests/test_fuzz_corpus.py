@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from tebench import cli, matrix, results
+from tebench import cli
+from tebench.plan import matrix
+from tebench.schema.version import SchemaError
 from tebench.report import load as report_load
 
 FUZZ = Path(__file__).resolve().parent / "fuzz"
@@ -65,7 +67,7 @@ def test_corrupt_results_are_refused_or_skipped_with_file_line(name):
         try:
             report_load.load(path)
             outcome, message = "skipped", " ".join(str(w.message) for w in caught)
-        except results.SchemaError as exc:
+        except SchemaError as exc:
             outcome, message = "refused", str(exc)
     assert outcome == want["outcome"], message
     assert want["fragment"] in message and str(path) in message, message

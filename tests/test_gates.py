@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 
 import pytest
 
-from tebench.detect import GPU, Environment, Support
-from tebench.gates import gate_case
-from tebench.matrix import Case
-from tebench.modes import MODES
-from tebench.recipes import RECIPES, FP8Options
+from tebench.plan.environment import GPU, Environment, Support
+from tebench.plan.gates import gate_case
+from tebench.plan.matrix import Case
+from tebench.plan.modes import MODES
+from tebench.plan.recipes import RECIPES, FP8Options
 
 GPT = (("vocab", 96), ("d_model", 768), ("heads", 12), ("layers", 4), ("ffn", 3072), ("seq", 256), ("batch", 16))
 

@@ -13,12 +13,12 @@ import json
 import pytest
 import torch
 
-from tebench.matrix import Case, Settings
-from tebench.recipes import FP8Options
-from tebench.workloads import WORKLOADS
-from tebench.workloads.distill import DistillSize
-from tebench.workloads.gpt import GPTSize
-from tebench.workloads.modules import MODULES, ModuleSize
+from tebench.plan.matrix import Case, Settings
+from tebench.plan.recipes import FP8Options
+from tebench.worker.models import WORKLOADS
+from tebench.worker.models.distill import DistillSize
+from tebench.worker.models.gpt import GPTSize
+from tebench.workloads.modules_spec import MODULES, ModuleSize
 
 pytestmark = [pytest.mark.gpu, pytest.mark.te]
 
@@ -49,8 +49,8 @@ def test_gpt_wrong_layout_is_detected_by_outputs():
     """The BRIEF's trap: feeding [batch, seq, hidden] to an sbhd layer must not match."""
     import transformer_engine.pytorch as te
 
-    from tebench.workloads.gpt import PTBlock, TE_BLOCK_NAMES
-    from tebench.workloads.base import canonical_shapes, init_canonical, translate_names
+    from tebench.worker.models.gpt import PTBlock, TE_BLOCK_NAMES
+    from tebench.worker.models.base import canonical_shapes, init_canonical, translate_names
 
     size = GPTSize(vocab=64, d_model=256, heads=4, layers=1, ffn=1024, seq=128, batch=4)
     pt = PTBlock(size).to(DEV)
@@ -86,7 +86,7 @@ def _case(mode: str, fp8: FP8Options | None = None, **kw) -> Case:
 
 
 def test_fp8_delayed_case_records_scaling_state_and_busy_fraction():
-    from tebench.measure import run_case
+    from tebench.worker.case import run_case
 
     raw = run_case(_case("TE-FP8", FP8Options("delayed", "HYBRID", 16, "max")), DEV, lambda *a: None)
     state = raw["fp8_state"]
@@ -101,7 +101,7 @@ def test_fp8_delayed_case_records_scaling_state_and_busy_fraction():
                                       ("TE-FP8", FP8Options("delayed", "HYBRID", 16, "max"))])
 def test_cuda_graphs_train_like_eager(mode, fp8):
     """Graphed steps must follow the eager loss curve (the BRIEF's naive-FP8-capture trap)."""
-    from tebench.measure import run_case
+    from tebench.worker.case import run_case
 
     eager = run_case(_case(mode, fp8), DEV, lambda *a: None)["loss"]["per_step"]
     graphed = run_case(_case(mode, fp8, graphs=True), DEV, lambda *a: None)["loss"]["per_step"]
@@ -116,7 +116,7 @@ def test_fp8_weight_transposes_follow_the_optimizer():
     """
     from transformer_engine.pytorch.tensor.float8_tensor import Float8Tensor
 
-    from tebench.train import build_trainer
+    from tebench.worker.train import build_trainer
 
     case = _case("TE-FP8", FP8Options("delayed", "HYBRID", 16, "max"), fp8_weights=True)
     batches = WORKLOADS["gpt"].batches(case.size_spec, 3, 1, DEV)
@@ -132,7 +132,7 @@ def test_fp8_weight_transposes_follow_the_optimizer():
 @pytest.mark.parametrize("graphs", [False, True])
 def test_fp8_weights_train_like_high_precision_weights(graphs):
     """Delayed-scaling FP8 weights must follow the same case with fp32 weights, step by step."""
-    from tebench.measure import run_case
+    from tebench.worker.case import run_case
 
     fp8 = FP8Options("delayed", "HYBRID", 16, "max")
     ref = run_case(_case("TE-FP8", fp8, graphs=graphs), DEV, lambda *a: None)["loss"]["per_step"]
@@ -157,7 +157,7 @@ def test_cli_runs_gpu_cases_end_to_end(tmp_path, tebench_cli):
 # --- Llama workload -----------------------------------------------------------
 
 def _llama_size(**kw):
-    from tebench.workloads.llama import LlamaSize
+    from tebench.worker.models.llama import LlamaSize
 
     # 8 query heads on 2 key/value heads: a grouping mistake changes which V each head reads.
     base = dict(vocab=512, d_model=256, heads=8, kv_heads=2, layers=2, ffn=512, seq=128, batch=4, rope_theta=10000.0)
@@ -176,7 +176,7 @@ def test_llama_rope_angles_are_te_rotary_position_embedding():
     except ImportError:  # older TE: one attention module
         from transformer_engine.pytorch.attention import RotaryPositionEmbedding
 
-    from tebench.workloads.llama import rope_angles
+    from tebench.worker.models.llama import rope_angles
 
     size = _llama_size(rope_theta=500000.0)
     te_angles = RotaryPositionEmbedding(size.head_dim, rotary_base=size.rope_theta)(size.seq)
@@ -219,8 +219,8 @@ def test_llama_interleaved_qkv_layout_is_detected():
     """The same canonical weights read as TE's interleaved QKV layout must not match the PyTorch twin."""
     import transformer_engine.pytorch as te
 
-    from tebench.workloads.base import canonical_shapes, init_canonical, translate_names
-    from tebench.workloads.llama import RMS_EPS, TE_BLOCK_NAMES, Llama, LlamaStack, LlamaWorkload
+    from tebench.worker.models.base import canonical_shapes, init_canonical, translate_names
+    from tebench.worker.models.llama import RMS_EPS, TE_BLOCK_NAMES, Llama, LlamaStack, LlamaWorkload
 
     wl = WORKLOADS["llama"]
     size = _llama_size()
@@ -269,7 +269,7 @@ def _llama_case(mode: str, fp8: FP8Options | None = None, **kw) -> Case:
                          ids=["PT-AMP", "TE-BF16", "TE-FP8-delayed", "TE-FP8-current"])
 def test_llama_cuda_graphs_train_like_eager(mode, fp8):
     """Every mode trains the Llama stack, and capturing it (rotary angles included) changes nothing."""
-    from tebench.measure import run_case
+    from tebench.worker.case import run_case
 
     eager = run_case(_llama_case(mode, fp8), DEV, lambda *a: None)
     graphed = run_case(_llama_case(mode, fp8, graphs=True), DEV, lambda *a: None)
@@ -279,7 +279,7 @@ def test_llama_cuda_graphs_train_like_eager(mode, fp8):
 
 
 def test_llama_compiled_pytorch_trains_like_eager():
-    from tebench.measure import run_case
+    from tebench.worker.case import run_case
 
     eager = run_case(_llama_case("PT-AMP"), DEV, lambda *a: None)["loss"]["per_step"]
     compiled = run_case(_llama_case("PT-AMP+compile"), DEV, lambda *a: None)["loss"]["per_step"]
@@ -297,8 +297,8 @@ DELAYED_CAL = FP8Options("delayed", "E4M3", 16, "max", calibration_steps=8)
 def _mutation_record(mode: str, fp8: FP8Options | None, mutation: str | None, monkeypatch) -> dict:
     import dataclasses
 
-    from tebench import faults
-    from tebench.measure import run_case
+    from tebench.worker.hooks import faults
+    from tebench.worker.case import run_case
 
     case = Case("gpt", "tiny", mode, tuple(dataclasses.asdict(TE_MUTATION_SIZE).items()), fp8=fp8,
                 settings=Settings(steps=TE_MUTATION_STEPS, warmup=0, lr=3e-3, profile_steps=0))
@@ -312,7 +312,7 @@ def _mutation_record(mode: str, fp8: FP8Options | None, mutation: str | None, mo
 
 @pytest.fixture(scope="module")
 def te_judged():
-    from tebench import parity
+    from tebench.analysis import parity
 
     mp = pytest.MonkeyPatch()
     try:

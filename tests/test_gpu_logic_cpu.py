@@ -24,10 +24,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.autograd import DeviceType
 
-from tebench import hardware, measure, runner, te_compat
-from tebench.fp8state import COLLAPSED_SCALE, ScalingRecorder, stateful_modules
-from tebench.matrix import Case
-from tebench.recipes import RECIPES, FP8Options
+from tebench.plan import peak_tflops as hardware
+from tebench.worker import case as measure, profile, te_compat
+from tebench.run import runner
+from tebench.plan import schedule
+from tebench.worker.fp8state import COLLAPSED_SCALE, ScalingRecorder, stateful_modules
+from tebench.plan.matrix import Case
+from tebench.plan.recipes import RECIPES, FP8Options
 
 GPT = (("vocab", 96), ("d_model", 768), ("heads", 12), ("layers", 4), ("ffn", 3072), ("seq", 256), ("batch", 16))
 
@@ -45,7 +48,7 @@ GPT = (("vocab", 96), ("d_model", 768), ("heads", 12), ("layers", 4), ("ffn", 30
     ([(5, 5), (1, 3)], 2.0),                # an empty interval adds nothing
 ])
 def test_union_length(spans, expected):
-    assert measure.union_length(spans) == pytest.approx(expected)
+    assert profile.union_length(spans) == pytest.approx(expected)
 
 
 @settings(max_examples=200, deadline=None)
@@ -53,7 +56,7 @@ def test_union_length(spans, expected):
 def test_union_length_matches_counting_covered_unit_slots(raw):
     spans = [(start, start + width) for start, width in raw]
     covered = {t for start, stop in spans for t in range(start, stop)}
-    assert measure.union_length(spans) == len(covered)
+    assert profile.union_length(spans) == len(covered)
 
 
 class _Event:
@@ -91,14 +94,14 @@ def test_gpu_busy_merges_overlapping_kernels_and_ignores_cpu_events(monkeypatch)
     steps = []
     trainer = SimpleNamespace(step=steps.append)
     batches = [SimpleNamespace(inputs=torch.zeros(1)), SimpleNamespace(inputs=torch.zeros(1))]
-    busy = measure.gpu_busy(trainer, batches, step_ms=16.0)
+    busy = profile.gpu_busy(trainer, batches, step_ms=16.0)
     assert steps == batches  # every profiled batch was stepped once
     assert busy["kernel_ms_per_step"] == pytest.approx(8.0)  # (6 + 2) ms per step, not (4 + 4 + 2)
     assert busy["busy_fraction"] == pytest.approx(0.5)
     assert busy["kernels_seen"] == 6 and busy["profiled_steps"] == 2
     # A profiled step slower than the timed median never reads as more than fully busy.
-    assert measure.gpu_busy(trainer, batches, step_ms=4.0)["busy_fraction"] == 1.0
-    assert measure.gpu_busy(trainer, batches, step_ms=0.0)["busy_fraction"] is None
+    assert profile.gpu_busy(trainer, batches, step_ms=4.0)["busy_fraction"] == 1.0
+    assert profile.gpu_busy(trainer, batches, step_ms=0.0)["busy_fraction"] is None
 
 
 # --- fp8state.ScalingRecorder: flags over fake fp8_meta ----------------------------------------
@@ -292,7 +295,7 @@ def _install_fake_recipes(monkeypatch, version: str = "9.9.9", missing: tuple[st
 def test_recipe_build_passes_only_the_recipes_own_options(monkeypatch, name, expected):
     _install_fake_recipes(monkeypatch)
     opts = FP8Options.normalized(name, "E4M3", 16, "most_recent", 8)
-    built = RECIPES[name].build(opts)
+    built = build_recipe(opts)
     assert type(built).__name__ == RECIPES[name].te_class
     assert built.kw == expected  # calibration_steps is tebench's, never TE's
 
@@ -300,7 +303,7 @@ def test_recipe_build_passes_only_the_recipes_own_options(monkeypatch, name, exp
 def test_recipe_build_names_the_missing_class_and_the_release(monkeypatch):
     _install_fake_recipes(monkeypatch, version="1.4.0", missing=("NVFP4BlockScaling",))
     with pytest.raises(RuntimeError) as info:
-        RECIPES["nvfp4"].build(FP8Options.normalized("nvfp4", None, None, None))
+        build_recipe(FP8Options.normalized("nvfp4", None, None, None))
     assert str(info.value) == ("Transformer Engine 1.4.0 has no recipe class NVFP4BlockScaling; "
                                "recipe 'nvfp4' needs a release that provides it")
 
@@ -308,7 +311,7 @@ def test_recipe_build_names_the_missing_class_and_the_release(monkeypatch):
 def test_the_probe_looks_for_every_registered_recipe_class():
     # The gate refuses a recipe whose class the probe did not find in TE, so a recipe
     # missing from the probe's list would be skipped on every machine.
-    from tebench.detect import TE_RECIPE_CLASSES
+    from tebench.plan.environment import TE_RECIPE_CLASSES
 
     assert {spec.te_class for spec in RECIPES.values()} <= set(TE_RECIPE_CLASSES)
 
@@ -362,7 +365,7 @@ class _FakeExecutor:
         self.skipped: dict[str, str] = {}
         self.overlaps: list[str] = []
 
-    def run_one(self, p: runner.Planned, device: str | None, next_case=None) -> dict:
+    def run_one(self, p: schedule.Planned, device: str | None, next_case=None) -> dict:
         devs = device.split(",")
         with self.lock:
             if self.busy & set(devs):
@@ -376,14 +379,14 @@ class _FakeExecutor:
                 self.ran[p.case.id] = device
         return {"case_id": p.case.id, "status": "ok"}
 
-    def skip(self, p: runner.Planned) -> dict:
+    def skip(self, p: schedule.Planned) -> dict:
         with self.lock:
             self.skipped[p.case.id] = p.skip
         return {"case_id": p.case.id, "status": "skipped", "reason": p.skip}
 
 
-def _planned(mode: str, parallel: str = "single", nproc: int = 1, skip: str | None = None) -> runner.Planned:
-    return runner.Planned(Case("gpt", "t", mode, GPT, None, parallel=parallel, nproc=nproc), 0, skip)
+def _planned(mode: str, parallel: str = "single", nproc: int = 1, skip: str | None = None) -> schedule.Planned:
+    return schedule.Planned(Case("gpt", "t", mode, GPT, None, parallel=parallel, nproc=nproc), 0, skip)
 
 
 def test_execute_gives_each_case_its_devices_and_skips_what_cannot_fit():

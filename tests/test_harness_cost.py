@@ -20,10 +20,11 @@ import pytest
 import torch
 
 from conftest import MICRO_GPT
-from tebench import caches, measure, runner
-from tebench.detect import Environment
-from tebench.matrix import Settings
-from tebench.worker import default_prestart_depth
+from tebench.run import caches, runner
+from tebench.worker import case as measure, timing
+from tebench.plan.environment import Environment
+from tebench.plan.matrix import Settings
+from tebench.run.prestart import default_prestart_depth
 
 
 @pytest.mark.parametrize("step_ms, floor, expected", [
@@ -35,7 +36,7 @@ from tebench.worker import default_prestart_depth
     ([100.0, 101.0, 100.0], 4, False),         # the floor is not reached yet
 ])
 def test_settled(step_ms, floor, expected):
-    assert measure.settled(step_ms, floor, 0.10) is expected
+    assert timing.settled(step_ms, floor, 0.10) is expected
 
 
 class _Trainer:
@@ -52,12 +53,12 @@ class _Trainer:
 
 def _run_warm_up(monkeypatch, durations, **settings):
     clock = [0.0]
-    monkeypatch.setattr(measure.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: clock[0])
     st = Settings(**settings)
     trainer = _Trainer(durations, clock)
     losses: list = []
     seen: list[int] = []
-    out = measure.warm_up(trainer, [None] * 100, st, torch.device("cpu"), losses, seen.append)
+    out = timing.warm_up(trainer, [None] * 100, st, torch.device("cpu"), losses, seen.append)
     return out, losses, seen
 
 
@@ -87,7 +88,7 @@ def test_no_warm_up_at_all(monkeypatch):
 def test_a_case_trains_every_step_whatever_the_warm_up(tmp_path):
     # The loss curve is judged step by step against the reference: an early end of the
     # warm-up must time more steps, never train fewer.
-    from tebench.matrix import iter_cases, load
+    from tebench.plan.matrix import iter_cases, load
 
     path = tmp_path / "m.toml"
     path.write_text('name = "m"\n[settings]\nsteps = 4\nwarmup = 5\nwarmup_floor = 1\nwarmup_rtol = 10.0\n'
@@ -147,7 +148,7 @@ def test_a_prestarted_worker_runs_only_a_case_it_fits(tmp_path, preloaded, mode,
                             text=True, start_new_session=True)
     log = tmp_path / "prestart.log"
     log.write_text("")
-    ex.spares = {"0": [runner._Spare(proc, preloaded, log)]}
+    ex.spares = {"0": [runner.Spare(proc, preloaded, log)]}
     got = ex._take_spare(_case(mode, parallel), "0")
     try:
         assert (got is not None) is used
@@ -167,7 +168,7 @@ def test_a_dead_prestarted_worker_is_not_used(tmp_path):
     proc.wait()
     log = tmp_path / "prestart.log"
     log.write_text("boom")
-    ex.spares = {None: [runner._Spare(proc, "torch", log)]}
+    ex.spares = {None: [runner.Spare(proc, "torch", log)]}
     assert ex._take_spare(_case("PT-FP32"), None) is None
     assert not log.exists()
 
@@ -195,7 +196,7 @@ def test_prestart_keeps_the_next_cases_workers_started_up_to_the_depth(tmp_path)
 
 
 def test_upcoming_cases_skip_what_takes_no_worker():
-    from tebench.runner import Planned
+    from tebench.plan.schedule import Planned
 
     planned = [Planned(_case("PT-AMP"), 0, "no GPU"), Planned(_case("TE-FP8", "fsdp2"), 0, None),
                Planned(_case("TE-BF16"), 0, None)]
@@ -264,7 +265,7 @@ def test_pre_started_workers_are_stopped_while_a_case_is_timed(tmp_path):
     ex.lock, ex.children, ex.opts = threading.Lock(), set(), runner.RunOptions(out=tmp_path)
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE, text=True)
     try:
-        spare = runner._Spare(proc, "torch", tmp_path / "log")
+        spare = runner.Spare(proc, "torch", tmp_path / "log")
         ex.spares = {"0": [spare]}
         ex.pause_spares("0", True)
         deadline = time.time() + 10
@@ -293,7 +294,7 @@ def test_no_pause_leaves_pre_started_workers_running(tmp_path):
     ex.lock, ex.children, ex.opts = threading.Lock(), set(), runner.RunOptions(out=tmp_path, pause=False)
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE, text=True)
     try:
-        spare = runner._Spare(proc, "torch", tmp_path / "log")
+        spare = runner.Spare(proc, "torch", tmp_path / "log")
         ex.spares = {"0": [spare]}
         ex.pause_spares("0", True)
         time.sleep(0.2)  # a SIGSTOP, had one been sent, is delivered long before this
@@ -309,7 +310,7 @@ def test_workers_are_stopped_only_beside_launch_bound_timed_steps(step_ms, stopp
 
 
 def test_the_measure_announcement_carries_the_warm_up_step_time(capsys):
-    from tebench.worker import _Progress
+    from tebench.worker.main import _Progress
 
     progress = _Progress(True)
     progress("warmup", 1, 10)
@@ -349,7 +350,7 @@ def test_run_options_leave_the_depth_to_the_machine_until_resolved(tmp_path):
 def test_usable_cpus_respect_a_cgroup_quota(tmp_path, text, cap):
     import os
 
-    from tebench.detect import usable_cpus
+    from tebench.plan.environment import usable_cpus
 
     affinity = len(os.sched_getaffinity(0))
     cpu_max = tmp_path / "cpu.max"

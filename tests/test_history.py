@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from conftest import FIXTURES
-from tebench import history
+from tebench.store import history
 
 CPU = FIXTURES / "cpu-smoke.jsonl"
 

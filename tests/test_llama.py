@@ -10,9 +10,9 @@ import torch
 from torch import nn
 
 import llama_reference as ref
-from tebench.workloads import WORKLOADS
-from tebench.workloads.base import SizeError
-from tebench.workloads.llama import Llama, LlamaSize, LlamaStack
+from tebench.worker.models import WORKLOADS
+from tebench.worker.models.base import SizeError
+from tebench.worker.models.llama import Llama, LlamaSize, LlamaStack
 
 CPU = torch.device("cpu")
 WL = WORKLOADS["llama"]
@@ -165,8 +165,8 @@ def test_training_lowers_the_loss_and_validation_reports_accuracy():
 
 @pytest.mark.parametrize("preset", ["nightly", "crossover"])
 def test_presets_carry_the_llama_shapes_of_the_issue(preset):
-    from tebench import matrix
-    from tebench.matrix import iter_cases
+    from tebench.plan import matrix
+    from tebench.plan.matrix import iter_cases
 
     cases = [c for c in iter_cases(matrix.load(preset, is_preset=True)) if c.workload == "llama"]
     shapes = {(d["d_model"], d["layers"], d["heads"], d["kv_heads"], d["ffn"]) for d in (dict(c.dims) for c in cases)}
@@ -190,7 +190,7 @@ def test_task_vocab_narrows_the_sequences_not_the_model():
 
 
 def test_older_torch_gqa_fallback_computes_the_same(monkeypatch):
-    import tebench.workloads.llama as llama
+    import tebench.worker.models.llama as llama
 
     model = WL.build(SIZE, "pt", CPU, seed=2)
     idx = WL.batches(SIZE, 1, 1, CPU)[0].inputs
@@ -213,7 +213,7 @@ def test_no_causal_mutation_lets_positions_see_later_tokens():
 
 
 def test_rms_norm_fallback_for_older_torch_computes_the_same(monkeypatch):
-    from tebench.workloads.llama import RMSNorm
+    from tebench.worker.models.llama import RMSNorm
 
     norm = RMSNorm(16)
     with torch.no_grad():

@@ -7,11 +7,12 @@ import dataclasses
 import pytest
 import torch
 
-from tebench import matrix, parity
-from tebench.matrix import Case, MatrixError, Settings, iter_cases
-from tebench.train import build_trainer
-from tebench.workloads import WORKLOADS
-from tebench.workloads.gpt import GPTSize
+from tebench.plan import matrix
+from tebench.analysis import parity
+from tebench.plan.matrix import Case, MatrixError, Settings, iter_cases
+from tebench.worker.train import build_trainer
+from tebench.worker.models import WORKLOADS
+from tebench.worker.models.gpt import GPTSize
 
 from test_matrix import BASE, write
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tebench import matrix
-from tebench.matrix import MatrixError, iter_cases
+from tebench.plan import matrix
+from tebench.plan.matrix import MatrixError, iter_cases
 
 BASE = """
 name = "t"

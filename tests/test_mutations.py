@@ -1,6 +1,6 @@
 """Mutation self-tests: deliberately wrong models must be judged ``fail``, correct ones ``pass``.
 
-Each mutation (tebench.faults.MUTATIONS) trains without any error; only the
+Each mutation (tebench.worker.hooks.faults.MUTATIONS) trains without any error; only the
 verdicts can tell. Every mutation a PyTorch mode can express runs here on the
 CPU, in-process (the same ``run_case`` the worker calls); the TE ones run in
 tests/test_gpu.py on a GPU.
@@ -14,12 +14,15 @@ import time
 import pytest
 import torch
 
-from tebench import faults, parity, runner
-from tebench.detect import Environment
-from tebench.matrix import Case, Settings
-from tebench.measure import run_case
-from tebench.workloads import WORKLOADS
-from tebench.workloads.gpt import GPTSize
+from tebench.worker.hooks import faults
+from tebench.analysis import parity
+from tebench.plan import schedule
+from tebench.run.records import build_record
+from tebench.plan.environment import Environment
+from tebench.plan.matrix import Case, Settings
+from tebench.worker.case import run_case
+from tebench.worker.models import WORKLOADS
+from tebench.worker.models.gpt import GPTSize
 
 # Long enough for the tiny reference to learn the task (greedy accuracy 1.0 on
 # the 2-core CPU machine at 160 steps): a verdict needs a reference that learned.
@@ -40,7 +43,7 @@ def _record(case: Case, monkeypatch, mutation: str | None = None, round_: int = 
         monkeypatch.delenv(faults.FAULT_ENV, raising=False)
     raw = run_case(case, torch.device("cpu"), lambda *a: None)
     # The record as `tebench run` writes it: what the verdict needs must survive build_record.
-    return runner.build_record(runner.Planned(case, round_, None), {"status": "ok", **raw}, Environment(device_type="cpu"),
+    return build_record(schedule.Planned(case, round_, None), {"status": "ok", **raw}, Environment(device_type="cpu"),
                                "mutations", time.time(), 0.0, None)
 
 

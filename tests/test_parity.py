@@ -1,4 +1,4 @@
-"""Convergence verdicts: the rules of tebench.parity on synthetic curves with known properties."""
+"""Convergence verdicts: the rules of tebench.analysis.parity on synthetic curves with known properties."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from tebench import parity
+from tebench.analysis import parity
 
 
 def curve(start: float, end: float, n: int = 60, noise: float = 0.0, seed: int = 0) -> list[float]:

@@ -12,9 +12,9 @@ import textwrap
 import pytest
 
 from conftest import ROOT, read_jsonl
-from tebench import matrix
-from tebench.matrix import MatrixError, iter_cases
-from tebench.workloads import WORKLOADS
+from tebench.plan import matrix
+from tebench.plan.matrix import MatrixError, iter_cases
+from tebench.worker.models import WORKLOADS
 from tebench.workloads.plugins import PluginError, load, resolve
 
 EXAMPLE = ROOT / "examples" / "custom-workload"

@@ -17,7 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES
-from tebench import cli, matrix, results
+from tebench import cli
+from tebench.plan import matrix
+from tebench.store import reader as results
+from tebench.schema.version import SchemaError
 from tebench.report import load as report_load
 
 FAST = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -131,7 +134,7 @@ def test_results_with_one_value_replaced_read_or_are_refused(data, tmp_path_fact
     file.write_text("".join(json.dumps(r) + "\n" for r in lines))
     try:
         src = read_quietly(file)
-    except results.SchemaError as exc:
+    except SchemaError as exc:
         assert str(file) in str(exc)
         return
     # What the reader accepted, the readers downstream can use.
@@ -156,7 +159,7 @@ def test_any_bytes_read_or_are_refused(lines, tmp_path_factory):
     file.write_bytes(b"\n".join(lines))
     try:
         run = results.read(file) if True else None
-    except results.SchemaError as exc:
+    except SchemaError as exc:
         assert str(file) in str(exc)
         return
     except UserWarning:  # pragma: no cover - warnings are not errors here

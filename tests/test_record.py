@@ -13,8 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES, ROOT
-from tebench import compare, record, results, stats
-from tebench.record import CaseResult, CaseRounds, RunHeader
+from tebench.analysis import compare, stats
+from tebench.schema import records as record
+from tebench.store import reader as results
+from tebench.schema.version import MIN_READABLE_VERSION, SCHEMA, SCHEMA_VERSION, SchemaError
+from tebench.schema.records import CaseResult, CaseRounds, RunHeader
 
 RESULT_FILES = sorted(ROOT.glob("reports/*/results.jsonl")) + sorted(FIXTURES.glob("*.jsonl"))
 CPU = FIXTURES / "cpu-smoke.jsonl"
@@ -28,7 +31,7 @@ def _lines(path: Path) -> list[dict]:
             d = json.loads(line)
         except ValueError:
             continue
-        if isinstance(d, dict) and d.get("schema") == results.SCHEMA:
+        if isinstance(d, dict) and d.get("schema") == SCHEMA:
             out.append(d)
     return out
 
@@ -95,7 +98,7 @@ def test_any_extra_keys_round_trip(extra, nested):
         d["memory"].update(nested)
     try:
         r = CaseResult.from_dict(d)
-    except results.SchemaError:
+    except SchemaError:
         assert "schema_version" in extra or "schema" in extra
         return
     assert r.to_dict() == d and list(r.to_dict()) == list(d)
@@ -204,20 +207,20 @@ def test_case_frame_values_come_from_case_rounds():
 
 def test_every_readable_version_is_accepted_and_others_refused():
     d = _lines(CPU)[1]
-    for version in range(results.MIN_READABLE_VERSION, results.SCHEMA_VERSION + 1):
+    for version in range(MIN_READABLE_VERSION, SCHEMA_VERSION + 1):
         assert CaseResult.from_dict({**d, "schema_version": version}).case_id == d["case_id"]
-    with pytest.raises(results.SchemaError, match="upgrade tebench"):
-        CaseResult.from_dict({**d, "schema_version": results.SCHEMA_VERSION + 1})
-    with pytest.raises(results.SchemaError, match="older than the oldest"):
-        RunHeader.from_dict({**_lines(CPU)[0], "schema_version": results.MIN_READABLE_VERSION - 1})
+    with pytest.raises(SchemaError, match="upgrade tebench"):
+        CaseResult.from_dict({**d, "schema_version": SCHEMA_VERSION + 1})
+    with pytest.raises(SchemaError, match="older than the oldest"):
+        RunHeader.from_dict({**_lines(CPU)[0], "schema_version": MIN_READABLE_VERSION - 1})
     built = {k: v for k, v in d.items() if k not in ("schema", "schema_version")}
     assert CaseResult.from_dict(built).to_dict() == built  # built in this process: current
 
 
 def test_an_older_version_is_upgraded_step_by_step(monkeypatch):
     # The upgrade path a schema bump will use: each version's function turns it into the next.
-    monkeypatch.setattr(results, "SCHEMA_VERSION", results.SCHEMA_VERSION + 1)
-    old = results.SCHEMA_VERSION - 1
+    monkeypatch.setattr(results, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    old = SCHEMA_VERSION - 1
 
     def upgrade(d: dict) -> dict:
         d = dict(d)
@@ -233,7 +236,7 @@ def test_an_older_version_is_upgraded_step_by_step(monkeypatch):
 
 
 def test_a_version_without_an_upgrade_reads_as_it_is(monkeypatch):
-    monkeypatch.setattr(results, "SCHEMA_VERSION", results.SCHEMA_VERSION + 1)
+    monkeypatch.setattr(results, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     d = _lines(CPU)[1]
     assert CaseResult.from_dict(d).to_dict() == d
 
@@ -243,7 +246,7 @@ def test_run_strict_fails_on_the_verdicts_the_report_shows(strict, stub_cli, tmp
     """``run --strict`` judges the finished run again, as the report does, not by the stored verdicts."""
     import shutil
 
-    from tebench import runner
+    from tebench.run import runner
 
     out = tmp_path / "run"
 

@@ -12,8 +12,9 @@ import dataclasses
 
 import pytest
 
-from tebench import gates, modes, workloads
-from tebench.modes import MODES, Mode
+from tebench.plan import gates, modes
+from tebench import workloads
+from tebench.plan.modes import MODES, Mode
 from tebench.report import charts, tables
 from tebench.workloads import SPECS
 
@@ -70,7 +71,7 @@ def test_workload_kinds():
 
 def test_data_parallel_gate_follows_the_workload_kind(monkeypatch):
     from conftest import CPU_ENV
-    from tebench.matrix import Case
+    from tebench.plan.matrix import Case
 
     dims = tuple(dataclasses.asdict(SPECS["module"].size_type()).items())
     case = Case("module", "s", "PT-AMP", dims, parallel="ddp", nproc=2)
@@ -80,7 +81,8 @@ def test_data_parallel_gate_follows_the_workload_kind(monkeypatch):
 
 
 def test_cli_help_lists_every_shipped_preset():
-    from tebench import cli, matrix
+    from tebench import cli
+    from tebench.plan import matrix
 
     run = next(a for a in cli.build_parser()._subparsers._group_actions[0].choices["run"]._actions
                if "--preset" in a.option_strings)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import re
-from pathlib import Path
 
 import pytest
 
@@ -176,7 +175,7 @@ def test_h200_vs_cpu_side_by_side(tmp_path):
 
 def _judged(monkeypatch, verdicts: dict[str, tuple[str, str]]):
     """Make parity judge the named cases as given (the verdict rules themselves are tested in test_parity)."""
-    from tebench import parity
+    from tebench.analysis import parity
 
     real = parity.judge
 
@@ -266,7 +265,7 @@ def test_engineering_units_and_log_rule():
 
 
 def test_reference_band_prefers_the_recorded_band():
-    from tebench.record import CaseResult
+    from tebench.schema.records import CaseResult
     from tebench.report import charts
 
     ref = CaseResult.from_dict({"loss": {"per_step": [4.0, 2.0, 1.0]},
@@ -372,7 +371,7 @@ def test_parallel_and_serial_drawing_give_the_same_bytes(tmp_path, monkeypatch):
 
 
 def test_compare_names_a_missing_commit_in_words(tmp_path):
-    from tebench import compare
+    from tebench.analysis import compare
 
     records = lines(CPU)
     records[0]["env"]["git_commit"] = None
@@ -413,7 +412,7 @@ def test_names_that_look_like_mathtext_render_as_typed(tmp_path):
 def test_the_cost_section_says_how_cases_started(fields, shown):
     from types import SimpleNamespace
 
-    from tebench.record import RunHeader
+    from tebench.schema.records import RunHeader
     from tebench.report import _cost_header
 
     src = SimpleNamespace(label="run", header=RunHeader(**fields))

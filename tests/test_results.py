@@ -6,7 +6,9 @@ import json
 
 import pytest
 
-from tebench import results
+from tebench.store import reader as results
+from tebench.schema.version import SCHEMA, SCHEMA_VERSION, SchemaError
+from tebench.store.writer import Writer, dumps_strict, write_all
 
 
 def header() -> dict:
@@ -22,26 +24,26 @@ def case(case_id: str, status: str = "ok", **extra) -> dict:
 
 def test_roundtrip_and_latest(tmp_path):
     path = tmp_path / "results.jsonl"
-    with results.Writer(path) as w:
+    with Writer(path) as w:
         w.append(header())
         w.append(case("a", "failed"))
         w.append(case("a"))
     run = results.read(tmp_path)
     assert run.run_id == "r1" and len(run.cases) == 2
     assert run.latest()[("a", 0)]["status"] == "ok"
-    assert all(c["schema_version"] == results.SCHEMA_VERSION for c in run.cases)
+    assert all(c["schema_version"] == SCHEMA_VERSION for c in run.cases)
 
 
 def test_partial_last_line_is_skipped_and_appends_start_clean(tmp_path):
     path = tmp_path / "results.jsonl"
-    with results.Writer(path) as w:
+    with Writer(path) as w:
         w.append(header())
         w.append(case("a"))
     with path.open("a") as fh:
         fh.write('{"schema": "tebench.results", "schema_ver')  # killed mid-write
     with pytest.warns(UserWarning, match="unreadable"):
         assert len(results.read(path).cases) == 1
-    with results.Writer(path) as w:
+    with Writer(path) as w:
         w.append(case("b"))
     with pytest.warns(UserWarning):
         run = results.read(path)
@@ -51,7 +53,7 @@ def test_partial_last_line_is_skipped_and_appends_start_clean(tmp_path):
 def test_newer_schema_is_refused_with_advice(tmp_path):
     path = tmp_path / "results.jsonl"
     path.write_text(json.dumps({"schema": "tebench.results", "schema_version": 99, "type": "header"}) + "\n")
-    with pytest.raises(results.SchemaError, match="schema v99.*upgrade tebench"):
+    with pytest.raises(SchemaError, match="schema v99.*upgrade tebench"):
         results.read(path)
 
 
@@ -60,14 +62,14 @@ def test_older_schema_is_refused_with_advice(tmp_path, monkeypatch):
     monkeypatch.setattr(results, "SCHEMA_VERSION", 3)
     path = tmp_path / "results.jsonl"
     path.write_text(json.dumps({"schema": "tebench.results", "schema_version": 1, "type": "header"}) + "\n")
-    with pytest.raises(results.SchemaError, match="older than the oldest"):
+    with pytest.raises(SchemaError, match="older than the oldest"):
         results.read(path)
 
 
 def test_foreign_file_is_refused(tmp_path):
     path = tmp_path / "x.jsonl"
     path.write_text('{"hello": 1}\n')
-    with pytest.raises(results.SchemaError, match="not a tebench results record"):
+    with pytest.raises(SchemaError, match="not a tebench results record"):
         results.read(path)
     with pytest.raises(FileNotFoundError, match="no results file"):
         results.read(tmp_path / "missing")
@@ -76,7 +78,7 @@ def test_foreign_file_is_refused(tmp_path):
 def test_nan_is_written_as_null_with_a_note_and_read_back(tmp_path):
     path = tmp_path / "results.jsonl"
     losses = [2.0, float("nan"), float("inf")]
-    with results.Writer(path) as w:
+    with Writer(path) as w:
         w.append(header())
         w.append(case("a", "diverged", loss={"per_step": losses, "final": float("nan")}))
     text = path.read_text()
@@ -93,8 +95,8 @@ def test_nan_is_written_as_null_with_a_note_and_read_back(tmp_path):
 
 def test_older_files_with_bare_nan_still_read(tmp_path):
     path = tmp_path / "results.jsonl"
-    rec = {"schema": results.SCHEMA, "schema_version": 1, **case("a", "diverged", loss={"per_step": [1.0, float("nan")]})}
-    path.write_text(json.dumps({"schema": results.SCHEMA, "schema_version": 1, **header()}) + "\n"
+    rec = {"schema": SCHEMA, "schema_version": 1, **case("a", "diverged", loss={"per_step": [1.0, float("nan")]})}
+    path.write_text(json.dumps({"schema": SCHEMA, "schema_version": 1, **header()}) + "\n"
                     + json.dumps(rec) + "\n")  # json.dumps writes bare NaN, as tebench once did
     loss = results.read(path).cases[0]["loss"]["per_step"]
     assert loss[0] == 1.0 and loss[1] != loss[1]
@@ -102,7 +104,7 @@ def test_older_files_with_bare_nan_still_read(tmp_path):
 
 def test_nan_timing_is_skipped_naming_file_line_and_key(tmp_path):
     path = tmp_path / "results.jsonl"
-    with results.Writer(path) as w:
+    with Writer(path) as w:
         w.append(header())
         w.append(case("a", timing={"samples_ms": [1.0, 2.0]}))
     lines = path.read_text().splitlines()
@@ -126,7 +128,7 @@ def test_nan_timing_is_skipped_naming_file_line_and_key(tmp_path):
 ])
 def test_values_readers_compute_with_must_have_their_type(tmp_path, extra, message):
     path = tmp_path / "results.jsonl"
-    with results.Writer(path) as w:
+    with Writer(path) as w:
         w.append(header())
         w.append(case("a", throughput={"tokens_per_step": 64, "mfu_basis": None},
                       device={"type": "cpu", "name": "x"}, memory={"kind": "cpu", "peak_rss_bytes": 1}))
@@ -144,7 +146,7 @@ def test_values_readers_compute_with_must_have_their_type(tmp_path, extra, messa
 ])
 def test_header_values_readers_compute_with_must_have_their_type(tmp_path, extra, message):
     path = tmp_path / "results.jsonl"
-    with results.Writer(path) as w:
+    with Writer(path) as w:
         w.append(header())
         w.append({**header(), **extra})
         w.append(case("a"))
@@ -154,15 +156,14 @@ def test_header_values_readers_compute_with_must_have_their_type(tmp_path, extra
 
 
 def test_dumps_strict():
-    assert results.dumps_strict({"a": float("nan"), "b": [float("-inf"), 1.5]}) == '{"a": null, "b": [null, 1.5]}'
+    assert dumps_strict({"a": float("nan"), "b": [float("-inf"), 1.5]}) == '{"a": null, "b": [null, 1.5]}'
 
 
 def test_merge_writes_atomically(tmp_path, monkeypatch):
     import errno
-    import os
 
     path = tmp_path / "results.jsonl"
-    results.write_all(path, [header()])
+    write_all(path, [header()])
     before = path.read_text()
 
     def full(fd):
@@ -170,5 +171,5 @@ def test_merge_writes_atomically(tmp_path, monkeypatch):
 
     monkeypatch.setattr(results.os, "fsync", full)
     with pytest.raises(OSError):
-        results.write_all(path, [header(), case("a")])
+        write_all(path, [header(), case("a")])
     assert path.read_text() == before and sorted(p.name for p in tmp_path.iterdir()) == ["results.jsonl"]

@@ -22,8 +22,8 @@ import pytest
 
 from conftest import MICRO_DISTILL, MICRO_GPT, ROOT
 
-from tebench import runner
-from tebench.worker import default_prestart_depth
+from tebench.run.prestart import launch_bound
+from tebench.run.prestart import default_prestart_depth
 
 TINY = """
 name = "tiny"
@@ -84,7 +84,7 @@ def test_run_records_everything_and_skips_te_with_reasons(tiny, tmp_path, tebenc
     assert not (out / ".work").exists(), "hand-off files must not outlive their records"
     # What this tebench writes today reads back as typed records, losslessly, and the values
     # readers derive equal the ones the runner stored.
-    from tebench.record import CaseResult, RunHeader
+    from tebench.schema.records import CaseResult, RunHeader
 
     assert RunHeader.from_dict(head).to_dict() == head
     for rec in got.values():
@@ -171,7 +171,7 @@ def test_prestarted_workers_keep_the_isolation_of_cold_ones(tiny, tmp_path, tebe
     assert got["gpt/micro/PT-AMP"]["launch"]["method"] == "prestarted"
     stopped = got["gpt/micro/PT-AMP"]["launch"]["paused_s"] > 0
     step_ms = (ok["warmup"]["step_ms"] or [None])[-1]
-    assert stopped == runner.launch_bound(step_ms), (step_ms, got["gpt/micro/PT-AMP"]["launch"])
+    assert stopped == launch_bound(step_ms), (step_ms, got["gpt/micro/PT-AMP"]["launch"])
     # The header records the depth the machine's default came to, not "default".
     assert head["prestart_depth"] == default_prestart_depth(1) and head["prestart_pause"] is True
     # A pre-started case's log holds what its worker wrote, after the runner's header line.
@@ -182,7 +182,7 @@ def test_prestarted_workers_keep_the_isolation_of_cold_ones(tiny, tmp_path, tebe
 
 def test_an_orphaned_worker_exits_when_its_runner_is_gone(tiny, tmp_path):
     # The real worker, hanging on purpose (before it imports torch), under a runner pid that is gone.
-    from tebench import matrix
+    from tebench.plan import matrix
 
     case = next(c for c in matrix.iter_cases(matrix.load(tiny)) if c.mode == "PT-FP32")
     (tmp_path / "case.json").write_text(json.dumps(case.to_dict()))

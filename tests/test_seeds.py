@@ -12,7 +12,7 @@ import zlib
 
 import pytest
 
-from tebench.seeds import PURPOSES, derive_seed
+from tebench.worker.seeds import PURPOSES, derive_seed
 
 SEEDS = [0, 1, 1234, 987_654, 2**31 - 1]
 
@@ -46,8 +46,8 @@ def test_workloads_draw_from_these_seeds():
     """The model code calls derive_seed for every stream (no private arithmetic left)."""
     import inspect
 
-    from tebench import distributed
-    from tebench.workloads import base, distill, gpt, modules
+    from tebench.worker import distributed
+    from tebench.worker.models import base, distill, gpt, modules
 
     sources = {m.__name__: inspect.getsource(m) for m in (distributed, base, distill, gpt, modules)}
     for name, text in sources.items():

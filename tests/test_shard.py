@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tebench import matrix, shard
-from tebench.matrix import iter_cases
+from tebench.plan import matrix, shards as shard
+from tebench.plan.matrix import iter_cases
 
 
 @pytest.mark.parametrize("preset", ["smoke", "tutorial", "nightly", "crossover", "gpu-smoke"])

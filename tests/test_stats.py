@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from tebench import stats
+from tebench.analysis import stats
 
 
 def test_summary_of_samples():

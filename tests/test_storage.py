@@ -16,7 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from tebench import atomic, cli, matrix, results, runner, worker
+from tebench.store import atomic, reader as results
+from tebench import cli
+from tebench.plan import matrix
+from tebench.run import runner
+from tebench.run.options import RunOptions
+from tebench.run.outdir import LOCK_NAME, lock_out
+from tebench.run.protocol import EXIT_STORAGE
+from tebench.worker import main as worker
 from conftest import CPU_ENV, MICRO_DISTILL, MICRO_GPT
 
 MATRIX = """
@@ -43,8 +50,8 @@ def mat(tmp_path) -> matrix.Matrix:
     return matrix.load(path)
 
 
-def opts(out: Path, stub: str, resume: bool = False) -> runner.RunOptions:
-    return runner.RunOptions(out=out, python=stub, resume=resume, live=False)
+def opts(out: Path, stub: str, resume: bool = False) -> RunOptions:
+    return RunOptions(out=out, python=stub, resume=resume, live=False)
 
 
 def latest(out: Path) -> dict:
@@ -56,13 +63,13 @@ def test_a_full_run_with_the_stub_records_every_case(mat, stub, tmp_path):
     runner.run(mat, ENV, opts(out, stub))
     assert {k[0] for k in latest(out)} == {c.id for c in matrix.iter_cases(mat)}
     assert all(r["status"] == "ok" for r in latest(out).values())
-    assert (out / runner.LOCK_NAME).is_file()  # the lock file stays; the lock itself went with the run
+    assert (out / LOCK_NAME).is_file()  # the lock file stays; the lock itself went with the run
 
 
 def test_second_writer_is_refused_while_the_first_holds_out(mat, stub, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    with runner.lock_out(out):  # a separate open file: flock conflicts as between two processes
+    with lock_out(out):  # a separate open file: flock conflicts as between two processes
         with pytest.raises(runner.RunError, match=r"in use by another tebench run \(pid \d+"):
             runner.run(mat, ENV, opts(out, stub))
     assert not (out / results.RESULTS_NAME).exists()
@@ -73,7 +80,7 @@ def test_second_writer_is_refused_while_the_first_holds_out(mat, stub, tmp_path)
 def test_second_cli_writer_exits_2(mat, tmp_path, tebench_cli):
     out = tmp_path / "out"
     out.mkdir()
-    with runner.lock_out(out):
+    with lock_out(out):
         proc = tebench_cli("run", mat.source, "--out", str(out), "--quiet", "--no-report", timeout=300)
     assert proc.returncode == 2 and "in use by another tebench run" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
@@ -142,7 +149,7 @@ def test_read_only_file_system_is_named(mat, stub, tmp_path, monkeypatch):
     real_open = os.open
 
     def read_only(path, flags, *args):
-        if str(path).endswith(runner.LOCK_NAME):
+        if str(path).endswith(LOCK_NAME):
             raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
         return real_open(path, flags, *args)
 
@@ -158,7 +165,7 @@ def test_worker_reports_a_result_it_cannot_write(tmp_path, monkeypatch, capsys):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(Path, "write_text", full)
-    assert worker._deliver(target, {"status": "ok"}) == runner.EXIT_STORAGE == worker.EXIT_STORAGE
+    assert worker._deliver(target, {"status": "ok"}) == EXIT_STORAGE == EXIT_STORAGE
     monkeypatch.undo()
     assert "No space left on device" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []  # no result, no stray .tmp

@@ -14,7 +14,7 @@ import textwrap
 import pytest
 
 from conftest import FIXTURES, ROOT
-from tebench import detect
+from tebench.plan import environment as detect
 
 # Runs the CLI with an import hook that makes torch (and TE) impossible to import.
 NO_TORCH = textwrap.dedent("""
@@ -28,7 +28,7 @@ NO_TORCH = textwrap.dedent("""
 
     sys.meta_path.insert(0, NoTorch())
     if sys.argv[1:] == ["--machine-key"]:
-        from tebench.detect import machine_key
+        from tebench.plan.environment import machine_key
         print(machine_key())
         sys.exit(0)
     from tebench.cli import main
@@ -45,9 +45,9 @@ def no_torch(*args: str, env: dict | None = None, cwd=None) -> subprocess.Comple
 
 
 def test_parent_modules_do_not_import_torch():
-    code = ("import sys, tebench.cli, tebench.matrix, tebench.runner, tebench.gates, tebench.shard, "
-            "tebench.merge, tebench.results, tebench.record, tebench.report, tebench.compare, tebench.history, "
-            "tebench.detect, "
+    code = ("import sys, tebench.cli, tebench.plan.matrix, tebench.run.runner, tebench.plan.gates, tebench.plan.shards, "
+            "tebench.store.merge, tebench.store.reader, tebench.schema.records, tebench.report, tebench.analysis.compare, tebench.store.history, "
+            "tebench.plan.environment, "
             "tebench.workloads; print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('torch', 'transformer_engine')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tebench.workloads import WORKLOADS
-from tebench.workloads.distill import DistillSize
-from tebench.workloads.gpt import GPTSize
-from tebench.workloads.modules import MODULES, ModuleSize
+from tebench.worker.models import WORKLOADS
+from tebench.worker.models.distill import DistillSize
+from tebench.worker.models.gpt import GPTSize
+from tebench.workloads.modules_spec import MODULES, ModuleSize
 
 CPU = torch.device("cpu")
 SIZES = {
@@ -77,7 +77,7 @@ def test_every_pytorch_module_trains(module):
 
 
 def test_te_name_translation_rejects_a_mismatch():
-    from tebench.workloads.base import canonical_shapes, translate_names
+    from tebench.worker.models.base import canonical_shapes, translate_names
 
     model = WORKLOADS["gpt"].build(SIZES["gpt"], "pt", CPU, seed=1)
     expected = canonical_shapes(lambda: WORKLOADS["gpt"]._pt(GPTSize(vocab=32, d_model=32, heads=2, layers=3,

@@ -31,12 +31,12 @@ import jinja2
 import pandas as pd
 
 import tebench
-from tebench import atomic
-from tebench.detect import usable_cpus
-from tebench.matrix import exclusion_text
-from tebench.modes import FP8_MODES
-from tebench.record import CaseResult, RunHeader
-from tebench.report import charts, phases, tables
+from tebench.store import atomic
+from tebench.plan.environment import usable_cpus
+from tebench.plan.matrix import exclusion_text
+from tebench.plan.modes import FP8_MODES
+from tebench.schema.records import CaseResult, RunHeader
+from tebench.report import charts, harness_cost as phases, tables
 from tebench.report.load import Source, load_all
 
 FP8 = " or ".join(FP8_MODES)
@@ -325,7 +325,7 @@ def draw_all(jobs: list[Callable[[], Any]]) -> list[bytes | None]:
     """PNG bytes of each job's figure (None where a job has nothing to draw), each drawn once.
 
     On Linux the figures are drawn in up to ``TEBENCH_REPORT_PROCESSES``
-    (default: the usable CPUs, at most 4; see :func:`tebench.detect.usable_cpus`) forked processes: drawing is CPU-bound
+    (default: the usable CPUs, at most 4; see :func:`tebench.plan.environment.usable_cpus`) forked processes: drawing is CPU-bound
     Python, so this is what brings a 54-case report down to a few seconds on a
     2-core machine. The forked workers read the jobs from memory; only PNG
     bytes travel back. Anywhere else, or with 1, they are drawn in turn.

@@ -25,9 +25,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from tebench import workloads
-from tebench.modes import MODES, Mode, is_fp8
-from tebench.record import CaseResult
-from tebench.recipes import RECIPES
+from tebench.plan.modes import MODES, Mode, is_fp8
+from tebench.schema.records import CaseResult
+from tebench.plan.recipes import RECIPES
 from tebench.report import tables
 
 DPI = 110

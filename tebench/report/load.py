@@ -15,11 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tebench import record, results, stats
-from tebench.record import CaseResult, RunHeader
-from tebench.results import SchemaError
-from tebench.matrix import Case
-from tebench.recipes import FP8Options
+from tebench.schema import records as record
+from tebench.store import reader as results
+from tebench.schema.version import RecordError
+from tebench.analysis import stats
+from tebench.schema.records import CaseResult, RunHeader
+from tebench.schema.version import SchemaError
+from tebench.plan.matrix import Case
+from tebench.plan.recipes import FP8Options
 from tebench.workloads.modules_spec import ModuleSpec
 
 
@@ -130,7 +133,7 @@ def _from_pytest_benchmark(path: Path) -> Source:
     }
     try:
         results.check_record({"type": "header", "env": env})
-    except results.RecordError as exc:
+    except RecordError as exc:
         raise SchemaError(f"{path}: benchmarks[0].extra_info: {exc}") from None
     records = []
     for bench in data.get("benchmarks", []):

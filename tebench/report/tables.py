@@ -14,9 +14,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tebench import modes, parity, record, stats, workloads
-from tebench.modes import MODES
-from tebench.recipes import RECIPES
+from tebench.plan import modes
+from tebench.analysis import parity, stats
+from tebench.schema import records as record
+from tebench import workloads
+from tebench.plan.modes import MODES
+from tebench.plan.recipes import RECIPES
 from tebench.report.load import Source
 
 BASELINE = modes.baseline("amp")

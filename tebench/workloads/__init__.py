@@ -4,7 +4,7 @@
 checks, FLOP and token counts) and imports no torch, so the CLI, the matrix
 loader, ``list``, ``report``, ``compare`` and ``history`` stay fast and work
 where torch is not installed. :data:`WORKLOADS` adds the model code (build,
-batches, loss, validation; see :mod:`tebench.workloads.base`) and is loaded on
+batches, loss, validation; see :mod:`tebench.worker.models.base`) and is loaded on
 first use, in the worker. A name that is not built in is a user workload (an
 import path or an entry point, :mod:`tebench.workloads.plugins`): both
 registries resolve it on first use, so a worker finds the same user workload
@@ -25,7 +25,7 @@ from tebench.workloads.spec import SizeError, WorkloadSpec, workload_kind
 if TYPE_CHECKING:
     import torch
 
-    from tebench.workloads.base import Batch
+    from tebench.worker.models.base import Batch
 
 
 class Workload(WorkloadSpec, Protocol):
@@ -40,7 +40,7 @@ class Workload(WorkloadSpec, Protocol):
                  forward_ctx: Any) -> dict[str, Any]: ...
 
 
-class _Registry(dict):
+class Registry(dict):
     """Built-ins by name; any other name is resolved as a user workload on first use."""
 
     def __missing__(self, name: str) -> Any:
@@ -49,7 +49,7 @@ class _Registry(dict):
         return load(name)
 
 
-SPECS: dict[str, WorkloadSpec] = _Registry({s.name: s for s in (GPTSpec(), LlamaSpec(), DistillSpec(), ModuleSpec())})
+SPECS: dict[str, WorkloadSpec] = Registry({s.name: s for s in (GPTSpec(), LlamaSpec(), DistillSpec(), ModuleSpec())})
 """Built-in workload specs (torch-free); user workloads resolve on first lookup."""
 BUILT_IN = tuple(SPECS)
 """The names of the built-in workloads, in registry order."""
@@ -65,25 +65,4 @@ def kind(name: str) -> str:
     return workload_kind(spec) if spec is not None else "model"
 
 
-def __getattr__(name: str) -> Any:
-    # WORKLOADS and Batch import torch: loaded on first use only (PEP 562), so
-    # importing this package from the parent process stays torch-free.
-    if name == "WORKLOADS":
-        from tebench.workloads.distill import DistillWorkload
-        from tebench.workloads.gpt import GPTWorkload
-        from tebench.workloads.llama import LlamaWorkload
-        from tebench.workloads.modules import ModuleWorkload
-
-        workloads = _Registry({w.name: w for w in (GPTWorkload(), LlamaWorkload(), DistillWorkload(),
-                                                   ModuleWorkload())})
-        globals()["WORKLOADS"] = workloads
-        return workloads
-    if name == "Batch":
-        from tebench.workloads.base import Batch
-
-        globals()["Batch"] = Batch
-        return Batch
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = ["SPECS", "BUILT_IN", "WORKLOADS", "Workload", "WorkloadSpec", "Batch", "SizeError", "kind"]
+__all__ = ["SPECS", "BUILT_IN", "Workload", "WorkloadSpec", "SizeError", "kind"]

@@ -1,13 +1,13 @@
 """The distillation workload's spec: its size, shape rules and per-step counts (no torch).
 
-The model itself is in :mod:`tebench.workloads.distill`.
+The model itself is in :mod:`tebench.worker.models.distill`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tebench.fields import MAX_DIM, knob
+from tebench.schema.knobs import MAX_DIM, knob
 from tebench.workloads.spec import divisible_by_16, positive
 
 

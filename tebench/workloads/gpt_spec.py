@@ -1,13 +1,13 @@
 """The GPT workload's spec: its size, shape rules and per-step counts (no torch).
 
-The model itself is in :mod:`tebench.workloads.gpt`.
+The model itself is in :mod:`tebench.worker.models.gpt`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tebench.fields import MAX_DIM, knob
+from tebench.schema.knobs import MAX_DIM, knob
 from tebench.workloads.spec import SizeError, divisible_by_16, positive
 
 MAX_STRIDE = 6

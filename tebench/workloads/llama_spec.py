@@ -1,13 +1,13 @@
 """The llama workload's spec: its size, shape rules and per-step counts (no torch).
 
-The model itself is in :mod:`tebench.workloads.llama`.
+The model itself is in :mod:`tebench.worker.models.llama`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tebench.fields import MAX_DIM, knob
+from tebench.schema.knobs import MAX_DIM, knob
 from tebench.workloads.gpt_spec import MAX_STRIDE, GPTSpec
 from tebench.workloads.spec import SizeError, divisible_by_16, positive
 

@@ -1,13 +1,13 @@
 """The module workload's spec: its size, shape rules and per-step counts (no torch).
 
-The modules themselves are in :mod:`tebench.workloads.modules`.
+The modules themselves are in :mod:`tebench.worker.models.modules`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from tebench.fields import MAX_DIM, knob
+from tebench.schema.knobs import MAX_DIM, knob
 from tebench.workloads.spec import SizeError, divisible_by_16, positive
 
 MODULES = ("linear", "layernorm", "layernorm_linear", "layernorm_mlp", "transformer_layer")

@@ -1,7 +1,7 @@
 """What the parent process knows about a workload, without importing torch.
 
 A workload's *spec* is its size dataclass (every field with its documented
-limits, see :mod:`tebench.fields`), its shape checks, its FP8 divisibility
+limits, see :mod:`tebench.schema.knobs`), its shape checks, its FP8 divisibility
 rule and its per-step token and FLOP counts: everything the matrix loader,
 the gates, the shard planner and the results need. The model code that builds
 and trains it lives beside it (``gpt.py`` next to ``gpt_spec.py``) and is only
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from tebench.fields import FieldError, build
+from tebench.schema.knobs import FieldError, build
 
 
 class SizeError(FieldError):

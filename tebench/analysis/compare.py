@@ -1,0 +1,639 @@
+"""Compare two runs case by case: did anything get slower, heavier or less accurate beyond noise?
+
+Cases are matched by case id and device model; a case whose settings differ
+between the sides is reported as ``not-comparable``, not judged. The unit of
+replication is the round (one process), not the step:
+
+* time: each round is reduced to its median step time; the two sides' rounds
+  are compared on a log scale with a t statistic (paired round by round when
+  both sides come from one interleaved ``tebench ab`` run, Welch otherwise).
+  A round's variance is never taken below what a moving-block bootstrap of its
+  own (autocorrelated) steps gives. With fewer than ``min_rounds`` rounds a
+  side's step time is ``inconclusive``. p-values are adjusted across cases
+  (Holm by default); a regression needs an adjusted p below alpha *and* a
+  change beyond the threshold. ``unchanged`` means the whole interval lies
+  within the threshold; everything in between is ``inconclusive``.
+* memory: the change must exceed the spread of the memory peaks across rounds;
+* loss: the final loss must rise by more than the loss threshold, or parity
+  must go from pass to fail or inconclusive (inconclusive never counts as pass).
+
+Flags make a time verdict advisory (shown, not failing the gate): a launch-bound
+case (GPU busy < 50%; counted with ``gate_launch_bound``), a different physical
+GPU (UUID), or one side running cases concurrently (``--devices``) and the
+other not. Runs from different environments (GPU model, driver, CUDA, torch,
+TE) are flagged, and their differences are not counted as code regressions
+unless the caller asks for it (``tebench ab`` does: there the environment is
+what is being compared).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from tebench.schema import records as record
+from tebench.store import reader as results
+from tebench.schema.version import SchemaError
+from tebench.analysis import stats
+from tebench.schema.records import CaseResult, CaseRounds, RunRecords
+
+DEFAULT_THRESHOLDS = {"time": 0.05, "memory": 0.05, "loss": 0.10}
+DEFAULT_ALPHA = 0.05
+CORRECTIONS = ("holm", "bh")
+ENV_KEYS = ("device", "driver", "cuda", "torch", "te")
+"""Environment differences that make regressions not count (unless asked)."""
+INFO_ENV_KEYS = ("python", "python_executable", "tebench_root", "git_commit")
+"""Environment differences shown but not deciding whether regressions count."""
+LAUNCH_BOUND_BUSY = 0.5
+IGNORED_SETTINGS = ("timeout_s", "parity_rtol", "parity_atol", "profile_steps", "validate")
+"""Case settings that do not change what is measured, so may differ between the sides."""
+FAILING = ("regressed", "status-changed", "invalid")
+VERDICTS = ("regressed", "status-changed", "invalid", "improved", "unchanged", "inconclusive",
+            "not-measured", "not-comparable", "missing-in-head", "new-in-head")
+UNMEASURED = ("not-measured", "not-comparable", "missing-in-head", "new-in-head")
+"""Verdicts of cases that were not measured on both sides: no evidence either way."""
+
+
+@functools.lru_cache(maxsize=1)
+def _setting_defaults() -> dict[str, Any]:
+    # Imported only when a record lacks a setting: tebench.plan.matrix pulls in torch (via the
+    # workloads), which compare and history otherwise never need.
+    from tebench.plan.matrix import Settings
+
+    return {f.name: f.default for f in dataclasses.fields(Settings) if f.default is not dataclasses.MISSING}
+
+
+class CompareError(ValueError):
+    """Inputs that cannot be compared (exit status 2)."""
+
+
+_PERCENT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%\s*$")
+_FRACTION = re.compile(r"^\s*(0|0?\.[0-9]+)\s*$")
+
+
+def parse_threshold(item: str) -> tuple[str, float]:
+    """``METRIC=VALUE`` with VALUE a percentage (``3%``) or a fraction below 1 (``0.03``).
+
+    A bare number of 1 or more (``time=3``: 3% or 300%?) is refused, as are
+    negative, NaN and infinite values: a threshold must not be guessed.
+    """
+    key, sep, value = item.partition("=")
+    key = key.strip()
+    if not sep:
+        raise CompareError(f"--threshold {item!r}: expected METRIC=VALUE, e.g. time=5% or time=0.05")
+    if key not in DEFAULT_THRESHOLDS:
+        raise CompareError(f"--threshold {item!r}: unknown metric {key!r} (known: {', '.join(DEFAULT_THRESHOLDS)})")
+    if m := _PERCENT.match(value):
+        out = float(m.group(1)) / 100.0
+    elif _FRACTION.match(value):
+        out = float(value)
+    else:
+        raise CompareError(f"--threshold {item!r}: value {value!r} is not a percentage (5%) or a fraction "
+                           "below 1 (0.05); a bare number of 1 or more is ambiguous (time=3: 3% or 300%?), and negative, NaN "
+                           "or infinite values are refused")
+    return key, out
+
+
+def parse_thresholds(items: Iterable[str]) -> dict[str, float]:
+    """Every ``--threshold`` item; a metric given twice is refused."""
+    out: dict[str, float] = {}
+    for item in items:
+        key, value = parse_threshold(item)
+        if key in out:
+            raise CompareError(f"--threshold {item!r}: {key} given twice")
+        out[key] = value
+    return out
+
+
+@dataclass
+class Options:
+    """How cases are judged and what fails the gate."""
+
+    thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
+    alpha: float = DEFAULT_ALPHA
+    """Family-wise (holm) or false-discovery (bh) rate across the cases of one comparison."""
+    correction: str = "holm"
+    min_rounds: int = stats.MIN_ROUNDS
+    min_steps: int = stats.MIN_STEPS
+    gate_launch_bound: bool = False
+    """Count time regressions of launch-bound cases (GPU busy < 50%) instead of showing them as advisory."""
+    fail_on_missing: bool = False
+    """A case in base but not in head fails the gate."""
+    count_env_changes: bool = False
+
+    def __post_init__(self) -> None:
+        self.thresholds = {**DEFAULT_THRESHOLDS, **self.thresholds}
+        for key, value in self.thresholds.items():
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise CompareError(f"threshold {key}={value!r}: must be a finite number >= 0")
+        if not (0 < self.alpha < 1):
+            raise CompareError(f"alpha {self.alpha!r}: must be between 0 and 1")
+        if self.correction not in CORRECTIONS:
+            raise CompareError(f"correction {self.correction!r}: known are {', '.join(CORRECTIONS)}")
+        if self.min_rounds < 2 or self.min_steps < 2:
+            raise CompareError("min_rounds and min_steps must be at least 2 (a spread needs two values)")
+
+
+@dataclass
+class Side:
+    """One run's view of a case: its rounds' samples and summary values."""
+
+    status: str
+    reason: str | None
+    rounds: list[list[float]]
+    median_ms: float | None
+    tokens_per_s: float | None
+    memory: list[float]
+    final_loss: float | None
+    parity: str | None
+    settings: dict[str, Any] = field(default_factory=dict)
+    gpu_uuids: list[str] = field(default_factory=list)
+    busy: float | None = None
+    """Median fraction of the step the GPU was busy (None where not measured)."""
+    concurrent: bool = False
+    """The run executed several cases at once (``--devices`` with more than one GPU)."""
+
+
+def side(records: list[CaseResult] | CaseRounds, concurrent: bool = False) -> Side:
+    """Summarize the records (rounds) of one case in one run.
+
+    The step time is the median of the rounds' medians (:attr:`record.CaseRounds.level_ms`),
+    the round being the unit of replication; tokens/s is taken at that step time.
+    """
+    rounds = records if isinstance(records, CaseRounds) else CaseRounds(records)
+    records, last = rounds.records, rounds.records[-1]
+    # The first round that did not finish ok names the status (a later ok round does not hide it).
+    bad = next((r for r in records if r.status != "ok"), None)
+    settings = {k: v for k, v in last.settings.items() if k not in IGNORED_SETTINGS}
+    case = {k: v for k, v in last.case.items() if k != "settings"}
+    return Side(
+        status=bad.status if bad else last.status,
+        reason=bad.reason if bad else None,
+        rounds=rounds.rounds_ms,
+        median_ms=rounds.level_ms,
+        tokens_per_s=rounds.tokens_per_s,
+        memory=rounds.memory_peaks,
+        final_loss=last.final_loss,
+        parity=last.verdict,
+        settings={**case, "settings": settings} if case else {},
+        gpu_uuids=sorted({u for r in records if (u := r.device.uuid if r.device else None)}),
+        busy=rounds.busy_fraction,
+        concurrent=concurrent,
+    )
+
+
+@dataclass
+class Delta:
+    """The comparison of one case between base and head."""
+
+    case_id: str
+    device: str
+    verdict: str
+    """regressed | status-changed | invalid | improved | unchanged | inconclusive | not-comparable |
+    missing-in-head | new-in-head"""
+    why: list[str] = field(default_factory=list)
+    counted: bool = True
+    """Whether a failing verdict fails the gate (False: advisory, see ``flags``)."""
+    flags: list[str] = field(default_factory=list)
+    """What makes this case's step time advisory or worth a second look."""
+    time_ratio: float | None = None
+    time_ci: tuple[float, float] | None = None
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    rounds: tuple[int, int] | None = None
+    paired: bool | None = None
+    tokens_ratio: float | None = None
+    memory_ratio: float | None = None
+    loss_change: float | None = None
+    base: dict[str, Any] | None = None
+    head: dict[str, Any] | None = None
+
+    @property
+    def failing(self) -> bool:
+        return self.verdict in FAILING
+
+
+def _settings_diff(b: dict[str, Any], h: dict[str, Any]) -> list[str]:
+    def flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in d.items():
+            if isinstance(v, dict):
+                out.update(flat(v, f"{prefix}{k}."))
+            else:
+                out[f"{prefix}{k}"] = v
+        return out
+
+    fb, fh = flat(b), flat(h)
+    if set(fb) != set(fh):
+        # A setting added after one side was recorded had its default there.
+        defaults = {f"settings.{k}": v for k, v in _setting_defaults().items()}
+        fb, fh = {**defaults, **fb}, {**defaults, **fh}
+    return [f"{k} {fb.get(k)!r} → {fh.get(k)!r}" for k in sorted(set(fb) | set(fh)) if fb.get(k) != fh.get(k)]
+
+
+def time_test(b: Side, h: Side, opts: Options, paired: bool = False) -> stats.TimeTest | None:
+    """The step-time test of one case, or None when a side has no timed round."""
+    if not (b.rounds and h.rounds):
+        return None
+    return stats.compare_rounds(b.rounds, h.rounds, paired=paired, confidence=1 - opts.alpha,
+                                min_rounds=opts.min_rounds, min_steps=opts.min_steps)
+
+
+def _invalid(s: Side) -> str | None:
+    for i, r in enumerate(s.rounds):
+        bad = [v for v in r if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0)]
+        if bad:
+            return f"round {i}: step time {bad[0]!r} (non-finite or non-positive)"
+    if s.final_loss is not None and not math.isfinite(s.final_loss) and s.status == "ok":
+        return f"final loss {s.final_loss!r} in a case recorded as ok"
+    return None
+
+
+def judge(case_id: str, device: str, b: Side, h: Side, opts: Options | None = None,
+          time: stats.TimeTest | None = None, p_adjusted: float | None = None) -> Delta:
+    """Judge one case. ``time`` is its step-time test (computed here, unpaired, when not given);
+    ``p_adjusted`` its p-value after correction across cases (the raw p-value when not given)."""
+    opts = opts or Options()
+    thr = opts.thresholds
+    d = Delta(case_id, device, "unchanged", base=asdict(b), head=asdict(h))
+    for s in (d.base, d.head):
+        s.pop("rounds")
+        s.pop("settings")
+    diff = _settings_diff(b.settings, h.settings) if (b.settings and h.settings) else []
+    if diff:
+        d.verdict = "not-comparable"
+        d.why.append("case settings differ: " + "; ".join(diff))
+        return d
+    bad = [f"{name}: {why}" for name, s in (("base", b), ("head", h)) if (why := _invalid(s))]
+    if bad:
+        d.verdict = "invalid"
+        d.why.extend(bad)
+        return d
+    regressed: list[tuple[str, str]] = []  # (metric, text)
+    improved: list[str] = []
+    uncertain: list[str] = []
+    if b.status != h.status:
+        worse = b.status == "ok" or (b.status == "skipped" and h.status not in ("ok", "skipped"))
+        d.why.append(f"status {b.status} → {h.status}" + (f" ({h.reason})" if h.reason and worse else ""))
+        if h.status == "ok" and b.status != "ok":
+            improved.append("now ok")
+        elif worse:
+            regressed.append(("status", "status"))
+    # Flags that make the time verdict advisory.
+    advisory: list[str] = []
+    if b.gpu_uuids and h.gpu_uuids and b.gpu_uuids != h.gpu_uuids:
+        advisory.append(f"different physical GPU ({', '.join(b.gpu_uuids)} → {', '.join(h.gpu_uuids)})")
+    if b.concurrent != h.concurrent:
+        which = "base" if b.concurrent else "head"
+        advisory.append(f"only {which} ran cases concurrently (--devices): not like for like")
+    elif b.concurrent:
+        d.flags.append("both sides ran cases concurrently (--devices)")
+    busy = [x for x in (b.busy, h.busy) if x is not None]
+    if busy and min(busy) < LAUNCH_BOUND_BUSY:
+        text = f"launch-bound (GPU busy {min(busy):.0%} < {LAUNCH_BOUND_BUSY:.0%})"
+        if opts.gate_launch_bound:
+            d.flags.append(text + ", counted (--gate-launch-bound)")
+        else:
+            advisory.append(text)
+    d.flags.extend(advisory)
+    if time is None:
+        time = time_test(b, h, opts)
+    if time is not None:
+        d.time_ratio, d.rounds, d.paired, d.p_value = time.ratio, time.rounds, time.paired, time.p
+        d.time_ci = (time.lo, time.hi) if time.lo is not None else None
+        d.p_adjusted = p_adjusted if p_adjusted is not None else time.p
+        if not time.enough:
+            uncertain.append(f"step time {time.ratio - 1:+.1%}: {time.note}" if math.isfinite(time.ratio)
+                             else f"step time: {time.note}")
+        else:
+            change = (f"step time {time.ratio - 1:+.1%} ({1 - opts.alpha:.0%} CI {time.lo - 1:+.1%} … "
+                      f"{time.hi - 1:+.1%}, adjusted p {d.p_adjusted:.2g})")
+            significant = d.p_adjusted < opts.alpha
+            if significant and time.ratio > 1 + thr["time"]:
+                regressed.append(("time", change))
+            elif significant and time.ratio < 1 - thr["time"]:
+                improved.append(change)
+            elif not (1 - thr["time"] <= time.lo and time.hi <= 1 + thr["time"]):
+                uncertain.append(change + ": the interval reaches beyond the threshold")
+        if b.tokens_per_s and h.tokens_per_s:
+            d.tokens_ratio = h.tokens_per_s / b.tokens_per_s
+    if b.memory and h.memory:
+        bm, hm = float(np.median(b.memory)), float(np.median(h.memory))
+        d.memory_ratio = hm / bm
+        spread = max(np.ptp(b.memory) if len(b.memory) > 1 else 0.0, np.ptp(h.memory) if len(h.memory) > 1 else 0.0)
+        change = f"peak memory {d.memory_ratio - 1:+.1%}"
+        if hm > bm * (1 + thr["memory"]) and hm - bm > spread:
+            regressed.append(("memory", change))
+        elif hm < bm * (1 - thr["memory"]) and bm - hm > spread:
+            improved.append(change)
+    if b.final_loss is not None and h.final_loss is not None and math.isfinite(b.final_loss):
+        d.loss_change = h.final_loss - b.final_loss
+        rel = d.loss_change / abs(b.final_loss) if b.final_loss else 0.0
+        if not math.isfinite(h.final_loss) or rel > thr["loss"]:
+            regressed.append(("loss", f"final loss {b.final_loss:.4g} → {h.final_loss:.4g}"))
+        elif rel < -thr["loss"]:
+            improved.append(f"final loss {b.final_loss:.4g} → {h.final_loss:.4g}")
+    # "inconclusive" is never a pass: losing a pass is a regression, gaining one from it is not an improvement.
+    if b.parity == "pass" and h.parity in ("fail", "inconclusive"):
+        regressed.append(("parity", f"loss parity pass → {h.parity}"))
+    elif b.parity in ("fail", "inconclusive") and h.parity == "pass":
+        improved.append(f"loss parity {b.parity} → pass")
+    if b.status == h.status and b.status != "ok":
+        d.why.append(f"{b.status} in both")
+    if regressed:
+        d.verdict = "status-changed" if regressed[0][0] == "status" else "regressed"
+        d.why = [text for _, text in regressed] + d.why
+        # Advisory flags concern the step time only; any other regression still counts.
+        d.counted = not (advisory and all(metric == "time" for metric, _ in regressed))
+    elif improved:
+        d.verdict = "improved"
+        d.why = improved + d.why
+    elif uncertain:
+        d.verdict = "inconclusive"
+        d.why = uncertain + d.why
+    if d.verdict != "inconclusive" and uncertain:
+        d.why += uncertain
+    if d.verdict == "unchanged" and b.status != "ok" and h.status != "ok":
+        # Failed (or skipped) on both sides: nothing was measured, so nothing is "unchanged".
+        d.verdict = "not-measured"
+    return d
+
+
+def judge_cases(pairs: list[tuple[str, str, Side, Side]], opts: Options, paired: bool = False) -> list[Delta]:
+    """Judge many cases together: step-time p-values are adjusted across them."""
+    tests = [None if _any_invalid(p) else time_test(p[2], p[3], opts, paired) for p in pairs]
+    family = [i for i, t in enumerate(tests) if t is not None and t.enough]
+    adjusted = dict(zip(family, stats.adjust_pvalues([tests[i].p for i in family], opts.correction)))
+    return [judge(c, dev, b, h, opts, tests[i], adjusted.get(i)) for i, (c, dev, b, h) in enumerate(pairs)]
+
+
+def _any_invalid(pair: tuple[str, str, Side, Side]) -> bool:
+    return bool(_invalid(pair[2]) or _invalid(pair[3]))
+
+
+def _typed(run: results.Run | RunRecords) -> RunRecords:
+    """The run as typed records, parity judged again (as the report judges it)."""
+    return run if isinstance(run, RunRecords) else record.from_run(run)
+
+
+def _header(run: results.Run | RunRecords) -> record.RunHeader:
+    return run.header if isinstance(run, RunRecords) else record.RunHeader.from_dict(run.header)
+
+
+def environment(run: results.Run | RunRecords) -> dict[str, Any]:
+    """The parts of a run's environment that change performance."""
+    header = _header(run)
+    env = header.environment
+    gpus = env.get("gpus") or []
+    ab = header.ab or {}
+    return {
+        "device": gpus[0]["name"] if gpus else f"CPU ({env.get('cpu')})",
+        "driver": env.get("driver"),
+        "cuda": env.get("cuda"),
+        "torch": env.get("torch"),
+        "te": env.get("te"),
+        "python": env.get("python"),
+        "python_executable": ab.get("python"),
+        "tebench_root": ab.get("tebench_root"),
+        "git_commit": env.get("git_commit"),
+        # Detection records NVTE_*, TORCH_*, CUDA_* ...; a side of `tebench ab` adds what it set itself.
+        "env_vars": {**(env.get("env_vars") or {}), **(ab.get("env") or {})},
+    }
+
+
+def env_differences(benv: dict[str, Any], henv: dict[str, Any]) -> list[str]:
+    """Human-readable differences: the keys that change performance, then Python, then env variables."""
+    out = [f"{k}: {benv.get(k)} → {henv.get(k)}" for k in ENV_KEYS + INFO_ENV_KEYS if benv.get(k) != henv.get(k)]
+    bv, hv = benv.get("env_vars") or {}, henv.get("env_vars") or {}
+    for k in sorted(set(bv) | set(hv)):
+        if bv.get(k) != hv.get(k):
+            out.append(f"${k}: {bv.get(k, '(unset)')} → {hv.get(k, '(unset)')}")
+    return out
+
+
+@dataclass
+class Comparison:
+    """Everything ``tebench compare`` (and ``tebench ab``) reports."""
+
+    base: str
+    head: str
+    base_env: dict[str, Any]
+    head_env: dict[str, Any]
+    env_differs: list[str]
+    """Keys of ENV_KEYS that differ (these decide ``counted``)."""
+    counted: bool
+    """Whether regressions count (False when environments differ and the caller did not ask)."""
+    options: Options
+    deltas: list[Delta]
+    paired: bool = False
+    """Both sides come from one interleaved ``tebench ab`` run: rounds are compared pair by pair."""
+    env_details: list[str] = field(default_factory=list)
+    """Every environment difference, env variables included."""
+    skipped: list[str] = field(default_factory=list)
+    """Lines of either results file that could not be used (e.g. a NaN step time), as file:line: why."""
+
+    @property
+    def thresholds(self) -> dict[str, float]:
+        return self.options.thresholds
+
+    @property
+    def method(self) -> str:
+        o = self.options
+        return (f"time: rounds (one process each) are the unit; each round's median step time, on a log scale, "
+                f"{'paired round by round (interleaved ABBA run), paired t' if self.paired else 'Welch t'}; a "
+                f"round's variance is at least its moving-block bootstrap variance (autocorrelated steps); at "
+                f"least {o.min_rounds} rounds of {o.min_steps}+ steps per side, else inconclusive; p-values "
+                f"adjusted across cases ({o.correction}), alpha {o.alpha:g}; a regression needs an adjusted p "
+                f"below alpha and a change beyond the threshold; unchanged means the {1 - o.alpha:.0%} interval "
+                f"lies within the threshold. memory: change vs the spread across rounds. loss: final-loss change "
+                f"and parity (inconclusive never counts as pass).")
+
+    def count(self, verdict: str) -> int:
+        return sum(d.verdict == verdict for d in self.deltas)
+
+    @property
+    def regressions(self) -> list[Delta]:
+        return [d for d in self.deltas if d.failing]
+
+    @property
+    def failures(self) -> list[Delta]:
+        """What fails the gate: counted failing verdicts (and missing cases when asked)."""
+        out = [d for d in self.deltas if d.failing and d.counted]
+        if self.options.fail_on_missing:
+            out += [d for d in self.deltas if d.verdict == "missing-in-head"]
+        return out
+
+    @property
+    def too_few_rounds(self) -> list[Delta]:
+        return [d for d in self.deltas if d.rounds and d.p_value is None]
+
+    @property
+    def measured(self) -> int:
+        """Cases measured on both sides; with none, the comparison says nothing."""
+        return sum(d.verdict not in UNMEASURED for d in self.deltas)
+
+    @property
+    def exit_code(self) -> int:
+        """1 on a counted failure; 2 when no case was measured on both sides (a gate must not pass on nothing)."""
+        if self.failures and self.counted:
+            return 1
+        return 0 if self.measured else 2
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "base": self.base, "head": self.head, "base_env": self.base_env, "head_env": self.head_env,
+            "environment_differs": self.env_differs, "environment_differences": self.env_details,
+            "regressions_counted": self.counted, "paired": self.paired,
+            "thresholds": self.thresholds, "options": asdict(self.options), "method": self.method,
+            "summary": {v: self.count(v) for v in VERDICTS},
+            "failing": len(self.failures), "advisory": sum(d.failing and not d.counted for d in self.deltas),
+            "too_few_rounds": len(self.too_few_rounds), "skipped_lines": self.skipped,
+            "exit_code": self.exit_code,
+            "cases": [asdict(d) for d in self.deltas],
+        }
+
+    def to_json(self) -> str:
+        # NaN is not JSON; a ratio that cannot be computed is written as null.
+        return json.dumps(_finite(self.to_dict()), indent=2, default=str)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def ab_id(run: results.Run | RunRecords) -> str | None:
+    """The id of the interleaved ``tebench ab`` run this side belongs to (None for a plain run)."""
+    return (_header(run).ab or {}).get("id")
+
+
+def compare_runs(base: results.Run | RunRecords, head: results.Run | RunRecords, opts: Options | None = None,
+                 base_name: str = "base", head_name: str = "head") -> Comparison:
+    """Compare two runs already read (by :func:`results.read` or :func:`record.read`)."""
+    opts = opts or Options()
+    base, head = _typed(base), _typed(head)
+    bcases, hcases = base.by_case(by_device=True), head.by_case(by_device=True)
+    if not set(bcases) & set(hcases):
+        raise CompareError(f"{base_name} and {head_name} have no case in common (same case id on the same device)")
+    paired = ab_id(base) is not None and ab_id(base) == ab_id(head)
+    benv, henv = environment(base), environment(head)
+    differs = [k for k in ENV_KEYS if benv.get(k) != henv.get(k)]
+    pairs, deltas = [], {}
+    bconc, hconc = base.concurrent, head.concurrent
+    for key in sorted(set(bcases) | set(hcases)):
+        case_id, device = key
+        if key not in hcases:
+            deltas[key] = Delta(case_id, device, "missing-in-head", ["in base only"])
+        elif key not in bcases:
+            deltas[key] = Delta(case_id, device, "new-in-head", ["in head only"])
+        else:
+            pairs.append((case_id, device, side(bcases[key], bconc), side(hcases[key], hconc)))
+    for d in judge_cases(pairs, opts, paired):
+        deltas[(d.case_id, d.device)] = d
+    return Comparison(base_name, head_name, benv, henv, differs, opts.count_env_changes or not differs, opts,
+                      [deltas[k] for k in sorted(deltas)], paired, env_differences(benv, henv),
+                      list(base.problems) + list(head.problems))
+
+
+def compare(base_path: str | Path, head_path: str | Path, thresholds: dict[str, float] | None = None,
+            count_env_changes: bool = False, opts: Options | None = None) -> Comparison:
+    """Compare two results files or run directories."""
+    if opts is None:
+        opts = Options(thresholds=dict(thresholds or {}), count_env_changes=count_env_changes)
+    try:
+        base, head = record.read(base_path), record.read(head_path)
+    except (OSError, SchemaError) as exc:
+        raise CompareError(str(exc)) from None
+    return compare_runs(base, head, opts, str(base_path), str(head_path))
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None or not math.isfinite(value) else f"{value - 1:+.1%}"
+
+
+def to_markdown(c: Comparison, title: str = "tebench compare") -> str:
+    """GitHub-flavoured Markdown: headline, what changed, everything in <details>."""
+    from tebench.report import md_escape as esc, md_table
+    import pandas as pd
+
+    fails, n_reg = c.failures, len(c.regressions)
+    advisory = [d for d in c.deltas if d.failing and not d.counted]
+    lines = []
+    icon = "🔴" if (fails and c.counted) else ("🟡" if (n_reg or fails) else ("🟢" if c.measured else "⚪"))
+    lines.append(f"### {icon} {title}: {n_reg} regression(s), {c.count('improved')} improvement(s), "
+                 f"{c.count('unchanged')} unchanged, {c.count('inconclusive')} inconclusive")
+    extra = [f"{c.count(v)} {v}" for v in UNMEASURED if c.count(v)]
+    if not c.measured:
+        extra.insert(0, "no case was measured on both sides, so this comparison cannot pass (exit 2)")
+    if advisory:
+        extra.insert(0, f"{len(advisory)} of the regressions advisory (not failing the gate: "
+                        + "; ".join(sorted({f for d in advisory for f in d.flags})) + ")")
+    if c.options.fail_on_missing and c.count("missing-in-head"):
+        extra.append("missing cases fail the gate (--fail-on-missing)")
+    if extra:
+        lines.append("Also: " + ", ".join(extra) + ".")
+    if c.skipped:
+        lines += ["", f"> ⚠️ **{len(c.skipped)} unusable line(s) skipped** (their cases are judged on the rest): "
+                  + "; ".join(esc(x) for x in c.skipped[:5]) + (" …" if len(c.skipped) > 5 else "")]
+    few = c.too_few_rounds
+    if few:
+        lines += ["", f"> ⚠️ **Too few rounds to separate run-to-run noise** for {len(few)} case(s) (fewer than "
+                  f"{c.options.min_rounds} rounds of {c.options.min_steps}+ steps on a side): their step time is "
+                  "`inconclusive`, whatever its size. Run with `--rounds 5` or more."]
+    if not c.paired and any(d.p_value is not None for d in c.deltas):
+        lines += ["", "> ℹ️ Base and head are separate runs: the rounds show each run's round-to-round noise, "
+                  "but not an offset shared by all rounds of one run (machine state, other load, another day). "
+                  "For a gate, `tebench ab` runs both sides interleaved and compares them round by round."]
+    if c.env_details:
+        lines.append("")
+        if c.env_differs:
+            lines.append("> ⚠️ **Base and head ran in different environments** ("
+                         + ", ".join(esc(x) for x in c.env_details)
+                         + "). Differences reflect the machine/software as much as the code; "
+                         + ("they are counted as regressions (the environment is what is compared)."
+                            if c.counted else "they are **not** counted as code regressions (exit 0)."))
+        else:
+            lines.append("> Environment differences: " + ", ".join(esc(x) for x in c.env_details) + ".")
+    lines.append("")
+
+    def row(d: Delta) -> dict[str, str]:
+        ci = d.time_ci
+        return {"case": d.case_id, "device": d.device,
+                "verdict": d.verdict + ("" if d.counted or not d.failing else " (advisory)"),
+                "step time": _pct(d.time_ratio),
+                "CI": f"{ci[0] - 1:+.1%} … {ci[1] - 1:+.1%}" if ci else "–",
+                "rounds": f"{d.rounds[0]}/{d.rounds[1]}" if d.rounds else "–",
+                "tokens/s": _pct(d.tokens_ratio), "memory": _pct(d.memory_ratio),
+                "Δ final loss": "–" if d.loss_change is None else f"{d.loss_change:+.4g}",
+                "why": "; ".join(d.why + d.flags)}
+
+    changed = [d for d in c.deltas if d.verdict not in ("unchanged", "inconclusive")]
+    if changed:
+        lines.append(md_table(pd.DataFrame([row(d) for d in changed])))
+    else:
+        lines.append("Nothing changed beyond thresholds and noise.")
+    o = c.options
+    lines += ["", f"<details><summary>All {len(c.deltas)} cases</summary>", "",
+              md_table(pd.DataFrame([row(d) for d in c.deltas])), "", "</details>", "",
+              "<details><summary>Method and inputs</summary>", "",
+              f"- base: {esc(c.base)} ({esc(c.base_env.get('device'))}, "
+              f"commit {esc(c.base_env.get('git_commit') or 'unknown: not run from a git checkout')})",
+              f"- head: {esc(c.head)} ({esc(c.head_env.get('device'))}, "
+              f"commit {esc(c.head_env.get('git_commit') or 'unknown: not run from a git checkout')})",
+              "- thresholds: " + ", ".join(f"{k} {v:.1%}" for k, v in c.thresholds.items())
+              + f"; alpha {o.alpha:g} across cases ({o.correction})",
+              f"- {esc(c.method)}", "", "</details>", ""]
+    return "\n".join(lines)

@@ -1,0 +1,464 @@
+"""Convergence verdicts: is a case still training the same model as the reference?
+
+Every mode of a workload starts from the same weights and sees the same
+batches, so its loss curve should follow the reference mode's (PT-FP32 where it
+ran, else PT-AMP). Each judged case gets one verdict with a reason:
+
+``pass``
+    the whole curve stays inside the reference's band and validation agrees;
+``fail``
+    the curve leaves the band for a sustained stretch (above *or* below: a case
+    that learns much faster than its reference is training something else), or
+    ends outside it, or its validation metric disagrees with the reference's;
+``inconclusive``
+    nothing can be judged: the reference did not learn (its loss did not fall
+    clearly below where it started), the run is too short, or the band is too
+    wide to mean anything. Never counted as a pass.
+
+The band is built from noise that is really present, in log-loss space (losses
+span orders of magnitude; a ratio is what stays comparable):
+
+* how far PT-AMP strays from PT-FP32 on the same weights and batches (the
+  cost of bf16 compute; not used when judging PT-AMP itself);
+* the spread of the reference's rounds, when the run has several;
+* the step-to-step jitter of the case against the reference (their paired
+  difference, in which the shared batches cancel), after smoothing;
+* a floor of ``parity_rtol``.
+
+Each noise source is multiplied by :data:`NOISE_K`, and the reference curve is
+widened by a few steps either way (:data:`SHIFT_FRACTION`), because where the
+loss drops steeply, a small shift in *when* it drops is not a different model.
+Losses below ``parity_atol`` count as equal, but that floor is never allowed
+above a tenth of the reference's final loss: a fixed absolute tolerance larger
+than the converged loss would pass anything once losses approach zero.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from tebench.plan.modes import MODES, REFERENCE_MODES
+from tebench.plan.recipes import RECIPES
+
+# A loss that ends this many times above where it started has diverged.
+DIVERGED_FACTOR = 1.5
+NOISE_K = 3.0
+"""Band half-width in multiples of each measured noise source."""
+SHIFT_FRACTION = 0.04
+"""The reference curve is widened by this fraction of the run's steps either way."""
+EXCURSION_FRACTION = 0.04
+"""A curve fails when it stays outside the band for this fraction of its steps (at least 2) in a row."""
+MIN_STEPS = 8
+"""Fewer recorded losses than this cannot be judged."""
+MIN_LEARNING = 0.10
+"""The reference must end at least this fraction below its initial loss to count as having learned."""
+MAX_BAND = math.log(2.0)
+"""A band wider than a factor of 2 at the end of the run cannot tell anything apart."""
+FLOOR_FRACTION = 0.10
+"""The loss floor never exceeds this fraction of the reference's final loss."""
+MIN_ACCURACY = 0.5
+"""A reference whose validation accuracy is below this has not learned the task: nothing to compare."""
+ACCURACY_ATOL = 0.05
+"""Smallest tolerance on a validation accuracy."""
+BAND_POINTS = 200
+"""Points kept of the band stored with each verdict (for charts)."""
+
+
+def final_window(losses: Sequence[float]) -> list[float]:
+    """The last 10% of the steps (at least 3): the final loss is their mean."""
+    k = max(3, len(losses) // 10)
+    return list(losses[-k:])
+
+
+def final_loss(losses: Sequence[float]) -> float | None:
+    """Mean of :func:`final_window`, or None for an empty curve."""
+    window = final_window(losses)
+    return float(np.mean(window)) if window else None
+
+
+def divergence(losses: Sequence[float]) -> str | None:
+    """Why a loss curve counts as diverged, or None when it does not."""
+    for step, value in enumerate(losses):
+        if not math.isfinite(value):
+            return f"loss became {value} at step {step}"
+    if len(losses) >= 6:
+        first, last = float(np.mean(losses[:3])), final_loss(losses)
+        if last > DIVERGED_FACTOR * first:
+            return f"loss rose from {first:.4g} (first steps) to {last:.4g} (final window)"
+    return None
+
+
+def smooth(values: Sequence[float], width: int) -> np.ndarray:
+    """Centred moving average of ``width`` steps, same length as ``values`` (edges padded)."""
+    a = np.asarray(values, dtype=float)
+    if width < 2 or a.size < width:
+        return a
+    left = width // 2
+    padded = np.pad(a, (left, width - 1 - left), mode="edge")
+    return np.convolve(padded, np.ones(width) / width, mode="valid")
+
+
+def _window(a: np.ndarray, half: int, fn: Any) -> np.ndarray:
+    if half < 1:
+        return a
+    padded = np.pad(a, (half, half), mode="edge")
+    return fn(np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1), axis=1)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """How a run of ``n`` steps is smoothed and judged."""
+
+    n: int
+    width: int
+    """Moving-average width."""
+    shift: int
+    """Steps the reference is widened by, either way."""
+    excursion: int
+    """Consecutive steps outside the band that make a failure."""
+
+    @classmethod
+    def for_steps(cls, n: int) -> "Geometry":
+        return cls(n, max(1, n // 15), max(1, round(SHIFT_FRACTION * n)),
+                   max(2, math.ceil(EXCURSION_FRACTION * n)))
+
+
+def write_log(values: Sequence[float], floor: float, width: int) -> np.ndarray:
+    return np.log(np.maximum(smooth(values, width), floor))
+
+
+def reference_learned(curves: Sequence[Sequence[float]]) -> tuple[bool, str]:
+    """Did the reference learn: does its loss end clearly below where it started?
+
+    The start is the loss of the initial weights (step 0, the same in every
+    mode); "clearly" means by :data:`MIN_LEARNING` of it and by more than three
+    times the step-to-step noise of its final window.
+    """
+    start = float(np.mean([c[0] for c in curves]))
+    final = float(np.mean([final_loss(c) for c in curves]))
+    window = np.concatenate([final_window(c) for c in curves])
+    noise = float(np.std(window, ddof=1)) if window.size > 1 else 0.0
+    drop = start - final
+    if drop < MIN_LEARNING * abs(start) or drop <= 3.0 * noise:
+        return False, (f"reference did not learn: loss {start:.4g} at the start, {final:.4g} at the end "
+                       f"(needs a fall of at least {MIN_LEARNING:.0%} and beyond 3x its noise {noise:.3g}); "
+                       "train longer or warm the lr up (settings steps, lr_warmup)")
+    return True, f"reference learned: {start:.4g} -> {final:.4g}"
+
+
+@dataclass
+class Noise:
+    """Measured noise around the reference curve, per step, in log-loss units."""
+
+    sources: dict[str, np.ndarray]
+
+    def band(self, geo: Geometry, rtol: float) -> np.ndarray:
+        """Half-width of the band at every step."""
+        tau = np.full(geo.n, math.log1p(rtol))
+        for values in self.sources.values():
+            tau = np.maximum(tau, NOISE_K * _window(values[: geo.n], geo.shift, np.max))
+        return tau
+
+    def describe(self, geo: Geometry) -> dict[str, float]:
+        """Each source's largest value (log units), for the record."""
+        return {name: float(np.max(v[: geo.n])) for name, v in self.sources.items()}
+
+
+def _raw_log(values: Sequence[float], floor: float, n: int) -> np.ndarray:
+    return np.log(np.maximum(np.asarray(values[:n], dtype=float), floor))
+
+
+def measure_noise(losses: Sequence[float], ref_curves: Sequence[Sequence[float]],
+                  companions: Sequence[Sequence[float]], geo: Geometry, floor: float) -> tuple[np.ndarray, Noise]:
+    """The reference's centre curve (smoothed log loss) and the noise sources around it.
+
+    Sources: the spread of the reference's rounds; PT-AMP against PT-FP32; and
+    the step-to-step jitter of the *paired* difference between case and
+    reference. Every mode sees the same batches, so a hard batch spikes both
+    curves at once and cancels in that difference; what is left is how much two
+    runs jitter against each other, which the smoothed comparison must allow
+    for. A systematic difference (a wrong model) is not jitter and stays outside.
+    """
+    n = geo.n
+    logs = np.array([write_log(c[:n], floor, geo.width) for c in ref_curves])
+    center = logs.mean(axis=0)
+    sources: dict[str, np.ndarray] = {}
+    if len(ref_curves) > 1:
+        sources["reference rounds"] = logs.std(axis=0, ddof=1)
+    if companions:
+        other = np.mean([write_log(c[:n], floor, geo.width) for c in companions], axis=0)
+        sources["PT-AMP vs PT-FP32"] = np.abs(other - center)
+    if geo.width > 1:
+        paired = _raw_log(losses, floor, n) - np.mean([_raw_log(r, floor, n) for r in ref_curves], axis=0)
+        jitter = (paired - smooth(paired, geo.width))[n // 2:]
+        if jitter.size > 1:
+            sources["paired step-to-step noise"] = np.full(n, float(np.std(jitter, ddof=1)) / math.sqrt(geo.width))
+    return center, Noise(sources)
+
+
+def _longest_run(mask: np.ndarray) -> tuple[int, int]:
+    """Length and first index of the longest run of True in ``mask``."""
+    best, best_start, run = 0, 0, 0
+    for i, bad in enumerate(mask):
+        run = run + 1 if bad else 0
+        if run > best:
+            best, best_start = run, i - run + 1
+    return best, best_start
+
+
+def _factor(log_diff: float) -> str:
+    return f"{math.exp(abs(log_diff)):.2f}x {'above' if log_diff > 0 else 'below'}"
+
+
+def _downsample(*arrays: np.ndarray) -> list[list[float]]:
+    n = len(arrays[0])
+    idx = np.unique(np.linspace(0, n - 1, min(n, BAND_POINTS)).round().astype(int))
+    return [idx.tolist()] + [[float(v) for v in a[idx]] for a in arrays]
+
+
+def evaluate(losses: Sequence[float], ref_curves: Sequence[Sequence[float]], reference_mode: str,
+             rtol: float, atol: float, companions: Sequence[Sequence[float]] = ()) -> dict[str, Any]:
+    """Judge one loss curve against the reference's curves (its rounds).
+
+    ``companions`` are PT-AMP curves when the reference is PT-FP32: their
+    distance from it is noise a correct bf16 mode shows too.
+    """
+    refs = [list(r) for r in ref_curves if r and all(math.isfinite(v) for v in r)]
+    out: dict[str, Any] = {"reference_mode": reference_mode, "reference_rounds": len(refs),
+                           "rtol": rtol, "atol": atol}
+    if not refs or not losses:
+        return {**out, "verdict": "n/a", "reason": "no finite reference loss curve"}
+    case_final = final_loss(losses)
+    ref_final = float(np.mean([final_loss(r) for r in refs]))
+    out.update(final=case_final, reference_final=ref_final)
+    if case_final is None or not all(math.isfinite(v) for v in losses):
+        return {**out, "verdict": "fail", "reason": "the loss is not finite"}
+    n = min(len(losses), *(len(r) for r in refs))
+    if n < MIN_STEPS:
+        return {**out, "verdict": "inconclusive",
+                "reason": f"run too short to judge: {n} losses recorded, {MIN_STEPS} needed"}
+    learned, learn_reason = reference_learned([r[:n] for r in refs])
+    if not learned:
+        return {**out, "verdict": "inconclusive", "reason": learn_reason}
+
+    geo = Geometry.for_steps(n)
+    floor = max(1e-12, min(atol, FLOOR_FRACTION * ref_final))
+    center, noise = measure_noise(losses, refs, [c for c in companions if len(c) >= n], geo, floor)
+    tau = noise.band(geo, rtol)
+    hi = _window(center, geo.shift, np.max) + tau
+    lo = _window(center, geo.shift, np.min) - tau
+    curve = write_log(losses[:n], floor, geo.width)
+    outside = np.where(curve > hi, curve - hi, np.where(curve < lo, curve - lo, 0.0))
+    run, run_start = _longest_run(outside != 0)
+    worst = int(np.argmax(np.abs(curve - center)))
+    k = len(final_window(range(n)))
+    final_dev = float(np.mean(curve[-k:]) - np.mean(center[-k:]))
+    final_tau = float(np.mean(tau[-k:]))
+
+    diff = case_final - ref_final
+    out.update(
+        abs_diff=diff,
+        rel_diff=diff / abs(ref_final) if ref_final else None,
+        direction="higher" if diff > 0 else "lower",
+        tolerance=abs(ref_final) * math.expm1(final_tau),
+        band_rel=math.expm1(final_tau),
+        floor=floor,
+        max_curve_rel_dev=float(math.expm1(abs(curve[worst] - center[worst]))),
+        max_curve_dev_step=worst,
+        noise=noise.describe(geo),
+        reference_noise=float(np.max(tau)),
+        smoothing=geo.width, shift=geo.shift, excursion_steps=geo.excursion,
+        reference_learned=learn_reason,
+    )
+    steps, c_lo, c_hi, c_mid = _downsample(np.exp(lo), np.exp(hi), np.exp(center))
+    out["band"] = {"step": steps, "lo": c_lo, "hi": c_hi, "center": c_mid}
+    if final_tau > MAX_BAND:
+        return {**out, "verdict": "inconclusive",
+                "reason": (f"the band is ±{math.expm1(final_tau):.0%} at the end (noise measured: "
+                           + ", ".join(f"{k} {v:.2f}" for k, v in out["noise"].items()) + "): too wide to judge")}
+
+    failures = []
+    if run >= geo.excursion:
+        seg = outside[run_start:run_start + run]
+        side = "above" if seg.mean() > 0 else "below"
+        peak = run_start + int(np.argmax(np.abs(seg)))
+        failures.append(
+            f"loss curve {side} the {reference_mode} band for {run} steps in a row (steps {run_start}-"
+            f"{run_start + run - 1}; {_factor(curve[peak] - center[peak])} the reference at step {peak}, "
+            f"band ±{math.expm1(tau[peak]):.0%})")
+        out["excursion"] = {"start": run_start, "steps": run, "side": side, "peak_step": peak}
+    if abs(final_dev) > final_tau:
+        failures.append(f"final loss {case_final:.4g} vs {reference_mode} {ref_final:.4g}: "
+                        f"{out['direction']} by {abs(diff):.3g}, beyond the band ±{math.expm1(final_tau):.0%}")
+    if failures:
+        return {**out, "verdict": "fail", "reason": "; ".join(failures)}
+    return {**out, "verdict": "pass",
+            "reason": (f"loss curve inside the {reference_mode} band throughout; final {case_final:.4g} vs "
+                       f"{ref_final:.4g} (band ±{math.expm1(final_tau):.0%})")}
+
+
+def judge_validation(value_rec: dict[str, Any], refs: Sequence[dict[str, Any]],
+                     companions: Sequence[dict[str, Any]], band_rel: float | None) -> dict[str, Any]:
+    """Compare a case's validation metric with the reference's.
+
+    Accuracies (GPT greedy generation) get a binomial tolerance over the
+    independent sequences, widened by PT-AMP's distance from PT-FP32; loss-like
+    metrics (distillation held-out MSE) the loss band at the end of the run.
+    """
+    metric = value_rec.get("metric")
+    value = value_rec.get(metric) if metric else None
+    if not metric or not isinstance(value, (int, float)):
+        return {"verdict": "n/a", "reason": "no validation recorded"}
+    ref_values = [r[metric] for r in refs if isinstance(r.get(metric), (int, float))]
+    if not ref_values:
+        return {"verdict": "n/a", "metric": metric, "value": value,
+                "reason": f"the reference recorded no {metric}"}
+    ref = float(np.mean(ref_values))
+    out: dict[str, Any] = {"metric": metric, "value": float(value), "reference": ref}
+    if not math.isfinite(value):
+        return {**out, "verdict": "fail", "reason": f"{metric} is {value}"}
+    kind = value_rec.get("kind") or ("accuracy" if "accuracy" in metric else "loss")
+    if kind == "accuracy":
+        if ref < MIN_ACCURACY:
+            return {**out, "verdict": "inconclusive",
+                    "reason": f"reference {metric} {ref:.2f}: it has not learned the task yet"}
+        count = int(value_rec.get("count") or 16)
+        p = min(max((value + ref) / 2.0, 0.0), 1.0)
+        tol = max(ACCURACY_ATOL, 3.0 * math.sqrt(p * (1.0 - p) / count))
+        others = [c[metric] for c in companions if isinstance(c.get(metric), (int, float))]
+        if others:
+            tol = max(tol, NOISE_K * abs(float(np.mean(others)) - ref))
+        out["tolerance"] = tol
+        ok = abs(value - ref) <= tol
+        text = f"{metric} {value:.3f} vs {ref:.3f} (tolerance ±{tol:.3f})"
+    else:
+        rel = band_rel if band_rel is not None else 0.1
+        out["tolerance"] = rel
+        ok = value > 0 and ref > 0 and abs(math.log(value / ref)) <= math.log1p(rel)
+        text = f"{metric} {value:.4g} vs {ref:.4g} (band ±{rel:.0%})"
+    return {**out, "verdict": "pass" if ok else "fail", "reason": text}
+
+
+def _same_setup(case: dict[str, Any], other: dict[str, Any]) -> bool:
+    s, o = case["settings"], other["settings"]
+    return (all(other[k] == case[k] for k in ("workload", "size", "dims"))
+            and o["seed"] == s["seed"]
+            and o["steps"] + o["warmup"] == s["steps"] + s["warmup"]
+            and o["lr"] == s["lr"]
+            and o.get("lr_warmup", 0) == s.get("lr_warmup", 0))
+
+
+def _plain_runs(records: Sequence[dict[str, Any]], case: dict[str, Any], mode: str) -> list[dict[str, Any]]:
+    """ok, single-process, non-graphed, unmutated runs of ``mode`` with ``case``'s setup."""
+    return [r for r in records
+            if r.get("status") == "ok" and r["case"]["mode"] == mode and not r["case"].get("graphs")
+            and r["case"].get("parallel", "single") == "single" and not r["case"].get("fp8")
+            and not (r.get("setup") or {}).get("test_mutation") and _same_setup(case, r["case"])]
+
+
+def _reference_runs(records: Sequence[dict[str, Any]], case: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
+    for mode in REFERENCE_MODES:
+        runs = _plain_runs(records, case, mode)
+        if runs:
+            return mode, runs
+    return None, []
+
+
+def reference_for(records: Sequence[dict[str, Any]], case: dict[str, Any]) -> tuple[str | None, list[list[float]]]:
+    """The reference mode and its loss curves (all rounds) for ``case``'s workload and size.
+
+    Only ``ok`` single-process, non-graphed, unmutated reference runs of the
+    same seed, steps and dimensions qualify: anything else would not be the
+    same training.
+    """
+    mode, runs = _reference_runs(records, case)
+    return mode, [r["loss"]["per_step"] for r in runs]
+
+
+def attach(records: list[dict[str, Any]]) -> None:
+    """Judge (again) every record that has a loss curve, against the references among ``records``.
+
+    Parity is always recomputed from the stored curves, so a report or merge
+    judges with all the references it has (a shard may have lacked one) and
+    with this tebench's rules.
+    """
+    for record in records:
+        if record.get("loss") and record.get("status") in ("ok", "diverged"):
+            record["parity"] = judge(records, record)
+
+
+def judge(records: Sequence[dict[str, Any]], record: dict[str, Any]) -> dict[str, Any]:
+    """The verdict of one record against the best reference among ``records``."""
+    case = record["case"]
+    if case.get("parallel", "single") != "single":
+        # Each rank trains on its own batch: the global batch is nproc times the
+        # reference's, so the curves legitimately differ. Data-parallel
+        # correctness is checked by the replicas staying identical instead.
+        return {"verdict": "n/a", "reason": "data-parallel case: global batch is nproc x the single-device "
+                                            "reference's; see the replica check in the multi-GPU table"}
+    ref_mode, ref_runs = _reference_runs(records, case)
+    if ref_mode is None:
+        return {"verdict": "n/a",
+                "reason": f"no reference mode ({' or '.join(REFERENCE_MODES)}) ran for this workload and size"}
+    if ref_runs[0] is record:
+        curves = [r["loss"]["per_step"] for r in ref_runs]
+        learned = reference_learned(curves)[1] if min(map(len, curves)) >= MIN_STEPS else "too short to judge"
+        return {"verdict": "reference", "reason": f"{ref_mode} is the reference of this workload and size; {learned}",
+                "reference_mode": ref_mode, "final": final_loss(record["loss"]["per_step"])}
+    others = [r for r in ref_runs if r is not record]
+    # A reference's later rounds are judged against its other rounds (an A/A check).
+    companions: list[dict[str, Any]] = []
+    companion = MODES[ref_mode].companion
+    if companion is not None:
+        runs = _plain_runs(records, case, companion)
+        companions = [] if any(r is record for r in runs) else runs
+    settings = case["settings"]
+    out = evaluate(record["loss"]["per_step"], [r["loss"]["per_step"] for r in others], ref_mode,
+                   settings["parity_rtol"], settings["parity_atol"],
+                   [c["loss"]["per_step"] for c in companions])
+    if out["verdict"] in ("pass", "fail"):
+        frozen = _frozen_beyond_reference(record, others)
+        if frozen:
+            out["reason"] = frozen + ("; " + out["reason"] if out["verdict"] == "fail" else "")
+            out["verdict"] = "fail"
+        val = judge_validation(record.get("validation") or {}, [r.get("validation") or {} for r in others],
+                               [c.get("validation") or {} for c in companions], out.get("band_rel"))
+        out["validation"] = val
+        if val["verdict"] == "fail":
+            out["reason"] = (out["reason"] + "; " if out["verdict"] == "fail" else "") + f"validation: {val['reason']}"
+            out["verdict"] = "fail"
+        elif val["verdict"] in ("pass", "inconclusive"):
+            out["reason"] += f"; validation {val['verdict']}: {val['reason']}"
+    fp8 = case.get("fp8") or {}
+    spec = RECIPES.get(fp8.get("recipe"))
+    if (out["verdict"] == "fail" and spec is not None and "calibration_steps" in spec.options
+            and not fp8.get("calibration_steps")):
+        # Measured on an H200 (README, "FP8 calibration"): the uncalibrated first
+        # step is what moved these curves, not FP8 precision as such.
+        out["reason"] += (f"; uncalibrated {spec.name} scaling: TE's first step quantizes with scale 1 "
+                          "(compare the fp8.calibration_steps variant)")
+    return out
+
+
+def _frozen_beyond_reference(record: dict[str, Any], refs: Sequence[dict[str, Any]]) -> str | None:
+    """A reason when training left more parameter tensors unchanged than in the reference."""
+    mine = (record.get("updates") or {}).get("unchanged")
+    theirs = [(r.get("updates") or {}).get("unchanged") for r in refs]
+    if mine is None or None in theirs or not theirs or mine <= max(theirs):
+        return None
+    names = ", ".join(record["updates"].get("unchanged_names", [])[:5])
+    return (f"{mine} parameter tensors never changed during training (the reference: {max(theirs)}), "
+            f"e.g. {names}")
+
+
+JUDGED = ("pass", "fail", "inconclusive")
+"""The verdicts of a judged case (``reference`` and ``n/a`` were not judged)."""
+
+
+def passed(record: dict[str, Any]) -> bool:
+    """True only for a judged ``pass`` (``inconclusive`` is never a pass)."""
+    return (record.get("parity") or {}).get("verdict") == "pass"

@@ -1,0 +1,74 @@
+"""The ``tebench`` command line: a thin layer over plain functions, one module per command.
+
+Each command module has ``add_parser(sub)`` and a ``cmd_*`` function that calls
+plain functions tests call directly. Bad input (a broken matrix, an unknown
+preset, an unreadable results file) exits with status 2 and a message that
+names the file, key and value. Heavy modules are imported inside the ``cmd_*``
+functions, after the input is checked, so ``--help`` and refusals stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from tebench import __version__
+from tebench.cli.common import EXIT_BAD_INPUT, UsageError, strict_json  # noqa: F401  (the CLI's public names)
+
+COMMANDS = ("env", "list_cases", "run", "report", "compare", "ab", "merge", "history")
+"""The command modules of ``tebench.cli``, in the order ``--help`` lists them."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command: each command module adds its own."""
+    parser = argparse.ArgumentParser(
+        prog="tebench",
+        description="What Transformer Engine (BF16, FP8) buys over plain PyTorch, with loss parity.",
+    )
+    parser.add_argument("--version", action="version", version=f"tebench {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"tebench.cli.{name}").add_parser(sub)
+    return parser
+
+
+def _warn(message, category, filename, lineno, file=None, line=None) -> None:
+    # Warnings (e.g. skipped damaged lines of a results file) are messages for
+    # the user, not Python diagnostics: no source location.
+    print(f"tebench: warning: {message}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``tebench`` console script."""
+    import warnings
+
+    parser = build_parser()
+    args = parser.parse_args(argv)  # --help and usage errors end here, before any other import
+
+    from tebench.errors import RunError
+    from tebench.plan.environment import ProbeError
+    from tebench.plan.matrix import MatrixError
+    from tebench.plan.shards import ShardError
+    from tebench.schema.version import SchemaError
+    warnings.showwarning = _warn
+    try:
+        return args.func(args)
+    except (UsageError, MatrixError, SchemaError, RunError, ShardError, FileNotFoundError) as exc:
+        print(f"tebench {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ProbeError as exc:
+        print(f"tebench {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # e.g. `tebench list | head`
+        sys.stderr.close()
+        return 0
+    except OSError as exc:
+        # A file that cannot be read or written (a full disk, a read-only
+        # file system, a directory where a file is expected): say which.
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"tebench {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT

@@ -1,0 +1,79 @@
+"""``tebench ab``: base and head interleaved (ABBA) on one device, compared round by round."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from tebench.cli.common import (
+    MAX_ROUNDS,
+    UsageError,
+    add_cost_args,
+    add_gate_args,
+    check_launch_args,
+    compare_options,
+    compile_cache_dir,
+    emit,
+    load_matrix,
+    nothing_measured,
+    strict_json,
+)
+
+
+def cmd_ab(args: argparse.Namespace) -> int:
+    """Run base and head interleaved (ABBA) on one device, compare round by round; exit 1 on a regression."""
+    from tebench.analysis import ab
+    from tebench.analysis.compare import to_markdown
+
+    if args.matrix and args.preset:
+        raise UsageError("give a matrix file or --preset, not both")
+    try:
+        opts = ab.ABOptions(
+            out=Path(args.out), rounds=args.rounds,
+            base=ab.SideSpec(args.base_python or sys.executable, ab.parse_env(args.base_env, "--base-env")),
+            head=ab.SideSpec(args.head_python or sys.executable, ab.parse_env(args.head_env, "--head-env")),
+            device=args.device, only=args.only, timeout_s=args.timeout, live=False if args.quiet else None,
+            command=["tebench", *sys.argv[1:]], compare=compare_options(args, True),
+            launch=args.launch, prestart_depth=check_launch_args(args),
+            pause=not args.no_pause)
+        if not 1 <= args.rounds <= MAX_ROUNDS:
+            raise ab.ABError(f"--rounds must be at least 1 and at most {MAX_ROUNDS}, not {args.rounds}")
+        if args.device is not None and not args.device.isdigit():
+            raise ab.ABError(f"--device {args.device}: expected one GPU index, e.g. 0")
+        mat = load_matrix(args)
+        opts.compile_cache = compile_cache_dir(args.compile_cache)  # created only for input known to be good
+        result = ab.run(mat, opts)
+    except ab.ABError as exc:
+        raise UsageError(str(exc)) from None
+    text = strict_json(result.to_json()) if args.format == "json" else to_markdown(result, title="tebench ab")
+    print(f"\nbase:    {opts.out / 'base' / 'results.jsonl'}\nhead:    {opts.out / 'head' / 'results.jsonl'}\n"
+          f"compare: {opts.out / 'compare.md'}\n         {opts.out / 'compare.json'}\n", file=sys.stderr)
+    emit(text, None, args.format == "markdown")
+    nothing_measured(result, "tebench ab")
+    return result.exit_code
+
+
+
+def add_parser(sub: Any) -> None:
+    """The command's arguments, on the ``tebench`` parser's subcommands."""
+    p = sub.add_parser("ab", help="run base and head interleaved (ABBA) on one device and compare (exit 1)")
+    p.add_argument("matrix", nargs="?", help="a matrix file (TOML); default: --preset auto")
+    p.add_argument("--preset", help="a shipped preset, as for run")
+    p.add_argument("--only", action="append", default=[], metavar="GLOB", help="run only matching cases")
+    p.add_argument("--out", required=True, help="directory for base/, head/, compare.md and compare.json")
+    p.add_argument("--rounds", type=int, default=5, help="rounds per side (default %(default)s; at least "
+                   "3 are needed for a verdict)")
+    p.add_argument("--base-python", metavar="PY", help="interpreter of the base side (default: this one)")
+    p.add_argument("--head-python", metavar="PY", help="interpreter of the head side (default: this one)")
+    p.add_argument("--base-env", action="append", default=[], metavar="K=V", help="environment variable "
+                   "for the base side's cases (repeatable)")
+    p.add_argument("--head-env", action="append", default=[], metavar="K=V", help="environment variable "
+                   "for the head side's cases (repeatable)")
+    p.add_argument("--device", help="GPU index both sides run on (default: the default device)")
+    p.add_argument("--timeout", type=float, help="per-case wall-clock limit in seconds (overrides the matrix)")
+    p.add_argument("--quiet", action="store_true", help="no live progress line")
+    add_cost_args(p)
+    add_gate_args(p)
+    p.set_defaults(func=cmd_ab)

@@ -1,0 +1,184 @@
+"""What several commands share: matrix and gate arguments, option checks, output, bad input (exit 2)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_BAD_INPUT = 2
+
+
+# Far beyond any real use; they bound what a typo (an extra zero or ten) can allocate.
+MAX_ROUNDS = 1000
+
+
+MAX_SHARDS = 10_000
+
+
+class UsageError(Exception):
+    """Bad input: reported on stderr, exit status 2."""
+
+
+def add_matrix_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("matrix", nargs="?", help="a matrix file (TOML); default: --preset auto")
+    from tebench.plan.matrix import preset_names  # torch-free; the list is the presets directory's
+
+    p.add_argument("--preset", help="a shipped preset: auto (smoke on CPU, tutorial on a GPU), "
+                   + ", ".join(preset_names()))
+    p.add_argument("--only", action="append", default=[], metavar="GLOB",
+                   help="run only cases whose id matches (repeatable), e.g. 'gpt/*/TE-*'")
+    p.add_argument("--shard", metavar="I/N", help="run shard I of N (cost-balanced, deterministic)")
+
+
+def load_matrix(args: argparse.Namespace, env: Any = None):
+    from tebench.plan import matrix
+
+    if args.matrix and args.preset:
+        raise UsageError("give a matrix file or --preset, not both")
+    if args.matrix:
+        return matrix.load(args.matrix)
+    name = args.preset or "auto"
+    if name == "auto":
+        if env is None:
+            from tebench.plan.environment import probe
+
+            env = probe()
+        name = "tutorial" if env.device_type == "cuda" else "smoke"
+    return matrix.load(name, is_preset=True)
+
+
+def is_auto(args: argparse.Namespace) -> bool:
+    """Whether the matrix depends on the hardware (``--preset auto``, the default)."""
+    return not args.matrix and (args.preset or "auto") == "auto"
+
+
+def parse_shard(args: argparse.Namespace) -> tuple[int, int] | None:
+    from tebench.plan import shards as shard
+
+    spec = shard.parse(args.shard) if args.shard else None
+    if spec and spec[1] > MAX_SHARDS:
+        raise UsageError(f"--shard {args.shard}: at most {MAX_SHARDS} shards")
+    return spec
+
+
+def thresholds(items: list[str]) -> dict[str, float]:
+    from tebench.analysis.compare import CompareError, parse_thresholds
+
+    try:
+        return parse_thresholds(items)
+    except CompareError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def compare_options(args: argparse.Namespace, count_env_changes: bool):
+    from tebench.analysis.compare import CompareError, Options
+
+    try:
+        return Options(thresholds=thresholds(args.threshold), alpha=args.alpha, correction=args.correction,
+                       min_rounds=args.min_rounds, gate_launch_bound=args.gate_launch_bound,
+                       fail_on_missing=args.fail_on_missing, count_env_changes=count_env_changes)
+    except CompareError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def add_gate_args(p: argparse.ArgumentParser) -> None:
+    from tebench.analysis.compare import CORRECTIONS, DEFAULT_ALPHA
+    from tebench.analysis.stats import MIN_ROUNDS
+
+    p.add_argument("--threshold", action="append", default=[], metavar="METRIC=VALUE",
+                   help="regression threshold per metric, as a percentage (time=5%%) or a fraction below 1 "
+                   "(time=0.05): time, memory (default 5%%), loss (default 10%%)")
+    p.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
+                   help="error rate across all cases of the comparison (default %(default)s)")
+    p.add_argument("--correction", choices=CORRECTIONS, default="holm",
+                   help="multiple-comparison control across cases: holm (family-wise) or bh (false discovery)")
+    p.add_argument("--min-rounds", type=int, default=MIN_ROUNDS,
+                   help="rounds per side below which step time is inconclusive (default %(default)s)")
+    p.add_argument("--gate-launch-bound", action="store_true",
+                   help="count step-time regressions of launch-bound cases (GPU busy < 50%%), advisory by default")
+    p.add_argument("--fail-on-missing", action="store_true", help="a case in base but not in head fails the gate")
+    p.add_argument("--format", choices=("markdown", "json"), default="markdown")
+
+
+def emit(text: str, out: str | None, markdown: bool) -> None:
+    import os
+
+    if out:
+        from tebench.store import atomic
+
+        atomic.write_text(out, text + "\n")
+    else:
+        print(text)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary and markdown:
+        with open(summary, "a", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+
+
+def nothing_measured(result: Any, prog: str) -> None:
+    """Say why a comparison with no case measured on both sides exits 2."""
+    from tebench.analysis.compare import UNMEASURED
+
+    if not result.measured:
+        kinds = ", ".join(f"{result.count(v)} {v}" for v in UNMEASURED if result.count(v))
+        print(f"{prog}: error: no case was measured on both sides ({kinds or 'no cases'}); "
+              "see the per-case reasons above", file=sys.stderr)
+
+
+def strict_json(text: str) -> str:
+    """Re-encode JSON text that may hold bare NaN/Infinity as strict JSON (null for them)."""
+    from tebench.store.writer import dumps_strict
+
+    return dumps_strict(json.loads(text), indent=2)
+
+
+def compile_cache_dir(value: str) -> Path | None:
+    """``--compile-cache``: a directory (created now: a cache that cannot be is bad input), ``default``
+    ($TEBENCH_CACHE_DIR/compile, by default ~/.cache/tebench/compile) or ``off``."""
+    if value == "off":
+        return None
+    from tebench.run import caches
+
+    path = caches.default_dir() if value == "default" else Path(value).expanduser()
+    try:
+        caches.prepare(path)
+    except OSError as exc:
+        raise UsageError(f"--compile-cache {value}: cannot create {path} ({exc.strerror})") from None
+    return path
+
+
+def check_launch_args(args: argparse.Namespace) -> int | None:
+    """``--prestart-depth`` and ``--no-pause`` against ``--launch``; returns the depth (None: the default)."""
+    value = args.prestart_depth
+    if value is not None and not 1 <= value <= 8:
+        raise UsageError(f"--prestart-depth {value}: expected 1 to 8 (pre-started workers per device)")
+    if args.launch == "cold" and (value is not None or args.no_pause):
+        given = f"--prestart-depth {value}" if value is not None else "--no-pause"
+        raise UsageError(f"{given} applies to pre-started workers; --launch cold starts none")
+    return value
+
+
+def add_cost_args(p: argparse.ArgumentParser) -> None:
+    """What the harness itself costs on the machine: process starts and compile caches."""
+    # A light module: --help stays fast.
+    from tebench.run.prestart import CPUS_PER_PRESTARTED_WORKER, LAUNCHES, MAX_AUTO_PRESTART_DEPTH
+
+    p.add_argument("--launch", choices=LAUNCHES, default="auto",
+                   help="how each case's process starts: prestarted (its worker imports torch/TE while the "
+                        "previous case runs; one process per case still), cold, or auto (default: prestarted "
+                        "on CUDA machines, cold on CPU-only ones)")
+    p.add_argument("--prestart-depth", type=int, default=None, metavar="N",
+                   help=f"with prestarted launches, start the workers of the next N cases per device, 1 to 8 "
+                        f"(default: one per {CPUS_PER_PRESTARTED_WORKER} usable CPUs per device, 1 to "
+                        f"{MAX_AUTO_PRESTART_DEPTH}; 4 on a 16-CPU host with one GPU; the header records it)")
+    p.add_argument("--no-pause", action="store_true",
+                   help="let pre-started workers run during the timed steps of launch-bound cases (by default "
+                        "they are stopped then, so their imports take no host CPU from the case being timed)")
+    p.add_argument("--compile-cache", default="default", metavar="DIR",
+                   help="directory of the torch.compile/Triton/CUDA JIT caches every case shares, kept across "
+                        "runs (CI can cache it); 'default' is $TEBENCH_CACHE_DIR/compile (~/.cache/tebench/compile), "
+                        "'off' leaves torch's defaults. The header records whether it started cold or warm")
+

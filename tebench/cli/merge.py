@@ -1,0 +1,40 @@
+"""``tebench merge``: shard runs joined into one run, parity judged again."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from tebench.cli.common import EXIT_BAD_INPUT, UsageError
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    """Join shard run directories into one run (and render its report)."""
+    from tebench.store.merge import MergeError, merge
+
+    try:
+        path, missing = merge(args.shards, Path(args.out))
+    except MergeError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"merged {len(args.shards)} shard(s) into {path}")
+    if missing:
+        print(f"missing shard(s): {', '.join(missing)}", file=sys.stderr)
+    if not args.no_report:
+        from tebench.report import render
+
+        out = render([path], Path(args.out) / "report")
+        print(f"report: {out / 'index.html'}")
+    return EXIT_BAD_INPUT if (missing and args.require_complete) else 0
+
+
+
+def add_parser(sub: Any) -> None:
+    """The command's arguments, on the ``tebench`` parser's subcommands."""
+    p = sub.add_parser("merge", help="join shard results (tebench run --shard I/N) into one run")
+    p.add_argument("shards", nargs="+", help="shard run directories or results files")
+    p.add_argument("--out", required=True, help="directory for the merged results.jsonl and report/")
+    p.add_argument("--require-complete", action="store_true", help="exit 2 when a shard is missing")
+    p.add_argument("--no-report", action="store_true")
+    p.set_defaults(func=cmd_merge)

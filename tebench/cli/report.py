@@ -1,0 +1,39 @@
+"""``tebench report``: HTML and Markdown from stored results, no GPU and no re-run."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+from typing import Any
+
+from tebench.cli.common import UsageError
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Render HTML and Markdown from stored results (tebench results or pytest-benchmark JSON)."""
+    import time
+
+    from tebench.report import render
+
+    url = args.assets_url
+    if url is not None and not re.match(r"^https?://[^\s/]+\S*$", url):
+        raise UsageError(f"--assets-url {url!r}: not an absolute http(s) URL (a PR comment cannot show relative "
+                         "image paths)")
+    t0 = time.perf_counter()
+    out = render(args.results, Path(args.out), assets_url=url)
+    print(f"report: {out / 'index.html'}\n        {out / 'report.md'}  ({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
+
+def add_parser(sub: Any) -> None:
+    """The command's arguments, on the ``tebench`` parser's subcommands."""
+    p = sub.add_parser("report", help="render HTML + Markdown from stored results (no GPU, no re-run)")
+    p.add_argument("results", nargs="+", help="results.jsonl files, run directories or pytest-benchmark JSON; "
+                   "several from different machines are compared side by side")
+    p.add_argument("--out", required=True, help="directory for index.html, report.md and chart PNGs")
+    p.add_argument("--assets-url", metavar="URL",
+                   help="absolute URL the chart PNGs will be published at (a branch, Pages): report.md then shows "
+                        "them from there; without it report.md has no images and reads whole as text")
+    p.set_defaults(func=cmd_report)

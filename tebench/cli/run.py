@@ -1,0 +1,109 @@
+"""``tebench run``: run a matrix into a run directory, then render its report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from tebench.cli.common import (
+    MAX_ROUNDS,
+    UsageError,
+    add_cost_args,
+    add_matrix_args,
+    check_launch_args,
+    compile_cache_dir,
+    is_auto,
+    load_matrix,
+    parse_shard,
+)
+
+
+def _check_run_args(args: argparse.Namespace) -> tuple[list[str] | None, tuple[int, int] | None]:
+    """UsageError for run options that are wrong on any machine; returns (devices, shard)."""
+    if not 1 <= args.rounds <= MAX_ROUNDS:
+        raise UsageError(f"--rounds must be at least 1 and at most {MAX_ROUNDS}, not {args.rounds}")
+    if args.timeout is not None:
+        from tebench.plan.matrix import Settings
+        from tebench.schema.knobs import FieldError, check_value
+
+        try:  # the same limits as a matrix file's timeout_s
+            check_value(Settings, "timeout_s", args.timeout)
+        except FieldError as exc:
+            raise UsageError(f"--timeout {args.timeout}: {exc} (seconds)") from None
+    devices = [d.strip() for d in args.devices.split(",")] if args.devices else None
+    if devices and not all(d.isdigit() for d in devices):
+        raise UsageError(f"--devices {args.devices}: expected comma-separated GPU indices, e.g. 0,1")
+    check_launch_args(args)
+    return devices, parse_shard(args)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run a matrix, write results.jsonl as cases finish, then a report."""
+    from tebench.plan.environment import probe
+
+    # Everything that can be checked without the hardware is checked first.
+    devices, shard_spec = _check_run_args(args)
+    mat = None if is_auto(args) else load_matrix(args)
+    # numpy and the rest: only once the input is known to be good
+    from tebench.plan.schedule import select_cases
+    from tebench.run.options import RunOptions
+    from tebench.run.outdir import check_out_dir, lock_out
+    from tebench.run.runner import run
+
+    if mat is not None and not select_cases(mat, args.only, shard_spec):
+        raise UsageError("no case of the matrix matches --only / --shard")  # before the probe, too
+    compile_cache = compile_cache_dir(args.compile_cache)  # created now: only for input known to be good
+    check_out_dir(Path(args.out))
+    with lock_out(Path(args.out)):
+        pass  # refuse at once if another run holds OUT; run() takes the lock for good after the probe
+    env = probe()
+    mat = mat or load_matrix(args, env)
+    if devices and env.device_type == "cuda":
+        bad = [d for d in devices if not d.isdigit() or int(d) >= len(env.gpus)]
+        if bad:
+            raise UsageError(f"--devices {args.devices}: no such GPU {bad} ({len(env.gpus)} visible)")
+    opts = RunOptions(
+        out=Path(args.out), rounds=args.rounds, resume=args.resume, timeout_s=args.timeout,
+        devices=devices, shard=shard_spec, only=args.only,
+        live=False if args.quiet else None, command=["tebench", *sys.argv[1:]],
+        launch=args.launch, compile_cache=compile_cache, prestart_depth=args.prestart_depth,
+        pause=not args.no_pause,
+    )
+    path = run(mat, env, opts)
+    from tebench.schema import records as record
+
+    # Parity judged again over the whole run, as the report judges it: --strict and the report agree.
+    run = record.read(path)
+    print(f"\nresults: {path}")
+    if not args.no_report:
+        from tebench.report import render
+
+        out = render([path], Path(args.out) / "report")
+        print(f"report:  {out / 'index.html'}\n         {out / 'report.md'}")
+    # An inconclusive verdict is not a pass: --strict fails on it too (CaseResult.problem).
+    bad = run.problem_cases
+    if bad:
+        print(f"{len(bad)} case(s) not ok, failing or inconclusive on loss parity:", file=sys.stderr)
+        for r in bad:
+            print(f"  {r.status:<8} {r.case_id}: {r.why}", file=sys.stderr)
+    return 1 if (bad and args.strict) else 0
+
+
+
+def add_parser(sub: Any) -> None:
+    """The command's arguments, on the ``tebench`` parser's subcommands."""
+    p = sub.add_parser("run", help="run a matrix and write results (and a report)")
+    add_matrix_args(p)
+    p.add_argument("--out", required=True, help="run directory (results.jsonl, logs/, report/)")
+    p.add_argument("--rounds", type=int, default=1, help="repeat the matrix R times, interleaved")
+    p.add_argument("--resume", action="store_true", help="continue a killed run in --out")
+    p.add_argument("--timeout", type=float, help="per-case wall-clock limit in seconds (overrides the matrix)")
+    p.add_argument("--devices", help="comma-separated GPU indices: one case per GPU at a time")
+    p.add_argument("--no-report", action="store_true", help="do not render the report at the end")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when any case is not ok (skips excepted), fails loss parity or is inconclusive")
+    p.add_argument("--quiet", action="store_true", help="no live progress line")
+    add_cost_args(p)
+    p.set_defaults(func=cmd_run)

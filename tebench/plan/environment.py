@@ -1,0 +1,304 @@
+"""What the machine is, as the parent knows it: the probe's answer (:class:`Environment`), cached per machine.
+
+The probe itself runs in a child, ``python -m tebench.worker.probe``: the parent
+never touches CUDA. :func:`probe` starts it and caches its answer per
+:func:`machine_key`; gates, the header and ``tebench env`` read the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from tebench import __version__
+
+
+# Environment variables that change what TE or CUDA does; recorded so that a
+# surprising number can be traced back to a setting.
+ENV_PREFIXES = ("NVTE_", "CUDA_", "CUBLAS", "CUDNN_", "NCCL_", "TORCH_", "PYTORCH_", "TORCHINDUCTOR_")
+
+# TE recipe classes by the names TE 2.x uses; a release lacking one reports it
+# as unavailable instead of failing at run time.
+TE_RECIPE_CLASSES = (
+    "DelayedScaling",
+    "Float8CurrentScaling",
+    "Float8BlockScaling",
+    "MXFP8BlockScaling",
+    "NVFP4BlockScaling",
+)
+
+# The TE entry points tebench uses, old and new names (TE 2.x renamed
+# fp8_autocast -> autocast and fp8_model_init -> quantized_model_init).
+TE_API = ("autocast", "fp8_autocast", "quantized_model_init", "fp8_model_init", "make_graphed_callables")
+
+
+@dataclass
+class GPU:
+    """One CUDA device as torch sees it."""
+
+    index: int
+    name: str
+    capability: tuple[int, int]
+    memory_bytes: int
+    multiprocessors: int
+
+
+@dataclass
+class Support:
+    """Whether a feature works here, and if not, why (a human-readable reason)."""
+
+    ok: bool
+    reason: str = ""
+
+
+@dataclass
+class Environment:
+    """What tebench detected about the machine it runs on."""
+
+    device_type: str
+    gpus: list[GPU] = field(default_factory=list)
+    torch: str = ""
+    cuda: str | None = None
+    cudnn: str | None = None
+    driver: str | None = None
+    te: str | None = None
+    te_error: str | None = None
+    te_recipes: list[str] = field(default_factory=list)
+    te_api: list[str] = field(default_factory=list)
+    fp8: Support = field(default_factory=lambda: Support(False, "not probed"))
+    fp8_block: Support = field(default_factory=lambda: Support(False, "not probed"))
+    mxfp8: Support = field(default_factory=lambda: Support(False, "not probed"))
+    nvfp4: Support = field(default_factory=lambda: Support(False, "not probed"))
+    bf16: bool = False
+    compile: Support = field(default_factory=lambda: Support(False, "not probed"))
+    fsdp2: Support = field(default_factory=lambda: Support(False, "not probed"))
+    python: str = ""
+    platform: str = ""
+    cpu: str = ""
+    cpu_count: int = 0
+    hostname: str = ""
+    gpu_clocks: dict[str, Any] = field(default_factory=dict)
+    env_vars: dict[str, str] = field(default_factory=dict)
+    tebench: str = __version__
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    peak_tflops: dict[str, Any] | None = None
+    time: str = ""
+
+    @property
+    def gpu(self) -> GPU | None:
+        """The first visible GPU, or None on a CPU-only machine."""
+        return self.gpus[0] if self.gpus else None
+
+    @property
+    def device_name(self) -> str:
+        """A short human-readable name of the device cases run on (as workers record it)."""
+        return self.gpu.name if self.gpu else f"CPU ({self.cpu or platform.machine()})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Environment":
+        data = dict(data)
+        data["gpus"] = [GPU(**{**g, "capability": tuple(g["capability"])}) for g in data.get("gpus", [])]
+        for key in ("fp8", "fp8_block", "mxfp8", "nvfp4", "compile", "fsdp2"):
+            if isinstance(data.get(key), dict):
+                data[key] = Support(**data[key])
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+def cpu_model() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or platform.machine()
+    match = re.search(r"^model name\s*:\s*(.+)$", text, re.M)
+    return match.group(1).strip() if match else platform.machine()
+
+
+
+def cpu_device_name() -> str:
+    """How a CPU is named in results: the same in skip records and in measured ones."""
+    return f"CPU ({cpu_model()})"
+
+
+def usable_cpus(cpu_max: Path = Path("/sys/fs/cgroup/cpu.max")) -> int:
+    """The CPUs this process may use: its affinity, lowered to its cgroup's CPU quota if it has one.
+
+    A container on a large node sees all the node's CPUs in its affinity while its quota
+    (cgroup v2 ``cpu.max``: "QUOTA PERIOD", or "max PERIOD" without one) allows only a few.
+    """
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        quota, period = cpu_max.read_text().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, max(1, int(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass  # no cgroup v2 quota to read: the affinity is the limit
+    return cpus
+
+
+def _git_state() -> tuple[str | None, bool | None]:
+    """The commit of the tebench checkout this code runs from, if it is one."""
+    if os.environ.get("TEBENCH_GIT_COMMIT"):
+        return os.environ["TEBENCH_GIT_COMMIT"], None
+    root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists() or not shutil.which("git"):
+        return None, None
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--verify", "-q", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+        commit = proc.stdout.strip() if proc.returncode == 0 else None
+        dirty = bool(
+            subprocess.run(
+                ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                capture_output=True, text=True, timeout=10,
+            ).stdout.strip()
+        )
+        return commit, dirty
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+
+
+class ProbeError(RuntimeError):
+    """Hardware detection itself failed (the child crashed or printed no answer)."""
+
+
+CACHE_ENV = "TEBENCH_CACHE_DIR"
+"""Where probe answers are cached (default: $XDG_CACHE_HOME/tebench or ~/.cache/tebench)."""
+
+# Fields that describe this invocation rather than the machine: recomputed
+# when a cached answer is reused.
+_VOLATILE = ("time", "env_vars", "git_commit", "git_dirty", "hostname")
+
+
+def _cache_dir() -> Path:
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tebench"
+
+
+def _package_stamp(name: str) -> str:
+    """Where a package is installed and when it was written, without importing it."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return "absent"
+    if spec is None or not spec.origin:
+        return "absent"
+    try:
+        return f"{spec.origin}@{os.stat(spec.origin).st_mtime_ns}"
+    except OSError:
+        return spec.origin
+
+
+def _driver_stamp() -> str:
+    """The NVIDIA kernel driver's version line and the device nodes, read from the file system."""
+    try:
+        version = Path("/proc/driver/nvidia/version").read_text().splitlines()[0]
+    except (OSError, IndexError):
+        version = "no NVIDIA driver"
+    try:
+        nodes = sorted(p.name for p in Path("/dev").glob("nvidia[0-9]*"))
+    except OSError:
+        nodes = []
+    return f"{version} {' '.join(nodes)}"
+
+
+def machine_key(python: str | None = None) -> str:
+    """Identity of what a probe would find: host, Python, torch/TE installs, driver, CUDA/TE env vars.
+
+    Any change to one of these (a driver update, a new torch, another
+    CUDA_VISIBLE_DEVICES) gives a new key, so a cached answer is never stale.
+    """
+    exe = python or sys.executable
+    try:
+        exe_stamp = f"{os.path.realpath(exe)}@{os.stat(exe).st_mtime_ns}"
+    except OSError:
+        exe_stamp = exe
+    parts = {
+        "host": socket.gethostname(),
+        "python": exe_stamp,
+        "tebench": f"{__version__}@{os.stat(__file__).st_mtime_ns}",
+        "torch": _package_stamp("torch"),
+        "te": _package_stamp("transformer_engine"),
+        "driver": _driver_stamp(),
+        "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
+    }
+    import hashlib
+
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def _refresh(env: Environment) -> Environment:
+    env.time = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    env.env_vars = {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)}
+    env.hostname = socket.gethostname()
+    env.git_commit, env.git_dirty = _git_state()
+    return env
+
+
+def _run_probe(timeout: float, python: str | None) -> tuple[Environment, bool]:
+    """Detection in a child process; (environment, whether the answer is complete)."""
+    cmd = [python or sys.executable, "-m", "tebench.worker.probe", "--json"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        env = Environment(device_type="cpu")
+        env.te_error = f"detection timed out after {timeout:.0f} s"
+        return env, False
+    except OSError as exc:
+        raise ProbeError(f"hardware detection could not start {cmd[0]}: {exc}") from None
+    if proc.returncode != 0:
+        # The child's last line says why (e.g. "ModuleNotFoundError: No module named 'torch'");
+        # its whole traceback is one command away, not printed as if tebench had crashed.
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        why = lines[-1].strip() if lines else f"exit {proc.returncode}"
+        raise ProbeError(f"hardware detection in a child process failed: {why} "
+                         f"(details: {cmd[0]} -m tebench.worker.probe)")
+    try:
+        return Environment.from_dict(json.loads(proc.stdout.strip().splitlines()[-1])), True
+    except (ValueError, IndexError, TypeError, KeyError) as exc:
+        raise ProbeError(f"hardware detection printed no usable answer ({exc}):\n{proc.stdout[-500:]}") from None
+
+
+def probe(timeout: float = 180.0, python: str | None = None, cached: bool = False) -> Environment:
+    """Run detection in a child process and return what it found.
+
+    A child keeps CUDA (and torch) out of the caller; if the child itself
+    crashes (a broken driver, say), ProbeError says so. The answer is cached
+    per :func:`machine_key`; ``cached=True`` reuses it (``tebench list``: a
+    second instead of a torch import), a plain call always probes afresh and
+    refreshes the cache (``tebench run`` records what it ran on).
+    """
+    key = machine_key(python)
+    cache = _cache_dir() / f"env-{key}.json"
+    if cached:
+        try:
+            return _refresh(Environment.from_dict(json.loads(cache.read_text())))
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            pass  # no usable cached answer: probe
+    env, complete = _run_probe(timeout, python)
+    if complete:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(env.to_dict()))
+            os.replace(tmp, cache)
+        except OSError:
+            pass  # a read-only home only costs the next call a probe
+    return env

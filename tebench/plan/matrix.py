@@ -1,0 +1,649 @@
+"""Matrix files: load, validate and expand into cases.
+
+A matrix file (TOML, see ``benchmarks/``) names the axes; :func:`iter_cases`
+expands their product, applies the declared ``[[exclude]]`` rules and yields
+one frozen :class:`Case` per point. Every problem in a file is reported as a
+:class:`MatrixError` naming the file, the key and the value, before anything runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import itertools
+import json
+import unicodedata
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterator
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from tebench.schema import knobs as fields
+from tebench.schema.knobs import FieldError, knob
+from tebench.plan.modes import MODES
+from tebench.plan.recipes import AMAX_ALGOS, FORMATS, RECIPES, FP8Options
+from tebench.workloads import BUILT_IN, SPECS, SizeError
+from tebench.workloads.plugins import PluginError
+from tebench.workloads.spec import size_from_dict
+
+PARALLEL = ("single", "ddp", "fsdp2")
+NAME_MAX = 64
+"""Longest workload or size name (they become parts of case ids and file names)."""
+
+
+class MatrixError(ValueError):
+    """A matrix file that cannot be used; the message names file, key and value."""
+
+    def __init__(self, source: str, key: str, value: Any, message: str):
+        self.source, self.key, self.value = source, key, value
+        shown = "" if value is _MISSING or fields.is_missing(value) else f" = {_show(value)}"
+        super().__init__(f"{source}: [{key}]{shown}: {message}")
+
+
+_MISSING = object()
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+class _Bad(ValueError):
+    """A bad value found while expanding; :func:`iter_cases` adds the file that holds it."""
+
+    def __init__(self, key: str, value: Any, message: str):
+        super().__init__(message)
+        self.key, self.value = key, value
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How each case is run. Any of these can be overridden per size."""
+
+    steps: int = knob(50, "Train steps after the warm-up, all timed. Every case trains warmup + steps steps.",
+                      min=1, max=1_000_000)
+    warmup: int = knob(5, "Train steps run before timing starts (compilation, autotuning, allocator growth); "
+                       "with warmup_rule = settled, the most that are left untimed.", min=0, max=1_000_000)
+    warmup_rule: str = knob("settled", "settled: timing starts once step times have settled (at least "
+                            "warmup_floor steps, at most warmup); the warm-up steps after that point are timed "
+                            "too. fixed: exactly warmup steps untimed.", choices=("settled", "fixed"))
+    warmup_floor: int = knob(2, "Adaptive warm-up: steps never timed (the first one compiles, autotunes and "
+                             "loads kernels).", min=1, max=1_000_000)
+    warmup_rtol: float = knob(0.10, "Adaptive warm-up: step times have settled when the last two are within "
+                              "this fraction of each other.", min=0.0, max=10.0)
+    seed: int = knob(1234, "Seed of weights and data: every mode of a workload sees the same ones.",
+                     min=0, max=2**31 - 1)
+    lr: float = knob(1e-3, "AdamW learning rate.", min=1e-12, max=10.0)
+    lr_warmup: int = knob(0, "Steps of linear learning-rate warm-up from lr/lr_warmup up to lr (0: constant lr); "
+                          "wide models need it (at d_model 4096 a full-size first Adam step drives the loss up).",
+                          min=0, max=1_000_000)
+    timeout_s: float = knob(900.0, "Wall-clock limit of one case's process in seconds, start-up included.",
+                            min=1.0, max=7 * 86400.0)
+    parity_rtol: float = knob(0.15, "Loss parity: the narrowest the band around the reference curve gets "
+                              "(relative); measured noise widens it. 0.15 because PT-AMP ended 9% off PT-FP32 "
+                              "on a tiny GPT on an H200.", min=0.0, max=10.0)
+    parity_atol: float = knob(0.05, "Loss parity: losses below this count as equal; capped at a tenth of the "
+                              "reference's final loss.", min=0.0, max=1e6)
+    profile_steps: int = knob(3, "Extra steps run under the profiler on CUDA to measure how busy the GPU is "
+                              "(not timed).", min=0, max=10_000)
+    scaling_samples: int = knob(8, "How many times over the run FP8 scaling state is sampled.", min=0, max=10_000)
+    validate: bool = knob(True, "Run the workload's held-out validation after training (16 forward passes for "
+                          "the GPT; part of the convergence verdict).")
+
+    @classmethod
+    def field_names(cls) -> set[str]:
+        return {f.name for f in dataclasses.fields(cls)}
+
+
+@dataclass(frozen=True)
+class AxisValue:
+    """One value of each ``[axes]`` list (and of the ``[[exclude]]`` keys that name them)."""
+
+    workloads: str = knob(BUILT_IN[0], f"A workload: built in ({', '.join(BUILT_IN)}), or a user workload's "
+                                       "import path or entry-point name (checked where its sizes are).")
+    modes: str = knob(next(iter(MODES)), "A precision mode.", choices=tuple(MODES))
+    graphs: bool = knob(False, "Capture the model's layer stack in CUDA graphs.")
+    fp8_weights: bool = knob(False, "Keep weights in FP8 (TE-FP8 only).")
+    parallel: str = knob("single", "single, or data parallel (ddp, fsdp2) over nproc processes.", choices=PARALLEL)
+    nproc: int = knob(2, "Processes (GPUs) of a data-parallel case.", min=1, max=1024)
+
+
+@dataclass(frozen=True)
+class FP8AxisValue:
+    """One value of each ``[fp8]`` list (and of the ``[[exclude]]`` keys that name them)."""
+
+    recipes: str = knob("delayed", "A TE quantization recipe.", choices=tuple(RECIPES))
+    formats: str = knob("HYBRID", "FP8 format.", choices=FORMATS)
+    amax_history_len: int = knob(1024, "Delayed scaling: length of the amax history.", min=1, max=65536)
+    amax_compute_algo: str = knob("max", "Delayed scaling: how the amax history becomes a scale.", choices=AMAX_ALGOS)
+    calibration_steps: int = knob(0, "Delayed scaling: forward+backward passes before training (0: none).",
+                                  min=0, max=10_000)
+
+
+# [[exclude]] key -> (dataclass, field) whose declaration its values must fit.
+EXCLUDE_FIELDS: dict[str, tuple[type, str]] = {
+    "workload": (AxisValue, "workloads"), "mode": (AxisValue, "modes"), "graphs": (AxisValue, "graphs"),
+    "fp8_weights": (AxisValue, "fp8_weights"), "parallel": (AxisValue, "parallel"), "nproc": (AxisValue, "nproc"),
+    "recipe": (FP8AxisValue, "recipes"), "format": (FP8AxisValue, "formats"),
+    "amax_history_len": (FP8AxisValue, "amax_history_len"),
+    "amax_compute_algo": (FP8AxisValue, "amax_compute_algo"),
+    "calibration_steps": (FP8AxisValue, "calibration_steps"),
+}
+
+
+def check_name(name: Any) -> str | None:
+    """Why ``name`` cannot be part of a case id (None when it can).
+
+    Names become path components of case ids (``gpt/<size>/<mode>``) and of
+    log file names: a "/" would split the id, control characters would garble
+    terminals and reports.
+    """
+    if not isinstance(name, str):
+        return f"must be a string, not {type(name).__name__}"
+    if not name or name != name.strip():
+        return "must be a non-empty name without leading or trailing spaces"
+    if len(name) > NAME_MAX:
+        return f"is longer than {NAME_MAX} characters"
+    if "/" in name:
+        return 'must not contain "/" (it would split the case id)'
+    if any(unicodedata.category(ch).startswith("C") for ch in name):
+        return "must not contain control or invisible characters"
+    return None
+
+
+@dataclass(frozen=True)
+class Case:
+    """One point of the matrix: workload x size x mode x recipe options, with its settings."""
+
+    workload: str
+    size: str
+    mode: str
+    dims: tuple[tuple[str, Any], ...]
+    """The size's fields, e.g. (("d_model", 768), ...)."""
+    fp8: FP8Options | None = None
+    graphs: bool = False
+    """Capture the model's layer stack in CUDA graphs."""
+    fp8_weights: bool = False
+    """Keep weights in FP8 (TE's quantized_model_init) with an FP8-aware optimizer."""
+    parallel: str = "single"
+    nproc: int = 1
+    settings: Settings = field(default_factory=Settings)
+
+    @property
+    def id(self) -> str:
+        """Stable identity built from the axes, e.g. ``gpt/tutorial/TE-FP8/delayed.E4M3.h16.max``."""
+        parts = [self.workload, self.size, self.mode]
+        if self.fp8 is not None:
+            parts.append(self.fp8.label())
+        if self.fp8_weights:
+            parts.append("fp8-weights")
+        if self.graphs:
+            parts.append("graphs")
+        if self.parallel != "single":
+            parts.append(f"{self.parallel}x{self.nproc}")
+        return "/".join(parts)
+
+    @property
+    def size_spec(self) -> Any:
+        """The workload's size dataclass for this case."""
+        return SPECS[self.workload].size_type(**dict(self.dims))
+
+    @property
+    def variant(self) -> str:
+        """The mode plus its options: the 'column' a report compares across."""
+        return self.id.split("/", 2)[2]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload,
+            "size": self.size,
+            "mode": self.mode,
+            "dims": dict(self.dims),
+            "fp8": dataclasses.asdict(self.fp8) if self.fp8 else None,
+            "graphs": self.graphs,
+            "fp8_weights": self.fp8_weights,
+            "parallel": self.parallel,
+            "nproc": self.nproc,
+            "settings": dataclasses.asdict(self.settings),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Case":
+        return cls(
+            workload=d["workload"],
+            size=d["size"],
+            mode=d["mode"],
+            dims=tuple(d["dims"].items()),
+            fp8=FP8Options(**d["fp8"]) if d.get("fp8") else None,
+            graphs=d.get("graphs", False),
+            fp8_weights=d.get("fp8_weights", False),
+            parallel=d.get("parallel", "single"),
+            nproc=d.get("nproc", 1),
+            settings=Settings(**d.get("settings", {})),
+        )
+
+
+@dataclass
+class Matrix:
+    """A loaded, validated matrix file."""
+
+    name: str
+    source: str
+    data: dict[str, Any]
+    """The resolved contents (after ``extends``), as stored in results headers."""
+    text_sha256: str
+    description: str = ""
+    origins: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    """Key path (``sizes.gpt.a.d_model``, ``exclude[2]``) -> the file that set it, through ``extends``."""
+
+    @property
+    def sha256(self) -> str:
+        """Hash of the resolved matrix: equal for two files that expand to the same cases."""
+        return hashlib.sha256(json.dumps(self.data, sort_keys=True, default=str).encode()).hexdigest()
+
+    def origin(self, key: str) -> str:
+        """The file that holds ``key`` (the longest recorded prefix of it), else this matrix's own."""
+        parts = key.split(".")
+        while parts:
+            found = self.origins.get(".".join(parts))
+            if found:
+                return found
+            parts.pop()
+        return self.origins.get("", self.source)
+
+
+TOP_KEYS = {"name", "description", "extends", "settings", "axes", "fp8", "sizes", "exclude"}
+AXIS_KEYS = {f.name for f in dataclasses.fields(AxisValue)}
+FP8_KEYS = {f.name for f in dataclasses.fields(FP8AxisValue)}
+EXCLUDE_KEYS = {"size", "reason", *EXCLUDE_FIELDS}
+
+
+def preset_names() -> list[str]:
+    """Names of the presets shipped in ``benchmarks/``."""
+    return sorted(p.name[:-5] for p in _presets_dir().iterdir() if p.name.endswith(".toml"))
+
+
+def _presets_dir() -> Any:
+    try:
+        return resources.files("tebench.presets")
+    except ModuleNotFoundError:  # running from a source tree that is not installed
+        return Path(__file__).resolve().parent.parent / "benchmarks" / "matrices"
+
+
+def preset_path(name: str) -> Path:
+    """Path of a shipped preset; MatrixError naming the known ones when it does not exist."""
+    if check_name(name) is None:
+        path = _presets_dir() / f"{name}.toml"
+        if path.is_file():
+            return Path(str(path))
+    raise MatrixError("--preset", "preset", name, f"no such preset (known: {', '.join(preset_names())})")
+
+
+def _read_toml(path: Path, source: str) -> tuple[dict[str, Any], str]:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise MatrixError(source, "file", _MISSING, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        return tomllib.loads(raw.decode("utf-8")), hashlib.sha256(raw).hexdigest()
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise MatrixError(source, "file", _MISSING, f"not valid TOML: {exc}") from None
+    except RecursionError:
+        raise MatrixError(source, "file", _MISSING, "not valid TOML: nested too deeply") from None
+
+
+def _origins(data: dict[str, Any], source: str, prefix: str = "") -> dict[str, str]:
+    """Every key path of one file's table -> that file (exclude rules are added by _merge)."""
+    out = {}
+    for key, value in data.items():
+        if key == "exclude" and not prefix:
+            continue
+        path = f"{prefix}{key}"
+        out[path] = source
+        if isinstance(value, dict):
+            out.update(_origins(value, source, path + "."))
+    return out
+
+
+def _merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
+    """Child overrides base; tables merge recursively, lists are replaced, excludes add up."""
+    out = copy.deepcopy(base)
+    for key, value in child.items():
+        if key == "exclude":
+            out["exclude"] = list(out.get("exclude", [])) + (list(value) if isinstance(value, list) else [value])
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _exclude_count(data: dict[str, Any]) -> int:
+    rules = data.get("exclude", [])
+    return len(rules) if isinstance(rules, list) else 1
+
+
+def _resolve(path: Path, source: str, seen: tuple[str, ...] = ()) -> tuple[dict[str, Any], dict[str, str]]:
+    """The file's table with its ``extends`` chain merged in, and where each key came from."""
+    data, _ = _read_toml(path, source)
+    parent = data.pop("extends", None)
+    own = _origins(data, source)
+    own[""] = source
+    if parent is None:
+        own.update({f"exclude[{i}]": source for i in range(_exclude_count(data))})
+        return data, own
+    if not isinstance(parent, str) or not parent.strip() or any(unicodedata.category(ch) == "Cc" for ch in parent):
+        raise MatrixError(source, "extends", parent, "must be a preset name or a path to a .toml file")
+    candidate = path.parent / (parent if parent.endswith(".toml") else f"{parent}.toml")
+    if not candidate.is_file():
+        shipped = _presets_dir() / f"{parent.removesuffix('.toml')}.toml"
+        if "/" in parent or not shipped.is_file():
+            raise MatrixError(source, "extends", parent,
+                              f"no such file ({candidate}) and no shipped preset of that name "
+                              f"(known: {', '.join(preset_names())})")
+        candidate = Path(str(shipped))
+    key = str(candidate.resolve())
+    if key in seen or key == str(path.resolve()):
+        raise MatrixError(source, "extends", parent, "extends itself (a cycle of presets)")
+    base, origins = _resolve(candidate, str(candidate), seen + (str(path.resolve()),))
+    base.pop("name", None)
+    base.pop("description", None)
+    inherited = _exclude_count(base)
+    origins.update(own)
+    origins.update({f"exclude[{inherited + i}]": source for i in range(_exclude_count(data))})
+    return _merge(base, data), origins
+
+
+def load(spec: str | Path, is_preset: bool = False) -> Matrix:
+    """Load a matrix from a preset name or a file path, validating it completely.
+
+    Needs no torch and no hardware: every check here is on the file's data.
+    """
+    path = preset_path(str(spec)) if is_preset else Path(spec)
+    source = f"preset '{spec}' ({path})" if is_preset else str(spec)
+    if path.is_dir():
+        raise MatrixError(source, "file", _MISSING, "is a directory, not a matrix file")
+    _, text_sha = _read_toml(path, source)
+    data, origins = _resolve(path, source)
+    for key in ("name", "description"):
+        if key in data and not isinstance(data[key], str):
+            raise MatrixError(source, key, data[key], "must be a string")
+    name = data.get("name", path.stem)
+    if check_name(name) is not None:
+        raise MatrixError(source, "name", name, check_name(name) or "")
+    matrix = Matrix(
+        name=str(name),
+        source=str(path),
+        data=data,
+        text_sha256=text_sha,
+        description=str(data.get("description", "")),
+        origins={**origins, "": source},
+    )
+    cases = list(iter_cases(matrix))
+    if not cases:
+        raise MatrixError(source, "exclude", _MISSING, "every case of the matrix is excluded: nothing to run")
+    return matrix
+
+
+def _list(key: str, value: Any, cls: type, name: str) -> list[Any]:
+    """A list axis (or a single value), each element checked against ``cls.name``'s declaration."""
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise _Bad(key, value, "must not be empty")
+    out = []
+    for v in values:
+        try:
+            out.append(fields.check_value(cls, name, v))
+        except FieldError as exc:
+            raise _Bad(key, v, str(exc)) from None
+    return out
+
+
+def _settings(where: str, table: dict[str, Any], base: Settings) -> Settings:
+    known = Settings.field_names()
+    for key, value in table.items():
+        if key not in known:
+            raise _Bad(f"{where}.{key}", value, f"unknown setting (known: {', '.join(sorted(known))})")
+    try:
+        return fields.build(Settings, table, require_all=False, base=base)
+    except FieldError as exc:
+        raise _Bad(f"{where}.{exc.key}", exc.value, str(exc)) from None
+
+
+def _unknown(where: str, table: dict[str, Any], known: set[str]) -> None:
+    for key in table:
+        if key not in known:
+            raise _Bad(f"{where}{key}", table[key], f"unknown key (known: {', '.join(sorted(known))})")
+
+
+def _matches(rule: dict[str, Any], case: Case) -> bool:
+    fp8 = case.fp8
+    values = {
+        "workload": case.workload, "size": case.size, "mode": case.mode,
+        "recipe": fp8.recipe if fp8 else None, "format": fp8.format if fp8 else None,
+        "amax_history_len": fp8.amax_history_len if fp8 else None,
+        "amax_compute_algo": fp8.amax_compute_algo if fp8 else None,
+        "calibration_steps": fp8.calibration_steps if fp8 else None,
+        "graphs": case.graphs, "fp8_weights": case.fp8_weights, "parallel": case.parallel, "nproc": case.nproc,
+    }
+    for key, want in rule.items():
+        if key == "reason":
+            continue
+        wanted = want if isinstance(want, list) else [want]
+        if values[key] not in wanted:
+            return False
+    return True
+
+
+@dataclass
+class _Axes:
+    """The validated axes of a matrix."""
+
+    workloads: list[str]
+    modes: list[str]
+    graphs: list[bool]
+    fp8_weights: list[bool]
+    parallel: list[str]
+    nprocs: list[int]
+    fp8_points: list[FP8Options]
+
+
+def _axes(data: dict[str, Any], sizes: dict[str, Any]) -> _Axes:
+    axes = data.get("axes", {})
+    _unknown("axes.", axes, AXIS_KEYS)
+    workloads = _list("axes.workloads", axes.get("workloads", list(sizes)), AxisValue, "workloads")
+    for wl in workloads:
+        if not sizes.get(wl):
+            raise _Bad("axes.workloads", wl, f"listed, but the matrix has no [sizes.{wl}.<name>] table")
+    modes = axes.get("modes", list(MODES))
+    modes = list(MODES) if modes == "all" else _list("axes.modes", modes, AxisValue, "modes")
+
+    fp8 = data.get("fp8", {})
+    _unknown("fp8.", fp8, FP8_KEYS)
+    points = itertools.product(*(
+        _list(f"fp8.{name}", fp8.get(name, [default]), FP8AxisValue, name)
+        for name, default in (("recipes", "delayed"), ("formats", "HYBRID"), ("amax_history_len", 1024),
+                              ("amax_compute_algo", "max"), ("calibration_steps", 0))
+    ))
+    return _Axes(
+        workloads=workloads,
+        modes=modes,
+        graphs=_list("axes.graphs", axes.get("graphs", [False]), AxisValue, "graphs"),
+        fp8_weights=_list("axes.fp8_weights", axes.get("fp8_weights", [False]), AxisValue, "fp8_weights"),
+        parallel=_list("axes.parallel", axes.get("parallel", ["single"]), AxisValue, "parallel"),
+        nprocs=_list("axes.nproc", axes.get("nproc", [2]), AxisValue, "nproc"),
+        fp8_points=list(dict.fromkeys(FP8Options.normalized(*point) for point in points)),
+    )
+
+
+def _rules(data: dict[str, Any]) -> list[dict[str, Any]]:
+    rules = data.get("exclude", [])
+    if not isinstance(rules, list):
+        raise _Bad("exclude", rules, "must be an array of tables ([[exclude]])")
+    for i, rule in enumerate(rules):
+        if not isinstance(rule, dict):
+            raise _Bad(f"exclude[{i}]", rule, "must be a table")
+        _unknown(f"exclude[{i}].", rule, EXCLUDE_KEYS)
+        for key, value in rule.items():
+            if key == "reason":
+                if not isinstance(value, str):
+                    raise _Bad(f"exclude[{i}].reason", value, "must be a string")
+            elif key == "size":
+                for v in value if isinstance(value, list) else [value]:
+                    if check_name(v) is not None:
+                        raise _Bad(f"exclude[{i}].size", v, check_name(v) or "")
+            else:
+                _list(f"exclude[{i}].{key}", value, *EXCLUDE_FIELDS[key])
+    return rules
+
+
+def _size(workload: str, size_name: str, dims: Any, base: Settings) -> tuple[Any, Settings]:
+    """A size table -> (its validated size dataclass, its settings)."""
+    where = f"sizes.{workload}.{size_name}"
+    why = check_name(size_name)
+    if why:
+        raise _Bad(f"sizes.{workload}", size_name, f"size name {why}")
+    if not isinstance(dims, dict):
+        raise _Bad(where, dims, "must be a table of dimensions")
+    overrides = {k: v for k, v in dims.items() if k in Settings.field_names()}
+    shape = {k: v for k, v in dims.items() if k not in overrides}
+    settings = _settings(where, overrides, base)
+    spec = SPECS[workload]
+    try:
+        size = size_from_dict(spec.size_type, shape, where)
+        spec.check(size)
+    except SizeError as exc:
+        key = f"{where}.{exc.key}" if exc.key else where
+        raise _Bad(key, exc.value, str(exc)) from None
+    return size, settings
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """One ``[[exclude]]`` rule as written, its reason and how many cases it removed."""
+
+    rule: dict[str, Any]
+    """The rule's axis keys and values (``reason`` apart)."""
+    reason: str | None
+    cases: int
+    """Cases this rule removed. A case two rules match counts for the first of them, so the
+    counts add up to the cases the matrix excludes."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The form stored in a run's header (``excluded``)."""
+        return {"rule": dict(self.rule), "reason": self.reason, "cases": self.cases}
+
+
+def exclusion_text(entry: dict[str, Any]) -> str:
+    """One line for an exclusion in its stored form: ``mode=TE-FP8 graphs=true: 4 case(s) (why)``."""
+    def show(value: Any) -> str:
+        if isinstance(value, list):
+            return "[" + ", ".join(show(v) for v in value) + "]"
+        return str(value).lower() if isinstance(value, bool) else str(value)
+
+    rule = " ".join(f"{key}={show(value)}" for key, value in (entry.get("rule") or {}).items()) or "(empty rule)"
+    reason = entry.get("reason")
+    return f"{rule}: {entry.get('cases', 0)} case(s)" + (f" ({reason})" if reason else " (no reason given)")
+
+
+@dataclass
+class Expansion:
+    """A matrix expanded: the cases that run, and what each exclusion rule took away."""
+
+    cases: list[Case]
+    excluded: list[Exclusion]
+
+
+def expand(matrix: Matrix) -> Expansion:
+    """Expand a matrix into cases, in a stable order, exclusions applied and counted.
+
+    Raises MatrixError for anything invalid, naming the file (through
+    ``extends``) that holds the bad value; the expansion itself is the
+    validation, so ``tebench list`` and ``tebench run`` can never disagree.
+    """
+    try:
+        return _expand(matrix.data)
+    except _Bad as bad:
+        raise MatrixError(matrix.origin(bad.key), bad.key, bad.value, str(bad)) from None
+
+
+def iter_cases(matrix: Matrix) -> Iterator[Case]:
+    """The cases of :func:`expand`, in its order."""
+    yield from expand(matrix).cases
+
+
+def _expand(data: Any) -> Expansion:
+    base, sizes = _top_level(data)
+    axes = _axes(data, sizes)
+    rules = _rules(data)
+    kept: dict[str, Case] = {}
+    removed: list[set[str]] = [set() for _ in rules]
+    for case in _candidates(axes, sizes, base):
+        hit = next((i for i, rule in enumerate(rules) if _matches(rule, case)), None)
+        if hit is None:
+            kept.setdefault(case.id, case)
+        else:
+            removed[hit].add(case.id)
+    excluded = [Exclusion({k: v for k, v in rule.items() if k != "reason"}, rule.get("reason"), len(ids))
+                for rule, ids in zip(rules, removed)]
+    return Expansion(list(kept.values()), excluded)
+
+
+def _top_level(data: Any) -> tuple[Settings, dict[str, Any]]:
+    """The file's top-level tables checked: (the base settings, the sizes by workload)."""
+    if not isinstance(data, dict):
+        raise _Bad("file", _MISSING, "must be a TOML table")
+    _unknown("", data, TOP_KEYS - {"extends"})
+    for key in ("settings", "axes", "fp8", "sizes"):
+        if key in data and not isinstance(data[key], dict):
+            raise _Bad(key, data[key], "must be a table")
+    base = _settings("settings", data.get("settings", {}), Settings())
+    sizes = data.get("sizes", {})
+    if not sizes:
+        raise _Bad("sizes", _MISSING, "no sizes: add at least one [sizes.<workload>.<name>] table")
+    for wl, table in sizes.items():
+        try:
+            SPECS[wl]  # built in, or a user workload: imported and protocol-checked before any case runs
+        except PluginError as exc:
+            raise _Bad(f"sizes.{wl}", _MISSING, str(exc)) from None
+        if not isinstance(table, dict):
+            raise _Bad(f"sizes.{wl}", table, "must be a table of named sizes")
+    return base, sizes
+
+
+def _candidates(axes: _Axes, sizes: dict[str, Any], base: Settings) -> Iterator[Case]:
+    """Every point of the axes' product, before exclusion (sizes validated on the way)."""
+    for wl_name in axes.workloads:
+        for size_name, dims in sizes[wl_name].items():
+            spec, settings = _size(wl_name, size_name, dims, base)
+            dim_items = tuple(dataclasses.asdict(spec).items())
+            for mode_name, g, w, par in itertools.product(axes.modes, axes.graphs, axes.fp8_weights, axes.parallel):
+                mode = MODES[mode_name]
+                if w and not mode.fp8:
+                    continue  # FP8 weights only exist under FP8
+                for n in (axes.nprocs if par != "single" else [1]):
+                    for opts in (axes.fp8_points if mode.fp8 else [None]):
+                        yield Case(wl_name, size_name, mode_name, dim_items, opts, g, w, par, n, settings)
+
+
+def reference_order(cases: list[Case]) -> list[Case]:
+    """Cases in matrix order, but with each group's reference mode first.
+
+    Parity compares against the reference, so running it first lets the
+    runner judge every later case as soon as it finishes.
+    """
+    from tebench.plan.modes import REFERENCE_MODES
+
+    def rank(case: Case) -> int:
+        return REFERENCE_MODES.index(case.mode) if case.mode in REFERENCE_MODES else len(REFERENCE_MODES)
+
+    groups: dict[tuple, list[Case]] = {}
+    for case in cases:
+        groups.setdefault((case.workload, case.size), []).append(case)
+    return [c for group in groups.values() for c in sorted(group, key=rank)]

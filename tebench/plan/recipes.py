@@ -1,0 +1,117 @@
+"""The registry of Transformer Engine quantization recipes.
+
+One entry per recipe: the matrix file's choices, the CLI's help, validation,
+gating and construction all come from :data:`RECIPES`, so a new recipe is one
+entry here. Recipes are built by TE class *name*, so a TE release that lacks a
+class is reported with a clear message instead of an AttributeError.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tebench.plan.environment import Environment
+
+FORMATS = ("E4M3", "HYBRID")
+AMAX_ALGOS = ("max", "most_recent")
+
+
+@dataclass(frozen=True)
+class RecipeSpec:
+    """What tebench knows about one TE recipe."""
+
+    name: str
+    """The name used in matrix files and case ids."""
+    te_class: str
+    """Class name in ``transformer_engine.common.recipe``."""
+    options: tuple[str, ...]
+    """Which recipe axes apply (``format``, ``amax_history_len``, ``amax_compute_algo``, ``calibration_steps``)."""
+    support: str
+    """Which :class:`tebench.plan.environment.Environment` support flag gates it."""
+    stateful: bool
+    """Whether layers keep a scale and an amax history between steps (delayed scaling)."""
+    description: str
+
+    def gate(self, env: "Environment") -> str | None:
+        """None when this recipe can run here, else the reason it cannot."""
+        if env.te is not None and self.te_class not in env.te_recipes:
+            return f"Transformer Engine {env.te} has no recipe class {self.te_class} (recipe '{self.name}')"
+        support = getattr(env, self.support)
+        if not support.ok:
+            return f"recipe '{self.name}' not supported here: {support.reason}"
+        return None
+
+
+RECIPES: dict[str, RecipeSpec] = {
+    spec.name: spec
+    for spec in (
+        RecipeSpec(
+            "delayed", "DelayedScaling", ("format", "amax_history_len", "amax_compute_algo", "calibration_steps"),
+            "fp8", True,
+            "per-tensor delayed scaling: scale from the amax history of earlier steps",
+        ),
+        RecipeSpec(
+            "current", "Float8CurrentScaling", ("format",), "fp8", False,
+            "per-tensor current scaling: scale from this step's amax",
+        ),
+        RecipeSpec(
+            "block", "Float8BlockScaling", ("format",), "fp8_block", False,
+            "FP8 with 1x128 / 128x128 block scales (DeepSeek-V3 style)",
+        ),
+        RecipeSpec(
+            "mxfp8", "MXFP8BlockScaling", ("format",), "mxfp8", False,
+            "MXFP8: E8M0 scale per 32 values (compute capability >= 10.0)",
+        ),
+        RecipeSpec(
+            "nvfp4", "NVFP4BlockScaling", (), "nvfp4", False,
+            "NVFP4: 4-bit E2M1 with per-16 FP8 scales (compute capability >= 10.0)",
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class FP8Options:
+    """One point on the FP8 recipe axes. Options a recipe ignores are None."""
+
+    recipe: str = "delayed"
+    format: str | None = "HYBRID"
+    amax_history_len: int | None = 1024
+    amax_compute_algo: str | None = "max"
+    calibration_steps: int | None = 0
+    """Forward+backward passes (no optimizer step) run before training, so that a
+    stateful recipe starts from measured amaxes. With 0, TE's first step
+    quantizes with the initial scale of 1: on the H200 that zeroed (E4M3) or
+    scrambled (HYBRID) the TE layers' first gradients (see README, "FP8 calibration")."""
+
+    @property
+    def spec(self) -> RecipeSpec:
+        return RECIPES[self.recipe]
+
+    def label(self) -> str:
+        """A short, stable label used in case ids, e.g. ``delayed.E4M3.h16.max``."""
+        parts = [self.recipe]
+        if self.format is not None:
+            parts.append(self.format)
+        if self.amax_history_len is not None:
+            parts.append(f"h{self.amax_history_len}")
+        if self.amax_compute_algo is not None:
+            parts.append(self.amax_compute_algo)
+        if self.calibration_steps:
+            parts.append(f"cal{self.calibration_steps}")
+        return ".".join(parts)
+
+    @classmethod
+    def normalized(cls, recipe: str, format: str | None, amax_history_len: int | None,
+                   amax_compute_algo: str | None, calibration_steps: int | None = 0) -> "FP8Options":
+        """Drop the options that do not apply to ``recipe`` (they would only duplicate cases)."""
+        spec = RECIPES[recipe]
+        return cls(
+            recipe=recipe,
+            format=format if "format" in spec.options else None,
+            amax_history_len=amax_history_len if "amax_history_len" in spec.options else None,
+            amax_compute_algo=amax_compute_algo if "amax_compute_algo" in spec.options else None,
+            calibration_steps=calibration_steps if "calibration_steps" in spec.options else None,
+        )

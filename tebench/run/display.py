@@ -1,0 +1,69 @@
+"""Progress on stderr: a live line on a terminal, and one line per finished case."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Any
+from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, caught by the CLI)
+from tebench.schema.records import CaseResult, Throughput
+
+
+class Display:
+    """Progress on stderr: a live line on a terminal, one line per finished case always."""
+
+    def __init__(self, total: int, live: bool | None, stream=None):
+        self.stream = stream or sys.stderr
+        self.live = self.stream.isatty() if live is None else live
+        self.total = total
+        self.done = 0
+        self.lock = threading.Lock()
+        self.started: dict[str, float] = {}
+
+    def _clear(self) -> None:
+        if self.live:
+            self.stream.write("\r\033[K")
+
+    def update(self, key: str, label: str, phase: str, step: int, steps: int) -> None:
+        if not self.live:
+            return
+        with self.lock:
+            elapsed = time.monotonic() - self.started.get(key, time.monotonic())
+            eta = ""
+            if phase in ("warmup", "measure") and step > 0:
+                eta = f" ETA {elapsed / step * (steps - step):.0f}s"
+            self._clear()
+            self.stream.write(f"[{self.done + 1}/{self.total}] {label} {phase} {step}/{steps}{eta}"[:160])
+            self.stream.flush()
+
+    def start(self, key: str) -> None:
+        with self.lock:
+            self.started[key] = time.monotonic()
+
+    def finish(self, record: dict[str, Any]) -> None:
+        with self.lock:
+            self.done += 1
+            self._clear()
+            self.stream.write(f"[{self.done}/{self.total}] {summary_line(record)}\n")
+            self.stream.flush()
+
+
+def summary_line(record: dict[str, Any]) -> str:
+    """One human-readable line for a finished case."""
+    r = CaseResult.from_dict(record)
+    head = f"{r.status:<8} {r.case_id}" + (f" (round {r.round})" if r.round else "")
+    summary = r.summary
+    if r.status in ("ok", "diverged") and summary.median is not None:
+        tp = r.throughput or Throughput()
+        bits = [f"{summary.median:.2f} ms/step (IQR {summary.iqr:.2f})"]
+        if tp.tokens_per_s:
+            bits.append(f"{tp.tokens_per_s:,.0f} tok/s")
+        if tp.mfu is not None:
+            bits.append(f"MFU {tp.mfu * 100:.1f}%")
+        if r.verdict:
+            bits.append(f"parity {r.verdict}")
+        return f"{head}: " + ", ".join(bits)
+    if r.reason:
+        return f"{head}: {r.reason}"
+    return head

@@ -1,0 +1,320 @@
+"""Runs planned cases in worker processes, one process per case, and records each as it finishes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+import tebench
+from tebench.run import caches
+from tebench.analysis import parity
+from tebench.store import reader as results
+from tebench.store.writer import Writer
+from tebench.plan.environment import Environment
+from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, caught by the CLI)
+from tebench.plan.matrix import Case
+from tebench.run.protocol import EXIT_STORAGE
+from tebench.plan.schedule import Planned
+from tebench.run.display import Display
+from tebench.run.outdir import out_of_space, storage_error
+from tebench.run.case_log import append_prestart_log, log_tail, write_log
+from tebench.run.prestart import Spare, launch_bound, preload_for
+from tebench.run.records import build_record
+from tebench.run.options import RunOptions, launch_method, resolve_options
+
+
+def slug(case_id: str) -> str:
+    """A file-name-safe form of a case id."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", case_id.replace("/", "__"))
+
+
+def child_pythonpath() -> str:
+    """Make the child import this very tebench, installed or not."""
+    root = str(Path(tebench.__file__).resolve().parent.parent)
+    current = os.environ.get("PYTHONPATH", "")
+    return root if not current else f"{root}{os.pathsep}{current}"
+
+
+class Executor:
+    """Runs planned cases in child processes and records each as it finishes (``tebench run`` drives
+    it over a matrix; ``tebench ab`` interleaves two of them).
+
+    With ``launch = prestarted``, while a case runs on a device the worker for the
+    next case on that device is already started and importing torch (and TE when
+    that case needs it): no GPU work, no CUDA context. It still runs exactly one
+    case, so isolation, timeouts and --resume are those of a cold start.
+    """
+
+    def __init__(self, opts: RunOptions, env: Environment, run_id: str, writer: Writer,
+                 records: list[dict[str, Any]], display: Display):
+        self.opts, self.env, self.run_id = resolve_options(opts), env, run_id
+        self.writer, self.records, self.display = writer, records, display
+        self.lock = threading.Lock()
+        self.children: set[subprocess.Popen] = set()
+        self.launch = launch_method(opts.launch, env)
+        self.spares: dict[str | None, list[Spare]] = {}
+        """Per device, the pre-started workers of its upcoming single-process cases, in order."""
+        self.spawned = 0
+        self.finished: dict[str | None, float] = {}
+        """When the last case on each device was recorded: the hand-off time to the next one is kept."""
+        self.work = opts.out / ".work"
+        self.logs = opts.out / "logs"
+        try:
+            self.work.mkdir(parents=True, exist_ok=True)
+            self.logs.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise storage_error(f"cannot create {self.work} and {self.logs}", exc, opts.out) from None
+
+    def record(self, p: Planned, raw: dict[str, Any], started: float, log: str | None) -> dict[str, Any]:
+        rec = build_record(p, raw, self.env, self.run_id, started, time.time() - started, log)
+        with self.lock:
+            if rec.get("loss") and rec["status"] in ("ok", "diverged"):
+                rec["parity"] = parity.judge(self.records + [rec], rec)
+            try:
+                self.writer.append(rec)
+            except OSError as exc:
+                raise storage_error(f"cannot record {rec['case_id']} in {self.writer.path}", exc,
+                                     self.opts.out) from None
+            self.records.append(rec)
+        self.display.finish(rec)
+        return rec
+
+    def skip(self, p: Planned) -> dict[str, Any]:
+        return self.record(p, {"status": "skipped", "reason": p.skip}, time.time(), None)
+
+    def _command(self, case: Case, case_file: Path, result_file: Path) -> list[str]:
+        worker = ["-m", "tebench.worker", "--case", str(case_file), "--result", str(result_file), "--progress"]
+        if case.parallel == "single":
+            return [self.opts.python, *worker]
+        return [self.opts.python, "-m", "torch.distributed.run", "--standalone",
+                f"--nproc-per-node={case.nproc}", *worker]
+
+    def _child_env(self, device: str | None) -> dict[str, str]:
+        child_env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": child_pythonpath(),
+                     "TEBENCH_PARENT_PID": str(os.getpid()),
+                     **caches.child_env(self.opts.compile_cache, {**os.environ, **self.opts.env}), **self.opts.env}
+        if device is not None:
+            # Several GPUs: a multi-process case gets a contiguous group starting here.
+            child_env["CUDA_VISIBLE_DEVICES"] = device
+        return child_env
+
+    def _prestart(self, upcoming: list[Case], device: str | None) -> None:
+        """Start the workers of the next cases on ``device`` now, so their imports overlap this case.
+
+        ``upcoming`` are the single-process cases expected next on this device, in
+        order; the first ``prestart_depth`` of them get a worker. A wrong guess
+        (several devices share one queue) only means a cold start.
+        """
+        if self.launch != "prestarted" or (device is not None and "," in device):
+            return  # a torchrun case's device group: single-process cases never run on it
+        upcoming = [c for c in upcoming if c.parallel == "single"][: self.opts.prestart_depth]
+        with self.lock:
+            have = len(self.spares.get(device, []))
+        for case in upcoming[have:]:
+            self._spawn(case, device)
+
+    def _spawn(self, case: Case, device: str | None) -> None:
+        family = preload_for(case)
+        with self.lock:
+            self.spawned += 1
+            log = self.work / f"prestart-{self.spawned}.log"
+        command = [self.opts.python, "-m", "tebench.worker", "--serve", "--preload", family]
+        try:
+            with log.open("w") as err:
+                proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                                        text=True, env=self._child_env(device), start_new_session=True)
+        except OSError as exc:
+            # Only a speed-up: the case starts cold instead.
+            sys.stderr.write(f"tebench: could not pre-start a worker ({exc}); starting cases cold\n")
+            return
+        with self.lock:
+            self.children.add(proc)
+            self.spares.setdefault(device, []).append(Spare(proc, family, log))
+
+    def _take_spare(self, case: Case, device: str | None) -> Spare | None:
+        """The pre-started worker for ``device`` if it can run ``case``; a stale one is ended."""
+        if case.parallel != "single":
+            return None  # torchrun starts its own processes; the spares wait for the next single case
+        with self.lock:
+            queue = self.spares.get(device)
+            spare = queue.pop(0) if queue else None
+        if spare is None:
+            return None
+        spare.pause(False)  # stopped by a case on this device that is over now
+        # A worker that imported TE must not run a PyTorch case (its process would differ from a
+        # cold one); one that imported only torch imports TE itself, as a cold worker does.
+        wanted = preload_for(case)
+        if spare.proc.poll() is not None or (spare.family == "te" and wanted != "te"):
+            self._end_spare(spare)
+            return None
+        return spare
+
+    def pause_spares(self, device: str | None, stop: bool) -> None:
+        """Stop (SIGSTOP) or continue the pre-started workers of ``device``.
+
+        While a case's timed steps run, the next workers' imports would share the
+        host CPUs with it; a launch-bound case (a few ms a step) is timed on
+        those CPUs. Stopped, they take no CPU until the timed steps are done.
+        """
+        if stop and not self.opts.pause:
+            return
+        with self.lock:
+            spares = list(self.spares.get(device, []))
+        for spare in spares:
+            spare.pause(stop)
+
+    def _end_spare(self, spare: Spare) -> None:
+        kill_group(spare.proc)
+        spare.proc.wait()
+        with self.lock:
+            self.children.discard(spare.proc)
+        spare.log.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        """End the pre-started workers no case will use."""
+        with self.lock:
+            spares = [s for queue in self.spares.values() for s in queue]
+            self.spares = {}
+        for spare in spares:
+            self._end_spare(spare)
+
+    def _start(self, case: Case, case_file: Path, result_file: Path, log_file: Path, log: Any,
+               device: str | None) -> tuple[subprocess.Popen, Spare | None]:
+        """The case's process: the pre-started worker for ``device`` if there is one, else a cold start."""
+        spare = self._take_spare(case, device) if self.launch == "prestarted" else None
+        if spare is not None:
+            write_log(log, f"# pre-started worker pid {spare.proc.pid}: {' '.join(spare.proc.args)}\n")
+            job = {"case": str(case_file), "result": str(result_file), "log": str(log_file),
+                   "progress": True, "sent": time.time()}
+            try:
+                spare.proc.stdin.write(json.dumps(job) + "\n")
+                spare.proc.stdin.close()
+                return spare.proc, spare
+            except OSError:  # it died between the check and now: start cold
+                self._end_spare(spare)
+        write_log(log, f"# {' '.join(self._command(case, case_file, result_file))}\n")
+        proc = subprocess.Popen(self._command(case, case_file, result_file), stdout=subprocess.PIPE,
+                                stderr=log, text=True, env=self._child_env(device), start_new_session=True)
+        with self.lock:
+            self.children.add(proc)
+        return proc, None
+
+    def run_one(self, p: Planned, device: str | None, upcoming: list[Case] | None = None) -> dict[str, Any]:
+        """Run one planned case on ``device`` and record it; ``upcoming`` cases (a hint) are pre-started."""
+        case = p.case
+        name = f"{slug(case.id)}.r{p.round}"
+        case_file, result_file = self.work / f"{name}.case.json", self.work / f"{name}.result.json"
+        log_file = self.logs / f"{name}.log"
+        try:
+            case_file.write_text(json.dumps(case.to_dict()))
+            result_file.unlink(missing_ok=True)
+            log_file.write_text("")
+            # Appending, line-buffered: a pre-started worker appends to the same file.
+            log = log_file.open("a", buffering=1)
+        except OSError as exc:
+            raise storage_error(f"cannot prepare case {case.id} in {self.work}", exc, self.opts.out) from None
+        timeout = self.opts.timeout_s or case.settings.timeout_s
+        key = f"{case.id}#{p.round}"
+        self.display.start(key)
+        started = time.time()
+        last: dict[str, Any] = {}
+        spare = None
+        try:
+            write_log(log, f"# {case.id} round {p.round} device {device or 'default'}\n")
+            proc, spare = self._start(case, case_file, result_file, log_file, log, device)
+            self._prestart(upcoming or [], device)
+
+            def pump() -> None:
+                for line in proc.stdout:
+                    try:
+                        msg = json.loads(line)
+                    except json.JSONDecodeError:
+                        write_log(log, line)
+                        continue
+                    if isinstance(msg, dict) and msg.get("event") == "progress":
+                        if (msg["phase"] == "measure") != (last.get("phase") == "measure"):
+                            self.pause_spares(device, msg["phase"] == "measure" and launch_bound(msg.get("step_ms")))
+                        last.update(msg)
+                        self.display.update(key, case.id, msg["phase"], msg["step"], msg["total"])
+
+            reader = threading.Thread(target=pump, daemon=True)
+            reader.start()
+            try:
+                code = proc.wait(timeout=timeout)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                kill_group(proc)
+                code, timed_out = proc.wait(), True
+            reader.join(timeout=5)
+            self.pause_spares(device, False)  # never leave a worker stopped after its predecessor ended
+            with self.lock:
+                self.children.discard(proc)
+            if spare is not None:
+                append_prestart_log(log, spare.log)
+        finally:
+            with contextlib.suppress(OSError):
+                log.close()
+        rel_log = str(log_file.relative_to(self.opts.out))
+        raw = self._outcome(case, code, timed_out, timeout, last, result_file, log_file)
+        if device is not None:
+            raw.setdefault("device", {})["assigned"] = device  # the --devices slot that ran it
+        launch = raw.setdefault("launch", {"method": "cold" if spare is None else "prestarted"})
+        if spare is not None:
+            launch["paused_s"] = round(spare.paused_s, 4)
+        if device in self.finished:
+            # From the previous case's record to this case's hand-off: the runner's own gap.
+            launch["after_previous_s"] = round(started - self.finished[device], 4)
+        rec = self.record(p, raw, started, rel_log)
+        self.finished[device] = time.time()
+        # The record is on disk now; the hand-off files only duplicate it.
+        case_file.unlink(missing_ok=True)
+        result_file.unlink(missing_ok=True)
+        return rec
+
+    def _outcome(self, case: Case, code: int, timed_out: bool, timeout: float, last: dict[str, Any],
+                 result_file: Path, log_file: Path) -> dict[str, Any]:
+        """The worker's raw result, or why there is none; StorageError when the disk is why."""
+        if timed_out:
+            where = f" (last progress: {last.get('phase')} step {last.get('step')}/{last.get('total')})" if last else ""
+            return {"status": "timeout", "reason": f"no result within {timeout:.0f} s{where}; process killed"}
+        if result_file.is_file():
+            try:
+                raw = json.loads(result_file.read_text())
+            except OSError as exc:
+                raise storage_error(f"cannot read the result of {case.id}", exc, self.opts.out) from None
+            except ValueError:
+                raw = None
+            if isinstance(raw, dict):
+                return raw
+        # No usable result. A worker that measured its case but could not
+        # write it must not be recorded as failed: stop, so --resume re-runs it.
+        if code == EXIT_STORAGE or out_of_space(self.work):
+            tail = log_tail(log_file, 3)
+            raise StorageError(f"case {case.id}: the worker could not write its result to {self.work} "
+                               f"(disk full or read-only?){'; log tail: ' + tail if tail else ''}. Finished "
+                               f"cases are kept in {self.opts.out / results.RESULTS_NAME}; free space and "
+                               "continue with --resume")
+        how = f"signal {-code} ({signal.Signals(-code).name})" if code < 0 else f"exit code {code}"
+        tail = log_tail(log_file, 8)
+        return {"status": "failed", "reason": f"worker died with {how} before writing a result"
+                + (f"; log tail:\n{tail}" if tail else "")}
+
+    def kill_all(self) -> None:
+        with self.lock:
+            for proc in list(self.children):
+                kill_group(proc)
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

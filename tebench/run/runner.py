@@ -1,0 +1,192 @@
+"""The runner: expand, gate, run each case in its own process, record as it goes.
+
+The parent process never imports CUDA state. Each case runs in a child
+(``python -m tebench.worker``, or torchrun for distributed cases) with a
+wall-clock limit; a crash, an OOM or a hang ends that child only, is recorded
+with its reason, and the matrix goes on. Every finished case is appended to
+``results.jsonl`` and fsync'd before the next starts, so a killed run loses at
+most the cases in flight, and ``--resume`` picks up from there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+import tebench
+from tebench.run import caches
+from tebench.store import reader as results
+from tebench.store.writer import Writer
+from tebench.plan.environment import Environment
+from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, caught by the CLI)
+from tebench.plan.matrix import Case, Matrix, expand
+from tebench.plan.schedule import Planned, plan, select_cases
+from tebench.run.display import Display
+from tebench.run.executor import Executor
+from tebench.run.outdir import check_out_dir, lock_out, storage_error
+from tebench.run.options import RunOptions, launch_method, resolve_options
+from tebench.run.prestart import upcoming_cases
+from tebench.run.resume import resume_state
+
+
+def run(matrix: Matrix, env: Environment, opts: RunOptions,
+        on_record: Callable[[dict[str, Any]], None] | None = None) -> Path:
+    """Run a matrix into ``opts.out``; returns the results file's path.
+
+    OUT is locked for the whole run (a second writer gets RunError); a storage
+    failure stops the run with StorageError and loses no finished case.
+    """
+    cases = select_cases(matrix, opts.only, opts.shard)
+    if not cases:
+        raise RunError("no case of the matrix matches --only / --shard")
+    check_out_dir(opts.out)
+    with lock_out(opts.out):
+        return _run_locked(matrix, env, resolve_options(opts), cases, on_record)
+
+
+def run_header(run_id: str, matrix: Matrix, cases: list[Case], env: Environment, opts: RunOptions,
+               resumed: bool) -> dict[str, Any]:
+    """The header record a run writes first: its identity, matrix, cases, options and environment."""
+    launch = launch_method(opts.launch, env)
+    return {
+        "type": "header",
+        "run_id": run_id,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "resumed": resumed,
+        "command": opts.command,
+        "cwd": os.getcwd(),
+        "tebench": tebench.__version__,
+        "matrix": {"name": matrix.name, "source": matrix.source, "sha256": matrix.sha256,
+                   "text_sha256": matrix.text_sha256, "data": matrix.data},
+        "rounds": opts.rounds,
+        "shard": list(opts.shard) if opts.shard else None,
+        "case_ids": [c.id for c in cases],
+        # Each [[exclude]] rule with its reason and the cases it removed from the matrix.
+        "excluded": [rule.to_dict() for rule in expand(matrix).excluded],
+        "devices": opts.devices,
+        "launch": launch,
+        "prestart_depth": opts.prestart_depth if launch == "prestarted" else None,
+        "prestart_pause": opts.pause if launch == "prestarted" else None,
+        # The state the cache was in before the run, as the cases' processes will see it.
+        "compile_cache": caches.describe(opts.compile_cache, {**os.environ, **opts.env}),
+        "env": env.to_dict(),
+    }
+
+
+def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[Case],
+                on_record: Callable[[dict[str, Any]], None] | None) -> Path:
+    path = opts.out / results.RESULTS_NAME
+    planned = plan(cases, env, opts.rounds)
+    done: set[tuple[str, int]] = set()
+    previous: list[dict[str, Any]] = []
+    if path.exists() and path.stat().st_size > 0:
+        if not opts.resume:
+            raise RunError(f"{opts.out} already holds results; pass --resume to continue that run, "
+                           "or choose another --out")
+        run_id, done, previous = resume_state(path, matrix, opts)
+    else:
+        run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
+    todo = [p for p in planned if (p.case.id, p.round) not in done]
+    header = run_header(run_id, matrix, cases, env, opts, resumed=bool(done))
+    try:  # the CLI checked it; a caller of run() may not have
+        caches.prepare(opts.compile_cache)
+    except OSError as exc:
+        raise RunError(f"--compile-cache {opts.compile_cache}: cannot create it ({exc.strerror})") from None
+    display = Display(len(todo), opts.live)
+    if done:
+        sys.stderr.write(f"resuming run {run_id}: {len(done)} case-round(s) already recorded, {len(todo)} to go\n")
+    try:
+        writer = Writer(path)
+        writer.append(header)
+    except OSError as exc:
+        raise storage_error(f"cannot write {path}", exc, opts.out) from None
+    with writer:
+        ex = Executor(opts, env, run_id, writer, previous, display)
+        try:
+            _execute(ex, todo, opts.devices, on_record)
+            ex.close()
+        except KeyboardInterrupt:
+            ex.kill_all()
+            sys.stderr.write(f"\ninterrupted; results so far are in {path} (continue with --resume)\n")
+            raise
+        except BaseException:
+            ex.kill_all()  # a storage failure in one device thread: stop the others' children too
+            raise
+    with contextlib.suppress(OSError):
+        (opts.out / ".work").rmdir()  # only if empty
+    return path
+
+
+def _execute(ex: Executor, todo: list[Planned], devices: list[str] | None,
+             on_record: Callable[[dict[str, Any]], None] | None) -> None:
+    def handle(p: Planned, device: str | None, upcoming: list[Case] | None = None) -> None:
+        rec = ex.skip(p) if p.skip else ex.run_one(p, device, upcoming)
+        if on_record:
+            on_record(rec)
+
+    if not devices or len(devices) == 1:
+        for i, p in enumerate(todo):
+            handle(p, devices[0] if devices else None, upcoming_cases(todo[j] for j in range(i + 1, len(todo))))
+        return
+    # One case per GPU at a time. A case needing k processes takes k devices.
+    pending: "queue.Queue[Planned]" = queue.Queue()
+    for p in todo:
+        pending.put(p)
+    free = list(devices)
+    cond = threading.Condition()
+    errors: list[BaseException] = []
+
+    def take(k: int) -> list[str] | None:
+        with cond:
+            while len(free) < k:
+                if k > len(devices):
+                    return None
+                cond.wait()
+            got = [free.pop(0) for _ in range(k)]
+            return got
+
+    def give(devs: list[str]) -> None:
+        with cond:
+            free.extend(devs)
+            free.sort(key=devices.index)
+            cond.notify_all()
+
+    def worker() -> None:
+        while not errors:
+            try:
+                p = pending.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                if p.skip:
+                    handle(p, None)
+                    continue
+                k = p.case.nproc if p.case.parallel != "single" else 1
+                devs = take(k)
+                if devs is None:
+                    handle(Planned(p.case, p.round, f"needs {k} devices; --devices gives {len(devices)}"), None)
+                    continue
+                try:
+                    # Whichever case a device thread takes next may land here; the head of the
+                    # queue is the best guess (a wrong guess only means a cold start).
+                    with pending.mutex:  # device threads take from it meanwhile
+                        upcoming = upcoming_cases(pending.queue)
+                    handle(p, ",".join(devs), upcoming)
+                finally:
+                    give(devs)
+            except BaseException as exc:  # e.g. a full disk: stop taking work, report it from the main thread
+                errors.append(exc)
+
+    threads = [threading.Thread(target=worker, name=f"tebench-dev{d}") for d in devices]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]

@@ -1,0 +1,53 @@
+"""The results schema's name and version, and the refusal of files this tebench cannot read.
+
+An older tebench refuses a newer file with advice; ``MIN_READABLE_VERSION`` says
+which old files are still read (upgrades in :data:`tebench.schema.records.UPGRADES`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+SCHEMA = "tebench.results"
+SCHEMA_VERSION = 1
+# Optional keys added within v1, which older readers ignore and newer readers do not require:
+# header "excluded" (the matrix's [[exclude]] rules with reason and count of cases removed).
+MIN_READABLE_VERSION = 1
+STATUSES = ("ok", "skipped", "failed", "oom", "timeout", "diverged")
+
+
+class SchemaError(ValueError):
+    """A results file this tebench cannot read."""
+
+
+def check_version(record: dict[str, Any], where: str) -> None:
+    """Refuse records from an unknown schema with a clear, actionable message."""
+    if record.get("schema") != SCHEMA:
+        raise SchemaError(f"{where}: not a tebench results record (schema={_show(record.get('schema'))})")
+    version = record.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise SchemaError(f"{where}: record has no integer schema_version")
+    if version > SCHEMA_VERSION:
+        raise SchemaError(
+            f"{where}: written with results schema v{version}, but this tebench reads up to v{SCHEMA_VERSION}; "
+            "upgrade tebench to read it"
+        )
+    if version < MIN_READABLE_VERSION:
+        raise SchemaError(
+            f"{where}: results schema v{version} is older than the oldest this tebench reads "
+            f"(v{MIN_READABLE_VERSION}); re-render it with the tebench release that wrote it, or re-run"
+        )
+
+
+class RecordError(ValueError):
+    """One record that does not have the shape readers rely on; ``key`` names the field."""
+
+    def __init__(self, key: str, value: Any, message: str):
+        super().__init__(f"[{key}] = {_show(value)}: {message}" if key else message)
+        self.key, self.value = key, value
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -1,0 +1,107 @@
+"""Writing results files: strict JSON Lines, one fsync'd line per record.
+
+A NaN or inf becomes null, listed in the record's ``non_finite`` note, and is
+restored on reading (:mod:`tebench.store.reader`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Iterable
+from tebench.schema.version import SCHEMA, SCHEMA_VERSION
+
+
+def sanitize(obj: Any, path: tuple = (), notes: list[dict[str, Any]] | None = None) -> Any:
+    """``obj`` with every NaN/inf float replaced by None; each replacement noted in ``notes``.
+
+    JSON has no NaN: strict readers (jq, browsers, most languages) reject the
+    bare ``NaN`` Python writes by default. The note keeps the reason, so
+    :func:`read` restores the value and a reader sees it was not finite.
+    """
+    if isinstance(obj, float) and not math.isfinite(obj):
+        if notes is not None:
+            notes.append({"path": list(path), "value": repr(obj)})
+        return None
+    if isinstance(obj, dict):
+        return {k: sanitize(v, path + (k,), notes) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [sanitize(v, path + (i,), notes) for i, v in enumerate(obj)]
+    return obj
+
+
+def dumps_strict(obj: Any, **kwargs: Any) -> str:
+    """Strict JSON text (RFC 8259): NaN and inf become null."""
+    return json.dumps(sanitize(obj), allow_nan=False, default=_jsonable, **kwargs)
+
+
+class Writer:
+    """Appends records durably: each line is flushed and fsync'd before the next case starts."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # A previous run killed mid-line would glue our first record to its
+        # fragment; start on a fresh line instead.
+        needs_newline = path.exists() and path.stat().st_size > 0 and not _ends_with_newline(path)
+        self._fh = path.open("a", encoding="utf-8")
+        if needs_newline:
+            self._fh.write("\n")
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Write one record as a line of strict JSON and fsync it. OSError (e.g. ENOSPC) propagates."""
+        notes: list[dict[str, Any]] = []
+        clean = sanitize({"schema": SCHEMA, "schema_version": SCHEMA_VERSION, **record}, (), notes)
+        if notes:
+            clean["non_finite"] = notes
+        line = json.dumps(clean, allow_nan=False, default=_jsonable) + "\n"
+        try:
+            self._fh.write(line)
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        except OSError:
+            # The line may be on disk in part; the next writer starts a fresh
+            # line (see __init__) and readers skip the fragment.
+            self._failed = True
+            raise
+
+    def close(self) -> None:
+        try:
+            self._fh.close()
+        except OSError:
+            if not getattr(self, "_failed", False):
+                raise
+
+    def __enter__(self) -> "Writer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as fh:
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1) == b"\n"
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, (set, tuple)):
+        return list(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    return str(obj)
+
+
+def write_all(path: Path, records: Iterable[dict[str, Any]]) -> None:
+    """Write a complete results file atomically (used by merge): a temp file, then a rename."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with Writer(tmp) as w:
+            for record in records:
+                w.append({k: v for k, v in record.items() if k not in ("schema", "schema_version")})
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -1,0 +1,103 @@
+"""Deliberately wrong models for the verdicts' self-tests (``TEBENCH_TEST_FAULT``).
+
+Each mutation is a mistake a real user makes and that nothing reports: the
+model still builds, trains and its loss still falls. The loss-parity verdicts
+must judge every one of them ``fail``; the README's mutation table records that
+they do. Applied in the case process, after the canonical weights are drawn
+and before the optimizer sees the parameters.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from tebench.worker.hooks.faults import MUTATIONS
+
+
+class SwapBatchSeq(nn.Module):
+    """Runs ``inner`` on ``[seq, batch, ...]`` when handed ``[batch, seq, ...]``.
+
+    The same mistake as feeding batch-first activations to a layer that
+    expects sequence-first: attention then mixes the samples of a batch.
+    """
+
+    def __init__(self, inner: nn.Module):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x.transpose(0, 1)).transpose(0, 1)
+
+
+class WithForwardKwargs(nn.Module):
+    """Calls ``inner`` with fixed extra keyword arguments (e.g. a mask type)."""
+
+    def __init__(self, inner: nn.Module, **kwargs: Any):
+        super().__init__()
+        self.inner = inner
+        self.kwargs = kwargs
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x, **self.kwargs)
+
+
+def _blocks(model: nn.Module, kind: str) -> nn.Sequential:
+    blocks = getattr(model, "blocks", None)
+    if not isinstance(blocks, nn.Sequential) or not len(blocks):
+        raise RuntimeError(f"mutation {kind!r} needs a model with a 'blocks' stack; this workload has none")
+    return blocks
+
+
+def _pin_fp8_scales(model: nn.Module) -> Callable[..., None]:
+    def hook(*_: Any) -> None:
+        with torch.no_grad():
+            for module in model.modules():
+                meta = getattr(module, "fp8_meta", None)
+                if not isinstance(meta, dict):
+                    continue
+                for key in ("scaling_fwd", "scaling_bwd"):
+                    state = meta.get(key)
+                    if state is not None and hasattr(state, "scale"):
+                        state.scale.fill_(1.0)
+    return hook
+
+
+def apply(kind: str, model: nn.Module, workload: Any, family: str, case: Any) -> str:
+    """Mutate ``model`` in place (before the optimizer is built); returns what was done.
+
+    ``lr-x10`` and ``fp8-scale-one`` act elsewhere (the optimizer, after each
+    step); see :func:`lr_scale` and :func:`after_optimizer`.
+    """
+    if kind not in MUTATIONS:
+        raise ValueError(f"unknown mutation {kind!r}")
+    if kind == "swap-layout":
+        blocks = _blocks(model, kind)
+        for i, block in enumerate(blocks):
+            blocks[i] = SwapBatchSeq(block)
+    elif kind == "freeze-layer":
+        _blocks(model, kind)[0].requires_grad_(False)
+    elif kind == "no-causal":
+        mutate = getattr(workload, "mutate", None)
+        if mutate is None or not mutate(model, kind, family):
+            raise RuntimeError(f"workload {workload.name!r} cannot express mutation {kind!r}")
+    elif kind == "fp8-scale-one":
+        fp8 = getattr(case, "fp8", None)
+        if family != "te" or fp8 is None or fp8.recipe != "delayed":
+            raise RuntimeError("mutation 'fp8-scale-one' needs a TE-FP8 delayed-scaling case")
+    return MUTATIONS[kind]
+
+
+def lr_scale(kind: str | None) -> float:
+    """Factor on the case's learning rate."""
+    return 10.0 if kind == "lr-x10" else 1.0
+
+
+def after_optimizer(kind: str | None, optimizer: torch.optim.Optimizer, model: nn.Module) -> None:
+    """Hooks a mutation needs after every optimizer step."""
+    if kind == "fp8-scale-one":
+        # TE recomputes delayed scaling factors from the amax history as it goes;
+        # pinning them back to 1 after every step keeps the next quantization unscaled.
+        optimizer.register_step_post_hook(_pin_fp8_scales(model))

@@ -1,0 +1,249 @@
+"""The child process that runs one case: ``python -m tebench.worker``.
+
+It reads the case from a JSON file, runs it on its device, and writes the raw
+measurements (or the failure) to a result file, atomically. Progress goes to
+stdout as JSON lines for the parent's live display; everything else goes to
+stderr, which the parent keeps as the case's log. A watchdog ends the process
+when the runner that started it is gone, so a killed run leaves no orphan on
+the GPU. Under torchrun, every rank runs the case and rank 0 writes the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+from tebench.worker.hooks.faults import fault_for
+from tebench.run.protocol import EXIT_STORAGE, PARENT_ENV
+
+
+def _watch_parent() -> None:
+    pid = int(os.environ.get(PARENT_ENV, "0") or 0)
+    if not pid:
+        return
+
+    def loop() -> None:
+        while True:
+            time.sleep(1.0)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                os._exit(3)
+            except PermissionError:
+                pass
+
+    threading.Thread(target=loop, daemon=True, name="tebench-parent-watchdog").start()
+
+
+class _Progress:
+    """Throttled progress lines on stdout (at most a few per second), and every change of phase at once:
+    the runner stops pre-started workers while a launch-bound case's timed steps ("measure") run."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.last = 0.0
+        self.phase = ""
+
+    def __call__(self, phase: str, step: int, total: int, step_ms: float | None = None) -> None:
+        now = time.monotonic()
+        if not self.enabled or (now - self.last < 0.25 and step not in (0, total) and phase == self.phase):
+            return
+        self.last, self.phase = now, phase
+        msg = {"event": "progress", "phase": phase, "step": step, "total": total}
+        if step_ms is not None:
+            msg["step_ms"] = step_ms
+        print(json.dumps(msg), flush=True)
+
+
+def _write(path: Path, payload: dict[str, Any]) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    try:
+        tmp.write_text(json.dumps(payload, allow_nan=True))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _deliver(path: Path, payload: dict[str, Any]) -> int:
+    """Write the result; EXIT_STORAGE (and why, on stderr) when the disk refuses it."""
+    try:
+        _write(path, payload)
+    except OSError as exc:
+        print(f"tebench worker: cannot write the result {path}: {exc}", file=sys.stderr)
+        return EXIT_STORAGE
+    return 0
+
+
+def _device(torch: Any) -> Any:
+    if torch.cuda.is_available():
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        return torch.device("cuda", local)
+    return torch.device("cpu")
+
+
+def _device_info(torch: Any, device: Any) -> dict[str, Any]:
+    if device.type != "cuda":
+        from tebench.plan.environment import cpu_device_name
+
+        return {"type": "cpu", "name": cpu_device_name(), "index": None}
+    props = torch.cuda.get_device_properties(device)
+    return {
+        "type": "cuda",
+        "name": props.name,
+        "index": device.index,
+        "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "capability": [props.major, props.minor],
+        "memory_bytes": props.total_memory,
+        # The physical GPU, so compare can tell two GPUs of one model apart.
+        "uuid": str(getattr(props, "uuid", "") or "") or None,
+    }
+
+
+# Modules a case imports lazily on its first step (torch.compile's machinery, which
+# Transformer Engine's fused functions use too; the optimizer; the profiler). On the
+# H200 these imports were most of the first step of a TE case and most of a cold
+# PyTorch case's 3-5 s build. A pre-started worker imports them while it waits.
+PRELOAD_MODULES = (
+    "torch._dynamo",
+    "torch._inductor.compile_fx",
+    "torch._inductor.inductor_prims",
+    "torch._functorch.aot_autograd",
+    "torch.optim",
+    "torch.profiler",
+)
+
+
+def preload(family: str) -> dict[str, Any]:
+    """Import what a case of ``family`` needs, without touching the GPU.
+
+    Nothing here creates a CUDA context (importing Transformer Engine does not
+    either: on the H200, ``torch.cuda.is_initialized()`` stayed False and the
+    process was not among nvidia-smi's compute apps), so a pre-started worker
+    holds no GPU memory and runs no kernel while the previous case measures.
+    """
+    import importlib
+
+    t = time.perf_counter()
+    import torch  # noqa: F401
+
+    # TE first, before anything initialises cuDNN through torch (see detect.py).
+    names = (("transformer_engine.pytorch",) if family == "te" else ()) + PRELOAD_MODULES
+    failed = []
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # an optional speed-up; the case imports what it needs itself
+            failed.append(f"{name}: {type(exc).__name__}")
+    return {"family": family, "preload_s": time.perf_counter() - t, "preload_failed": failed}
+
+
+def _serve(args: argparse.Namespace) -> tuple[argparse.Namespace, dict[str, Any]]:
+    """Pre-started mode: import, say ready, then wait for one case on stdin.
+
+    The runner sends one JSON line ``{"case", "result", "log", "progress", "sent"}``;
+    from then on this process is exactly the cold worker for that case (one case
+    per process: isolation and --resume are unchanged).
+    """
+    launch = {"method": "prestarted", **preload(args.preload)}
+    print(json.dumps({"event": "ready"}), flush=True)
+    ready, ready_at = time.perf_counter(), time.time()
+    line = sys.stdin.readline()
+    if not line.strip():
+        os._exit(0)  # the runner needed no more cases
+    job = json.loads(line)
+    launch["waited_s"] = time.perf_counter() - ready
+    launch["sent"] = job.get("sent")
+    # The imports that were still running when the case arrived are in its start-up;
+    # only the rest was hidden behind the previous case.
+    late = max(0.0, ready_at - launch["sent"]) if launch["sent"] else 0.0
+    launch["hidden_s"] = max(0.0, launch["preload_s"] - late)
+    # The case's log: what this process writes to stderr from now on lands there.
+    fd = os.open(job["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(fd, 2)
+    os.close(fd)
+    return argparse.Namespace(case=job["case"], result=job["result"], progress=bool(job.get("progress")),
+                              serve=False, preload=args.preload), launch
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tebench.worker")
+    parser.add_argument("--case", help="JSON file holding the case")
+    parser.add_argument("--result", help="where to write the result JSON")
+    parser.add_argument("--progress", action="store_true", help="print progress lines on stdout")
+    parser.add_argument("--serve", action="store_true",
+                        help="pre-started: import first, then read one case as a JSON line on stdin")
+    parser.add_argument("--preload", choices=("torch", "te"), default="torch",
+                        help="with --serve: import Transformer Engine too (te) or only PyTorch")
+    args = parser.parse_args(argv)
+    _watch_parent()
+    launch: dict[str, Any] = {"method": "cold"}
+    if args.serve:
+        args, launch = _serve(args)
+    elif not (args.case and args.result):
+        parser.error("--case and --result are required (or --serve)")
+    # The case's clock: for a pre-started worker, from the moment the runner sent the case
+    # (imports still under way then are counted); imports done before are in launch["preload_s"].
+    started = launch.pop("sent", None) or time.time()
+
+    from tebench.plan.matrix import Case
+
+    case = Case.from_dict(json.loads(Path(args.case).read_text()))
+    rank = int(os.environ.get("RANK", "0"))
+    result_path = Path(args.result)
+    # Test hook (tebench.worker.hooks.faults): process faults act here, mutations in tebench.worker.train.
+    fault = fault_for(case.id)
+    if fault == "crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if fault == "hang":
+        time.sleep(10**6)
+
+    import torch
+
+    from tebench.plan.modes import MODES
+
+    device = _device(torch)
+    payload: dict[str, Any] = {"device": _device_info(torch, device), "launch": launch}
+    try:
+        if MODES[case.mode].family == "te":
+            # Import TE before anything initialises cuDNN through torch (see detect.py).
+            import transformer_engine.pytorch  # noqa: F401
+        # Imports (cold start only), CUDA context and (TE) library loading: the price of
+        # isolation, kept visible.
+        startup_s = time.time() - started
+        if fault == "oom":
+            raise torch.OutOfMemoryError("CUDA out of memory (injected by TEBENCH_TEST_FAULT)")
+        if case.parallel != "single":
+            from tebench.worker.distributed import run_distributed
+
+            payload.update(run_distributed(case, device, _Progress(args.progress and rank == 0)))
+        else:
+            from tebench.worker.case import run_case
+
+            payload.update(run_case(case, device, _Progress(args.progress)))
+        payload.setdefault("phases", {})["startup_s"] = startup_s
+        if fault == "diverge":
+            payload["loss"]["per_step"][-1] = float("nan")
+        payload["status"] = "ok"
+    except (torch.OutOfMemoryError, MemoryError) as exc:
+        traceback.print_exc()
+        payload.update(status="oom", reason=f"{type(exc).__name__}: {str(exc).splitlines()[0][:500]}")
+        if device.type == "cuda":
+            payload["memory"] = {"kind": "cuda", "peak_allocated_bytes": torch.cuda.max_memory_allocated(device),
+                                 "peak_reserved_bytes": torch.cuda.max_memory_reserved(device)}
+    except Exception as exc:
+        traceback.print_exc()
+        first = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else ""
+        payload.update(status="failed", reason=f"{type(exc).__name__}: {first}")
+    code = _deliver(result_path, payload) if rank == 0 else 0
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return code
+

@@ -1,0 +1,215 @@
+"""The GPT workload: a causal LM trained on deterministic arithmetic sequences.
+
+Sequences follow ``token[t] = (phase + stride * t) mod vocab`` with stride 1..6,
+so a model that learned the task continues any prompt exactly; greedy
+generation accuracy is the validation. The plain-PyTorch block uses fused SDPA
+attention; the TE block is ``te.TransformerLayer`` fed ``[batch, seq, hidden]``
+with ``attn_input_format="bshd"`` (its default ``sbhd`` would silently attend
+across the batch: the loss still falls, to the wrong value).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tebench.worker.seeds import derive_seed
+from tebench.worker.models.base import Batch, canonical_shapes, default_init, init_canonical, translate_names
+from tebench.workloads.gpt_spec import MAX_STRIDE, GPTSize, GPTSpec
+
+
+class PTBlock(nn.Module):
+    """Pre-LayerNorm transformer block in plain PyTorch, laid out like te.TransformerLayer."""
+
+    def __init__(self, s: GPTSize):
+        super().__init__()
+        self.heads = s.heads
+        self.causal = True
+        """False only under the ``no-causal`` self-test mutation (tebench.worker.hooks.mutations)."""
+        self.ln1 = nn.LayerNorm(s.d_model)
+        # One fused QKV projection, output ordered [q; k; v] like TE's non-interleaved layout.
+        self.qkv = nn.Linear(s.d_model, 3 * s.d_model)
+        self.proj = nn.Linear(s.d_model, s.d_model)
+        self.ln2 = nn.LayerNorm(s.d_model)
+        self.fc1 = nn.Linear(s.d_model, s.ffn)
+        self.fc2 = nn.Linear(s.ffn, s.d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.heads, d // self.heads).unbind(2)
+        attn = F.scaled_dot_product_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=self.causal
+        )
+        x = x + self.proj(attn.transpose(1, 2).reshape(b, t, d))
+        # TE's "gelu" is the tanh approximation; use the same so the modes compute one function.
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
+
+
+# te.TransformerLayer parameter suffix -> canonical (PTBlock) suffix.
+TE_BLOCK_NAMES = {
+    "self_attention.layernorm_qkv.layer_norm_weight": "ln1.weight",
+    "self_attention.layernorm_qkv.layer_norm_bias": "ln1.bias",
+    "self_attention.layernorm_qkv.weight": "qkv.weight",
+    "self_attention.layernorm_qkv.bias": "qkv.bias",
+    "self_attention.proj.weight": "proj.weight",
+    "self_attention.proj.bias": "proj.bias",
+    "layernorm_mlp.layer_norm_weight": "ln2.weight",
+    "layernorm_mlp.layer_norm_bias": "ln2.bias",
+    "layernorm_mlp.fc1_weight": "fc1.weight",
+    "layernorm_mlp.fc1_bias": "fc1.bias",
+    "layernorm_mlp.fc2_weight": "fc2.weight",
+    "layernorm_mlp.fc2_bias": "fc2.bias",
+}
+
+
+def te_block(s: GPTSize, layer_number: int, device: torch.device) -> nn.Module:
+    """One te.TransformerLayer configured to compute what PTBlock computes."""
+    import transformer_engine.pytorch as te
+
+    return te.TransformerLayer(
+        hidden_size=s.d_model,
+        ffn_hidden_size=s.ffn,
+        num_attention_heads=s.heads,
+        hidden_dropout=0.0,
+        attention_dropout=0.0,
+        self_attn_mask_type="causal",
+        fuse_qkv_params=True,
+        qkv_weight_interleaved=False,
+        attn_input_format="bshd",
+        layer_number=layer_number,
+        params_dtype=torch.float32,
+        device=device,
+    )
+
+
+class GPT(nn.Module):
+    """Embedding, a stack of blocks, final LayerNorm and LM head.
+
+    Only the block stack differs between families; ``blocks`` is the part that
+    CUDA graphs capture.
+    """
+
+    def __init__(self, s: GPTSize, blocks: nn.Module):
+        super().__init__()
+        self.embed = nn.Embedding(s.vocab, s.d_model)
+        self.pos = nn.Embedding(s.seq, s.d_model)
+        self.blocks = blocks
+        self.ln_f = nn.LayerNorm(s.d_model)
+        self.head = nn.Linear(s.d_model, s.vocab)
+
+    def embed_tokens(self, idx: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(idx.shape[1], device=idx.device)
+        return self.embed(idx) + self.pos(positions)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        return self.head(self.ln_f(self.blocks(self.embed_tokens(idx))))
+
+
+class GPTWorkload(GPTSpec):
+    """The GPT causal-LM workload: the spec (:mod:`tebench.workloads.gpt_spec`) plus the model."""
+
+    def params(self, s: GPTSize) -> int:
+        return sum(math.prod(shape) for shape in canonical_shapes(lambda: self._pt(s)).values())
+
+    def _pt(self, s: GPTSize) -> GPT:
+        return GPT(s, nn.Sequential(*[PTBlock(s) for _ in range(s.layers)]))
+
+    def build(self, s: GPTSize, family: str, device: torch.device, seed: int) -> GPT:
+        """Build the model of ``family`` (pt|te) on ``device`` with the canonical weights."""
+        # Built directly on the device: PyTorch's default init of a multi-billion
+        # parameter model on the CPU would take longer than the benchmark.
+        with torch.device(device):
+            if family == "pt":
+                model = self._pt(s)
+            else:
+                model = GPT(s, nn.Sequential(*[te_block(s, i + 1, device) for i in range(s.layers)]))
+            init_canonical(self.canonical_params(model, s, family), seed, self._init_rule(s))
+        return model
+
+    def canonical_params(self, model: GPT, s: GPTSize, family: str) -> list[tuple[str, torch.Tensor]]:
+        """``(canonical name, parameter)`` pairs of a model of either family (names checked)."""
+        if family == "pt":
+            return list(model.named_parameters())
+        return translate_names(model, TE_BLOCK_NAMES, canonical_shapes(lambda: self._pt(s)))
+
+    @staticmethod
+    def _init_rule(s: GPTSize):
+        return lambda name, shape: default_init(name, shape, residual_layers=s.layers)
+
+    def batches(self, s: GPTSize, count: int, seed: int, device: torch.device) -> list[Batch]:
+        """``count`` batches, identical on every device (drawn on the CPU, then moved)."""
+        out = []
+        for i in range(count):
+            seqs = self._sequences(s, derive_seed(seed, "batch", i), s.seq + 1)
+            seqs = seqs.to(device)
+            out.append(Batch(seqs[:, :-1].contiguous(), seqs[:, 1:].contiguous()))
+        return out
+
+    @staticmethod
+    def _sequences(s: GPTSize, seed: int, length: int) -> torch.Tensor:
+        gen = torch.Generator().manual_seed(seed)
+        phase = torch.randint(0, s.vocab, (s.batch, 1), generator=gen)
+        stride = torch.randint(1, MAX_STRIDE + 1, (s.batch, 1), generator=gen)
+        return (phase + stride * torch.arange(length)) % s.vocab
+
+    def mutate(self, model: GPT, kind: str, family: str) -> bool:
+        """Apply a workload-specific self-test mutation (tebench.worker.hooks.mutations); False if not expressible."""
+        if kind != "no-causal":
+            return False
+        if family == "pt":
+            for block in model.blocks:
+                block.causal = False
+        else:
+            from tebench.worker.hooks.mutations import WithForwardKwargs
+
+            for i, block in enumerate(model.blocks):
+                model.blocks[i] = WithForwardKwargs(block, self_attn_mask_type="no_mask")
+        return True
+
+    def graph_inputs(self, model: GPT, batch: Batch) -> tuple[torch.Tensor, ...]:
+        """Sample input of ``model.blocks`` for CUDA-graph capture."""
+        with torch.no_grad():
+            x = model.embed_tokens(batch.inputs)
+        return (x.detach().requires_grad_(True),)
+
+    def loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        logits = model(batch.inputs)
+        return F.cross_entropy(logits.float().flatten(0, 1), batch.targets.flatten())
+
+    def validate(self, model: GPT, s: GPTSize, seed: int, device: torch.device, forward_ctx) -> dict[str, Any]:
+        """Greedy generation must continue the arithmetic stride.
+
+        Prompts are the first half of held-out sequences; the model generates up
+        to 16 tokens greedily. Every forward pass sees the full [batch, seq]
+        shape (positions not yet generated are zeros, which causal attention
+        never lets earlier positions see), so FP8's divisibility rules and
+        compiled shapes hold.
+        """
+        truth = self._sequences(s, derive_seed(seed, "held-out"), s.seq).to(device)
+        prompt = s.seq // 2
+        new = min(16, s.seq - prompt)
+        buf = torch.zeros_like(truth)
+        buf[:, :prompt] = truth[:, :prompt]
+        model.eval()
+        with torch.no_grad():
+            for g in range(new):
+                with forward_ctx():
+                    logits = model(buf)
+                buf[:, prompt + g] = logits[:, prompt + g - 1].argmax(-1)
+        model.train()
+        correct = (buf[:, prompt:prompt + new] == truth[:, prompt:prompt + new]).float()
+        return {
+            "metric": "greedy_accuracy",
+            # An accuracy over `count` independent sequences (tokens within one
+            # sequence are not independent: one wrong token derails the rest).
+            "kind": "accuracy",
+            "count": s.batch,
+            "greedy_accuracy": correct.mean().item(),
+            "sequences_exact": correct.all(dim=1).float().mean().item(),
+            "prompt_tokens": prompt,
+            "generated_tokens": new,
+        }

@@ -1,0 +1,165 @@
+"""Hardware and software detection, in a child process: ``python -m tebench.worker.probe``.
+
+The parent never touches CUDA (a CUDA error or an OOM there could not be
+recovered from), so detection runs here and prints one JSON object that
+:func:`tebench.plan.environment.probe` parses. Everything a gate needs is in it,
+and the same object is stored in every results file's header.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from typing import Any
+from tebench.plan.peak_tflops import peak_for
+from tebench.plan.environment import cpu_model, ENV_PREFIXES, Environment, GPU, Support, TE_API, TE_RECIPE_CLASSES, _git_state
+
+
+
+def _nvidia_smi() -> tuple[str | None, dict[str, Any]]:
+    """Driver version and per-GPU clocks/power limit, where nvidia-smi can read them."""
+    if not shutil.which("nvidia-smi"):
+        return None, {}
+    fields = "index,driver_version,clocks.max.sm,clocks.max.mem,clocks.sm,power.limit,power.max_limit"
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=20,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None, {}
+    driver, clocks = None, {}
+    names = fields.split(",")
+    for line in out.strip().splitlines():
+        values = [v.strip() for v in line.split(",")]
+        if len(values) != len(names):
+            continue
+        row = dict(zip(names, values))
+        driver = row.pop("driver_version")
+        clocks[row.pop("index")] = row
+    return driver, clocks
+
+
+def _compile_support(device_type: str) -> Support:
+    """Cheap checks for a working torch.compile backend (a real compile costs seconds)."""
+    try:
+        import torch._dynamo  # noqa: F401
+        import torch._inductor  # noqa: F401
+    except Exception as exc:  # pragma: no cover - depends on the torch build
+        return Support(False, f"torch.compile unavailable: {exc}")
+    if device_type == "cuda":
+        try:
+            import triton  # noqa: F401
+        except Exception as exc:
+            return Support(False, f"torch.compile on CUDA needs Triton, which does not import: {exc}")
+        return Support(True)
+    if not (shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")):
+        return Support(False, "torch.compile on the CPU needs a C++ compiler (g++/clang++), none found on PATH")
+    return Support(True)
+
+
+def _te_support(env: Environment) -> None:
+    """Fill in TE's version, its recipes and its own FP8 checks (TE decides, not us)."""
+    try:
+        import transformer_engine
+        import transformer_engine.pytorch as te
+    except Exception as exc:
+        env.te_error = f"{type(exc).__name__}: {exc}".strip()
+        reason = f"Transformer Engine is not importable ({env.te_error.splitlines()[0][:200]})"
+        env.fp8 = env.fp8_block = env.mxfp8 = env.nvfp4 = Support(False, reason)
+        return
+    env.te = getattr(transformer_engine, "__version__", "unknown")
+    from transformer_engine.common import recipe as te_recipe
+
+    env.te_recipes = [name for name in TE_RECIPE_CLASSES if hasattr(te_recipe, name)]
+    env.te_api = [name for name in TE_API if hasattr(te, name)]
+    if env.device_type != "cuda":
+        reason = "no CUDA device"
+        env.fp8 = env.fp8_block = env.mxfp8 = env.nvfp4 = Support(False, reason)
+        return
+    for attr, fn_name in (
+        ("fp8", "is_fp8_available"),
+        ("fp8_block", "is_fp8_block_scaling_available"),
+        ("mxfp8", "is_mxfp8_available"),
+        ("nvfp4", "is_nvfp4_available"),
+    ):
+        fn = getattr(te, fn_name, None)
+        if fn is None:
+            setattr(env, attr, Support(False, f"TE {env.te} has no {fn_name}()"))
+            continue
+        try:
+            ok, why = fn(return_reason=True)
+        except Exception as exc:
+            ok, why = False, f"{fn_name}() raised {type(exc).__name__}: {exc}"
+        setattr(env, attr, Support(bool(ok), "" if ok else str(why)))
+
+
+def detect() -> Environment:
+    """Detect the machine in this process. Initializes CUDA: call it in a child."""
+    import torch
+
+    env = Environment(device_type="cpu")
+    env.torch = torch.__version__
+    env.cuda = torch.version.cuda
+    env.python = sys.version.split()[0]
+    env.platform = platform.platform()
+    env.cpu = cpu_model()
+    env.cpu_count = os.cpu_count() or 0
+    env.hostname = socket.gethostname()
+    env.time = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    env.env_vars = {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)}
+    env.git_commit, env.git_dirty = _git_state()
+    if torch.cuda.is_available():
+        env.device_type = "cuda"
+    # TE first: once torch has loaded its own cuDNN, TE can pick up a second,
+    # incompatible cuDNN from the system and fail to import (seen on an H200
+    # image with cuDNN both in the torch wheel and in /lib).
+    _te_support(env)
+    if torch.cuda.is_available():
+        env.device_type = "cuda"
+        for i in range(torch.cuda.device_count()):
+            props = torch.cuda.get_device_properties(i)
+            env.gpus.append(
+                GPU(i, props.name, (props.major, props.minor), props.total_memory, props.multi_processor_count)
+            )
+        env.bf16 = bool(torch.cuda.is_bf16_supported())
+        try:
+            if torch.backends.cudnn.is_available():
+                env.cudnn = str(torch.backends.cudnn.version())
+        except RuntimeError as exc:
+            # Typically TE loaded a system cuDNN older than torch's own; cases
+            # still run, but the user should know (README: CUDNN_PATH).
+            env.cudnn = f"unusable by torch: {str(exc).splitlines()[0][:300]}"
+        env.driver, env.gpu_clocks = _nvidia_smi()
+        peak = peak_for(env.gpus[0].name)
+        env.peak_tflops = peak.to_dict() if peak else None
+    else:
+        env.bf16 = True  # CPU autocast is bf16
+    env.compile = _compile_support(env.device_type)
+    try:
+        from torch.distributed.fsdp import fully_shard  # noqa: F401
+
+        env.fsdp2 = Support(True)
+    except ImportError:
+        env.fsdp2 = Support(False, f"torch {torch.__version__} has no FSDP2 (torch.distributed.fsdp.fully_shard)")
+    return env
+
+
+def main() -> int:
+    """``python -m tebench.plan.environment [--json]``."""
+    env = detect()
+    if "--json" in sys.argv:
+        print(json.dumps(env.to_dict()))
+    else:
+        print(json.dumps(env.to_dict(), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,30 @@
+"""Build Transformer Engine recipe objects from the recipe registry's declarations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tebench.plan.recipes import FP8Options
+
+
+def build_recipe(opts: FP8Options) -> Any:
+    """The TE recipe object for ``opts`` (``opts.spec`` says which class and which of its options apply)."""
+    spec = opts.spec
+    from transformer_engine.common import recipe as te_recipe
+
+    cls = getattr(te_recipe, spec.te_class, None)
+    if cls is None:
+        import transformer_engine
+
+        raise RuntimeError(
+            f"Transformer Engine {getattr(transformer_engine, '__version__', '?')} has no recipe class "
+            f"{spec.te_class}; recipe '{spec.name}' needs a release that provides it"
+        )
+    kwargs: dict[str, Any] = {}
+    if "format" in spec.options:
+        kwargs["fp8_format"] = getattr(te_recipe.Format, opts.format)
+    if "amax_history_len" in spec.options:
+        kwargs["amax_history_len"] = opts.amax_history_len
+    if "amax_compute_algo" in spec.options:
+        kwargs["amax_compute_algo"] = opts.amax_compute_algo
+    return cls(**kwargs)
