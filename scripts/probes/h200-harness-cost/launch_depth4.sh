@@ -20,7 +20,7 @@ one C2 --launch cold
 one P2
 if [ $(( $(date +%s) - T0 )) -lt 420 ]; then
   for c in gpt/tutorial/TE-FP8/delayed.HYBRID.h1024.max gpt/d4096/TE-FP8/delayed.HYBRID.h1024.max gpt/tutorial/PT-AMP; do
-    timeout 60 python3 reports/h200-harness-cost/validate_probe.py $c 2>&1 | tail -1
+    timeout 60 python3 scripts/probes/h200-harness-cost/validate_probe.py $c 2>&1 | tail -1
   done | tee $R/validate-probe.jsonl
 fi
 tar czf $OUT/launch-depth4.tgz -C $R $(cd $R && ls -d [CP]? *.log *.jsonl 2>/dev/null)
