@@ -1,4 +1,4 @@
-"""Measure the reliability figures the README quotes (run it on the machine the figures are for).
+"""Measure the reliability figures docs/findings/reliability.md quotes (run it on the machine the figures are for).
 
     .venv/bin/python scripts/measure_reliability.py [--skip-runs]
 

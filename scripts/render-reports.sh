@@ -5,16 +5,29 @@
 # layout or to the verdict rules (parity is always re-judged from the stored
 # curves):
 #
-#   bash scripts/render-reports.sh
+#   bash scripts/render-reports.sh              # into reports/<run>/
+#   bash scripts/render-reports.sh --out DIR    # into DIR/<run>/, leaving reports/ as it is
+#
+# In reports/ only report.md (and the showcase runs' index.html) are tracked;
+# the chart PNGs, cases.csv, screenshots and the other runs' index.html that a
+# render writes there are ignored by git (.gitignore), so they can be looked at
+# and are not committed again. reports/README.md lists what is kept and why.
 #
 # TEBENCH overrides the tebench command (default .venv/bin/tebench).
 set -euo pipefail
+DEST=reports
+if [ "${1:-}" = "--out" ]; then
+  [ -n "${2:-}" ] || { echo "render-reports.sh: --out needs a directory" >&2; exit 2; }
+  DEST=$(realpath -m "$2")  # resolved before the cd below: relative to where it was called from
+elif [ -n "${1:-}" ]; then
+  echo "usage: bash scripts/render-reports.sh [--out DIR]" >&2; exit 2
+fi
 cd "$(dirname "$0")/.."
 TEBENCH=${TEBENCH:-.venv/bin/tebench}
 CHROMIUM=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 
-render() {  # render DIR RESULTS...: DIR under reports/; old charts go (their count can change)
-  local dir=reports/$1
+render() {  # render NAME RESULTS...: into DEST/NAME; old charts go (their count can change)
+  local dir=$DEST/$1
   shift
   mkdir -p "$dir"
   rm -f "$dir"/*.png
@@ -22,7 +35,7 @@ render() {  # render DIR RESULTS...: DIR under reports/; old charts go (their co
   if [ -n "$CHROMIUM" ]; then
     # The first screen a reader sees: the answer should be on it.
     "$CHROMIUM" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1400,1800 \
-      --screenshot="$PWD/$dir/screenshot.png" "file://$PWD/$dir/index.html" >/dev/null 2>&1
+      --screenshot="$(realpath "$dir")/screenshot.png" "file://$(realpath "$dir")/index.html" >/dev/null 2>&1
   fi
 }
 
