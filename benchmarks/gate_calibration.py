@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tebench.analysis import ab, compare  # noqa: E402
-from tebench.schema import records as record
+from tebench.store import run_records
 from tebench.store import reader as results
 from tebench.plan.matrix import load  # noqa: E402
 from tebench.worker.hooks.slowdown import SLOWDOWN_ENV  # noqa: E402
@@ -134,7 +134,7 @@ def _pool(paths: list[str]) -> dict[tuple[str, str], list[tuple[list[float], lis
 
     def ok_rounds(path: Path) -> dict[tuple[tuple[str, str], int], tuple[str, list[float]]]:
         out = {}
-        for rec in record.read(path, judge=False).cases:
+        for rec in run_records.read(path, judge=False).cases:
             if rec.status == "ok" and rec.samples_ms:
                 out[((rec.case_id, rec.device_name), rec.round_no)] = (rec.started or "", rec.samples_ms)
         return out

@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
             raw = run_case(c, device, lambda *a: None)
             losses = raw["loss"]["per_step"]
             run = {"variant": case.variant, "seed": c.settings.seed, "final": final_loss(losses),
-                   "validation": raw["validation"], "losses": losses, "seconds": time.perf_counter() - t}
+                   "validation": raw.validation.to_dict(), "losses": losses, "seconds": time.perf_counter() - t}
             out["runs"].append(run)
             acc = raw["validation"].get("greedy_accuracy")
             print(f"seed {c.settings.seed}  {case.variant:<40} final {run['final']:.4f}"

@@ -148,11 +148,17 @@ for item in filter(None, os.environ.get("STUB_FAULT", "").split(";")):
                     sys.exit(3)
 steps = case["settings"]["steps"]
 warmup = case["settings"]["warmup"]
-json.dump({"status": "ok", "device": {"type": "cpu", "name": "stub"},
-           "launch": {"method": "prestarted" if a.serve else "cold", "preload": a.preload},
-           "timing": {"samples_ms": [1.0 + 0.01 * i for i in range(steps)]},
-           "loss": {"per_step": [2.0 - 0.1 * i for i in range(warmup + steps)], "warmup_steps": warmup},
-           "memory": {"kind": "cpu", "peak_rss_bytes": 1000}}, open(a.result, "w"))
+# Built from the worker's own declared types (tebench.schema is torch-free), as the real worker builds it.
+from tebench.schema.records import Device, Launch, Loss, Measurements, Memory, Phases, Timing
+result = Measurements(
+    status="ok", device=Device(type="cpu", name="stub"),
+    launch=Launch(method="prestarted" if a.serve else "cold", family=a.preload),
+    timing=Timing(samples_ms=[1.0 + 0.01 * i for i in range(steps)]),
+    loss=Loss(per_step=[2.0 - 0.1 * i for i in range(warmup + steps)], warmup_steps=warmup),
+    memory=Memory(kind="cpu", peak_rss_bytes=1000))
+if os.environ.get("STUB_PHASES"):  # every phase the schema declares, each this many seconds
+    result.phases = Phases(**{name: float(os.environ["STUB_PHASES"]) for name in Phases._names()})
+json.dump(result.to_dict(), open(a.result, "w"))
 """
 
 CPU_ENV = Environment(device_type="cpu", compile=Support(False, "no compiler in this test"), bf16=True, cpu="test")

@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 from torch.autograd import DeviceType
 
 from tebench.plan import peak_tflops as hardware
-from tebench.worker import case as measure, profile, te_compat
+from tebench.worker import profile, te_compat
+from tebench.worker.te_recipe import build_recipe
 from tebench.run import runner
 from tebench.plan import schedule
 from tebench.worker.fp8state import COLLAPSED_SCALE, ScalingRecorder, stateful_modules

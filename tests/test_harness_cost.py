@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from conftest import MICRO_GPT
-from tebench.run import caches, runner
+from tebench.run import caches, executor, options, prestart
 from tebench.worker import case as measure, timing
 from tebench.plan.environment import Environment
 from tebench.plan.matrix import Settings
@@ -125,9 +125,9 @@ def test_compile_cache_state_is_cold_then_warm(tmp_path):
 
 
 def test_launch_auto_is_prestarted_only_on_cuda():
-    assert runner.launch_method("auto", Environment(device_type="cuda")) == "prestarted"
-    assert runner.launch_method("auto", Environment(device_type="cpu")) == "cold"
-    assert runner.launch_method("cold", Environment(device_type="cuda")) == "cold"
+    assert options.launch_method("auto", Environment(device_type="cuda")) == "prestarted"
+    assert options.launch_method("auto", Environment(device_type="cpu")) == "cold"
+    assert options.launch_method("cold", Environment(device_type="cuda")) == "cold"
 
 
 def _case(mode: str, parallel: str = "single"):
@@ -142,13 +142,13 @@ def _case(mode: str, parallel: str = "single"):
     ("torch", "PT-AMP", "ddp", False),       # torchrun cases start cold (the spare waits)
 ])
 def test_a_prestarted_worker_runs_only_a_case_it_fits(tmp_path, preloaded, mode, parallel, used):
-    ex = runner.Executor.__new__(runner.Executor)
+    ex = executor.Executor.__new__(executor.Executor)
     ex.lock, ex.children = threading.Lock(), set()
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE,
                             text=True, start_new_session=True)
     log = tmp_path / "prestart.log"
     log.write_text("")
-    ex.spares = {"0": [runner.Spare(proc, preloaded, log)]}
+    ex.spares = {"0": [prestart.Spare(proc, preloaded, log)]}
     got = ex._take_spare(_case(mode, parallel), "0")
     try:
         assert (got is not None) is used
@@ -162,21 +162,21 @@ def test_a_prestarted_worker_runs_only_a_case_it_fits(tmp_path, preloaded, mode,
 
 
 def test_a_dead_prestarted_worker_is_not_used(tmp_path):
-    ex = runner.Executor.__new__(runner.Executor)
+    ex = executor.Executor.__new__(executor.Executor)
     ex.lock, ex.children = threading.Lock(), set()
     proc = subprocess.Popen([sys.executable, "-c", "raise SystemExit(2)"], stdin=subprocess.PIPE, text=True)
     proc.wait()
     log = tmp_path / "prestart.log"
     log.write_text("boom")
-    ex.spares = {None: [runner.Spare(proc, "torch", log)]}
+    ex.spares = {None: [prestart.Spare(proc, "torch", log)]}
     assert ex._take_spare(_case("PT-FP32"), None) is None
     assert not log.exists()
 
 
 def test_prestart_keeps_the_next_cases_workers_started_up_to_the_depth(tmp_path):
-    ex = runner.Executor.__new__(runner.Executor)
+    ex = executor.Executor.__new__(executor.Executor)
     ex.lock, ex.launch, ex.spares = threading.Lock(), "prestarted", {}
-    ex.opts = runner.RunOptions(out=tmp_path, prestart_depth=2)
+    ex.opts = options.RunOptions(out=tmp_path, prestart_depth=2)
     started: list[str] = []
 
     def spawn(case, device):
@@ -200,7 +200,7 @@ def test_upcoming_cases_skip_what_takes_no_worker():
 
     planned = [Planned(_case("PT-AMP"), 0, "no GPU"), Planned(_case("TE-FP8", "fsdp2"), 0, None),
                Planned(_case("TE-BF16"), 0, None)]
-    assert [c.mode for c in runner.upcoming_cases(planned)] == ["TE-BF16"]
+    assert [c.mode for c in prestart.upcoming_cases(planned)] == ["TE-BF16"]
 
 
 class _Recorder:
@@ -231,9 +231,9 @@ def test_a_data_parallel_rank_draws_its_own_tokens_of_the_same_task(with_data_se
 
 
 def test_no_worker_is_pre_started_for_a_torchrun_device_group(tmp_path):
-    ex = runner.Executor.__new__(runner.Executor)
+    ex = executor.Executor.__new__(executor.Executor)
     ex.lock, ex.launch, ex.spares = threading.Lock(), "prestarted", {}
-    ex.opts = runner.RunOptions(out=tmp_path, prestart_depth=2)
+    ex.opts = options.RunOptions(out=tmp_path, prestart_depth=2)
     ex._spawn = lambda case, device: pytest.fail("spawned a worker for a device group")
     ex._prestart([_case("PT-AMP")], "0,1")
 
@@ -261,11 +261,11 @@ def _state(pid: int) -> str:
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
 def test_pre_started_workers_are_stopped_while_a_case_is_timed(tmp_path):
-    ex = runner.Executor.__new__(runner.Executor)
-    ex.lock, ex.children, ex.opts = threading.Lock(), set(), runner.RunOptions(out=tmp_path)
+    ex = executor.Executor.__new__(executor.Executor)
+    ex.lock, ex.children, ex.opts = threading.Lock(), set(), options.RunOptions(out=tmp_path)
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE, text=True)
     try:
-        spare = runner.Spare(proc, "torch", tmp_path / "log")
+        spare = prestart.Spare(proc, "torch", tmp_path / "log")
         ex.spares = {"0": [spare]}
         ex.pause_spares("0", True)
         deadline = time.time() + 10
@@ -290,11 +290,11 @@ def test_pre_started_workers_are_stopped_while_a_case_is_timed(tmp_path):
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
 def test_no_pause_leaves_pre_started_workers_running(tmp_path):
-    ex = runner.Executor.__new__(runner.Executor)
-    ex.lock, ex.children, ex.opts = threading.Lock(), set(), runner.RunOptions(out=tmp_path, pause=False)
+    ex = executor.Executor.__new__(executor.Executor)
+    ex.lock, ex.children, ex.opts = threading.Lock(), set(), options.RunOptions(out=tmp_path, pause=False)
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE, text=True)
     try:
-        spare = runner.Spare(proc, "torch", tmp_path / "log")
+        spare = prestart.Spare(proc, "torch", tmp_path / "log")
         ex.spares = {"0": [spare]}
         ex.pause_spares("0", True)
         time.sleep(0.2)  # a SIGSTOP, had one been sent, is delivered long before this
@@ -306,7 +306,7 @@ def test_no_pause_leaves_pre_started_workers_running(tmp_path):
 
 @pytest.mark.parametrize("step_ms, stopped", [(None, True), (5.0, True), (49.9, True), (50.0, False), (300.0, False)])
 def test_workers_are_stopped_only_beside_launch_bound_timed_steps(step_ms, stopped):
-    assert runner.launch_bound(step_ms) is stopped
+    assert prestart.launch_bound(step_ms) is stopped
 
 
 def test_the_measure_announcement_carries_the_warm_up_step_time(capsys):
@@ -334,11 +334,11 @@ def test_default_prestart_depth_is_one_worker_per_four_cpus_per_device(cpus, dev
 
 
 def test_run_options_leave_the_depth_to_the_machine_until_resolved(tmp_path):
-    opts = runner.RunOptions(out=tmp_path, devices=["0", "1"])
+    opts = options.RunOptions(out=tmp_path, devices=["0", "1"])
     assert opts.prestart_depth is None
-    assert runner.resolve_options(opts).prestart_depth == default_prestart_depth(2)
-    given = runner.RunOptions(out=tmp_path, prestart_depth=3)
-    assert runner.resolve_options(given) is given
+    assert options.resolve_options(opts).prestart_depth == default_prestart_depth(2)
+    given = options.RunOptions(out=tmp_path, prestart_depth=3)
+    assert options.resolve_options(given) is given
 
 
 @pytest.mark.parametrize("text, cap", [

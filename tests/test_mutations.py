@@ -43,8 +43,8 @@ def _record(case: Case, monkeypatch, mutation: str | None = None, round_: int = 
         monkeypatch.delenv(faults.FAULT_ENV, raising=False)
     raw = run_case(case, torch.device("cpu"), lambda *a: None)
     # The record as `tebench run` writes it: what the verdict needs must survive build_record.
-    return build_record(schedule.Planned(case, round_, None), {"status": "ok", **raw}, Environment(device_type="cpu"),
-                               "mutations", time.time(), 0.0, None)
+    return build_record(schedule.Planned(case, round_, None), raw, Environment(device_type="cpu"),
+                        "mutations", time.time(), 0.0, None).to_dict()
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,12 @@ from hypothesis import strategies as st
 from conftest import FIXTURES, ROOT
 from tebench.analysis import compare, stats
 from tebench.schema import records as record
+from tebench.store import run_records
 from tebench.store import reader as results
 from tebench.schema.version import MIN_READABLE_VERSION, SCHEMA, SCHEMA_VERSION, SchemaError
-from tebench.schema.records import CaseResult, CaseRounds, RunHeader
+from tebench.schema import version as versions
+from tebench.schema.records import CaseResult, RunHeader
+from tebench.store.run_records import CaseRounds
 
 RESULT_FILES = sorted(ROOT.glob("reports/*/results.jsonl")) + sorted(FIXTURES.glob("*.jsonl"))
 CPU = FIXTURES / "cpu-smoke.jsonl"
@@ -63,12 +66,12 @@ def test_unknown_and_new_keys_are_kept_where_they_were():
     d = copy.deepcopy(_lines(CPU)[1])
     d["phases"]["queue_s"] = 0.25
     d["warmup"] = {"rule": "settled", "steps": 12, "settled": True, "floor": 5, "ceiling": 50}
-    d = {"launch": {"method": "prestarted", "preload_s": 3.5, "family": "te"}, **d}
+    d = {"launch": {"method": "prestarted", "preload_s": 3.5, "spawned_by": "te"}, **d}
     d["timing"]["future"] = [1, 2]
     d["parity"]["new_field"] = None
     d["shiny"] = {"new": True}
     r = CaseResult.from_dict(d)
-    assert r.launch.method == "prestarted" and r.launch.extra == {"family": "te"} and r.warmup.settled is True
+    assert r.launch.method == "prestarted" and r.launch.extra == {"spawned_by": "te"} and r.warmup.settled is True
     assert r.extra == {"shiny": {"new": True}}
     assert r.timing.extra == {"future": [1, 2]} and "new_field" in r.parity.extra
     assert list(r.to_dict()) == list(d) and r.to_dict() == d
@@ -148,8 +151,8 @@ def test_peak_memory_gpu_or_cpu_and_speedup():
     cpu = _case([1.0], memory={"kind": "rss", "peak_rss_bytes": 999})
     assert gpu.peak_memory == 100 and cpu.peak_memory == 999 and _case([1.0]).peak_memory is None
     assert CaseRounds([gpu, cpu]).memory_peaks == [100, 999]
-    assert record.speedup(10.0, 4.0) == 2.5
-    assert list(record.speedup(np.array([10.0, 3.0]), np.array([5.0, 3.0]))) == [2.0, 1.0]
+    assert run_records.speedup(10.0, 4.0) == 2.5
+    assert list(run_records.speedup(np.array([10.0, 3.0]), np.array([5.0, 3.0]))) == [2.0, 1.0]
 
 
 @pytest.mark.parametrize("verdict,passed,problem", [("pass", True, False), ("fail", False, True),
@@ -173,7 +176,7 @@ def test_report_compare_and_strict_use_one_judgement():
 
     stored = {(d["case_id"], d.get("round", 0)): (d.get("parity") or {}).get("verdict")
               for d in _lines(H200) if d["type"] == "case"}
-    run = record.read(H200)
+    run = run_records.read(H200)
     judged = {(r.case_id, r.round_no): r.verdict for r in run.cases}
     assert judged != stored  # this fixture has verdicts the current rules judge differently
     df = tables.case_frame(load_all([H200]))
@@ -194,7 +197,7 @@ def test_case_frame_values_come_from_case_rounds():
 
     src = load_all([CPU])[0]
     df = tables.case_frame([src]).set_index("case_id")
-    for case_id, rounds in record.by_case(src.records, src.header.peak_tflops).items():
+    for case_id, rounds in run_records.by_case(src.records, src.header.peak_tflops).items():
         row = df.loc[case_id]
         assert row["status"] == rounds.status
         if rounds.ok:
@@ -219,8 +222,8 @@ def test_every_readable_version_is_accepted_and_others_refused():
 
 def test_an_older_version_is_upgraded_step_by_step(monkeypatch):
     # The upgrade path a schema bump will use: each version's function turns it into the next.
-    monkeypatch.setattr(results, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
-    old = SCHEMA_VERSION - 1
+    monkeypatch.setattr(versions, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    old = versions.SCHEMA_VERSION - 1
 
     def upgrade(d: dict) -> dict:
         d = dict(d)
@@ -236,7 +239,7 @@ def test_an_older_version_is_upgraded_step_by_step(monkeypatch):
 
 
 def test_a_version_without_an_upgrade_reads_as_it_is(monkeypatch):
-    monkeypatch.setattr(results, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    monkeypatch.setattr(versions, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     d = _lines(CPU)[1]
     assert CaseResult.from_dict(d).to_dict() == d
 
@@ -257,7 +260,7 @@ def test_run_strict_fails_on_the_verdicts_the_report_shows(strict, stub_cli, tmp
 
     monkeypatch.setattr(runner, "run", finished_run)
     proc = stub_cli("run", "--preset", "smoke", "--out", str(out), "--no-report", *(["--strict"] if strict else []))
-    judged = record.read(H200)
+    judged = run_records.read(H200)
     stale = [d["case_id"] for d in _lines(H200) if d["type"] == "case"
              and (d.get("parity") or {}).get("verdict") == "pass"
              and next(r for r in judged.cases if r.case_id == d["case_id"]).verdict == "fail"]

@@ -8,7 +8,9 @@ import pytest
 
 from tebench.store import reader as results
 from tebench.schema.version import SCHEMA, SCHEMA_VERSION, SchemaError
+from tebench.schema import version as versions
 from tebench.store.writer import Writer, dumps_strict, write_all
+from tebench.store import writer as writer_module
 
 
 def header() -> dict:
@@ -58,8 +60,8 @@ def test_newer_schema_is_refused_with_advice(tmp_path):
 
 
 def test_older_schema_is_refused_with_advice(tmp_path, monkeypatch):
-    monkeypatch.setattr(results, "MIN_READABLE_VERSION", 2)
-    monkeypatch.setattr(results, "SCHEMA_VERSION", 3)
+    monkeypatch.setattr(versions, "MIN_READABLE_VERSION", 2)
+    monkeypatch.setattr(versions, "SCHEMA_VERSION", 3)
     path = tmp_path / "results.jsonl"
     path.write_text(json.dumps({"schema": "tebench.results", "schema_version": 1, "type": "header"}) + "\n")
     with pytest.raises(SchemaError, match="older than the oldest"):
@@ -119,11 +121,11 @@ def test_nan_timing_is_skipped_naming_file_line_and_key(tmp_path):
 @pytest.mark.parametrize("extra, message", [
     # Both were found by tests/test_properties.py: compare raised a TypeError on them.
     ({"throughput": {"tokens_per_step": "0", "mfu_basis": "dense BF16"}},
-     r"\[throughput.tokens_per_step\] = '0': must be a number or null"),
-    ({"device": {"type": "cpu", "name": [None]}}, r"\[device.name\] = \[None\]: must be str"),
-    ({"memory": {"kind": 3, "peak_rss_bytes": 1}}, r"\[memory.kind\] = 3: must be a string or null"),
+     r"\[throughput.tokens_per_step\] = '0': must be a number or null, not a string"),
+    ({"device": {"type": "cpu", "name": [None]}}, r"\[device.name\] = \[None\]: must be a string or null, not an array"),
+    ({"memory": {"kind": 3, "peak_rss_bytes": 1}}, r"\[memory.kind\] = 3: must be a string or null, not an integer"),
     # Parity judges every curve it reads: a null loss (not a NaN the writer noted) or none at all.
-    ({"loss": {"per_step": [2.0, None]}}, r"\[loss.per_step\[1\]\] = None: must be a number"),
+    ({"loss": {"per_step": [2.0, None]}}, r"\[loss.per_step\[1\]\] = None: must be a number, not null"),
     ({"loss": {"per_step": None}}, r"\[loss.per_step\] = None: missing"),
 ])
 def test_values_readers_compute_with_must_have_their_type(tmp_path, extra, message):
@@ -140,9 +142,9 @@ def test_values_readers_compute_with_must_have_their_type(tmp_path, extra, messa
 
 @pytest.mark.parametrize("extra, message", [
     # Found by tests/test_properties.py: compare raised a TypeError on each.
-    ({"env": {"device_type": "cpu", "env_vars": 1}}, r"\[env.env_vars\] = 1: must be object"),
-    ({"devices": 2}, r"\[devices\] = 2: must be array"),
-    ({"ab": {"id": "x", "env": "A=1"}}, r"\[ab.env\] = 'A=1': must be object"),
+    ({"env": {"device_type": "cpu", "env_vars": 1}}, r"\[env.env_vars\] = 1: must be an object, not an integer"),
+    ({"devices": 2}, r"\[devices\] = 2: must be an array or null, not an integer"),
+    ({"ab": {"id": "x", "env": "A=1"}}, r"\[ab.env\] = 'A=1': must be an object or null, not a string"),
 ])
 def test_header_values_readers_compute_with_must_have_their_type(tmp_path, extra, message):
     path = tmp_path / "results.jsonl"
@@ -169,7 +171,7 @@ def test_merge_writes_atomically(tmp_path, monkeypatch):
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(results.os, "fsync", full)
+    monkeypatch.setattr(writer_module.os, "fsync", full)
     with pytest.raises(OSError):
         write_all(path, [header(), case("a")])
     assert path.read_text() == before and sorted(p.name for p in tmp_path.iterdir()) == ["results.jsonl"]

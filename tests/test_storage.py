@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tebench.store import atomic, reader as results
+from tebench.store.writer import Writer
 from tebench import cli
 from tebench.plan import matrix
 from tebench.run import runner
@@ -87,8 +88,8 @@ def test_second_cli_writer_exits_2(mat, tmp_path, tebench_cli):
 
 
 def _fail_after(monkeypatch, n: int, err: int = errno.ENOSPC) -> None:
-    """Make results.Writer.append fail from its (n+1)-th call on, as a full disk would."""
-    original = results.Writer.append
+    """Make Writer.append fail from its (n+1)-th call on, as a full disk would."""
+    original = Writer.append
     calls = {"n": 0}
 
     def append(self, record):
@@ -97,7 +98,7 @@ def _fail_after(monkeypatch, n: int, err: int = errno.ENOSPC) -> None:
             raise OSError(err, os.strerror(err), str(self.path))
         original(self, record)
 
-    monkeypatch.setattr(results.Writer, "append", append)
+    monkeypatch.setattr(Writer, "append", append)
 
 
 def test_disk_full_while_recording_stops_cleanly_and_resume_completes(mat, stub, tmp_path, monkeypatch):

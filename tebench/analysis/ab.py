@@ -29,7 +29,7 @@ from typing import Any, Iterator
 
 import tebench
 from tebench.analysis import compare
-from tebench.schema import records as record
+from tebench.store import run_records
 from tebench.store import reader as results
 from tebench.store.writer import Writer
 from tebench.run import runner
@@ -230,7 +230,7 @@ def run(matrix: Matrix, opts: ABOptions) -> compare.Comparison:
     for s in sides.values():
         with contextlib.suppress(OSError):
             (s.out / ".work").rmdir()
-    result = compare.compare_runs(record.read(sides["base"].out), record.read(sides["head"].out), opts.compare,
+    result = compare.compare_runs(run_records.read(sides["base"].out), run_records.read(sides["head"].out), opts.compare,
                                   str(sides["base"].out), str(sides["head"].out))
     (opts.out / "compare.md").write_text(compare.to_markdown(result, title="tebench ab") + "\n", encoding="utf-8")
     (opts.out / "compare.json").write_text(result.to_json() + "\n", encoding="utf-8")

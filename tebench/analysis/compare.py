@@ -40,10 +40,13 @@ from typing import Any, Iterable
 import numpy as np
 
 from tebench.schema import records as record
+
+from tebench.store import run_records
 from tebench.store import reader as results
 from tebench.schema.version import SchemaError
 from tebench.analysis import stats
-from tebench.schema.records import CaseResult, CaseRounds, RunRecords
+from tebench.schema.records import CaseResult
+from tebench.store.run_records import CaseRounds, RunRecords
 
 DEFAULT_THRESHOLDS = {"time": 0.05, "memory": 0.05, "loss": 0.10}
 DEFAULT_ALPHA = 0.05
@@ -165,7 +168,7 @@ class Side:
 def side(records: list[CaseResult] | CaseRounds, concurrent: bool = False) -> Side:
     """Summarize the records (rounds) of one case in one run.
 
-    The step time is the median of the rounds' medians (:attr:`record.CaseRounds.level_ms`),
+    The step time is the median of the rounds' medians (:attr:`run_records.CaseRounds.level_ms`),
     the round being the unit of replication; tokens/s is taken at that step time.
     """
     rounds = records if isinstance(records, CaseRounds) else CaseRounds(records)
@@ -381,7 +384,7 @@ def _any_invalid(pair: tuple[str, str, Side, Side]) -> bool:
 
 def _typed(run: results.Run | RunRecords) -> RunRecords:
     """The run as typed records, parity judged again (as the report judges it)."""
-    return run if isinstance(run, RunRecords) else record.from_run(run)
+    return run if isinstance(run, RunRecords) else run_records.from_run(run)
 
 
 def _header(run: results.Run | RunRecords) -> record.RunHeader:
@@ -522,7 +525,7 @@ def ab_id(run: results.Run | RunRecords) -> str | None:
 
 def compare_runs(base: results.Run | RunRecords, head: results.Run | RunRecords, opts: Options | None = None,
                  base_name: str = "base", head_name: str = "head") -> Comparison:
-    """Compare two runs already read (by :func:`results.read` or :func:`record.read`)."""
+    """Compare two runs already read (by :func:`results.read` or :func:`run_records.read`)."""
     opts = opts or Options()
     base, head = _typed(base), _typed(head)
     bcases, hcases = base.by_case(by_device=True), head.by_case(by_device=True)
@@ -554,7 +557,7 @@ def compare(base_path: str | Path, head_path: str | Path, thresholds: dict[str, 
     if opts is None:
         opts = Options(thresholds=dict(thresholds or {}), count_env_changes=count_env_changes)
     try:
-        base, head = record.read(base_path), record.read(head_path)
+        base, head = run_records.read(base_path), run_records.read(head_path)
     except (OSError, SchemaError) as exc:
         raise CompareError(str(exc)) from None
     return compare_runs(base, head, opts, str(base_path), str(head_path))

@@ -72,10 +72,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         pause=not args.no_pause,
     )
     path = run(mat, env, opts)
-    from tebench.schema import records as record
+    from tebench.store import run_records
 
     # Parity judged again over the whole run, as the report judges it: --strict and the report agree.
-    run = record.read(path)
+    run = run_records.read(path)
     print(f"\nresults: {path}")
     if not args.no_report:
         from tebench.report import render

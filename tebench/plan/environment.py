@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 from tebench import __version__
+from tebench.plan.peak_tflops import PeakRates
 
 
 # Environment variables that change what TE or CUDA does; recorded so that a
@@ -86,12 +87,14 @@ class Environment:
     cpu: str = ""
     cpu_count: int = 0
     hostname: str = ""
-    gpu_clocks: dict[str, Any] = field(default_factory=dict)
+    gpu_clocks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per GPU index, nvidia-smi's clock and power fields (text, as nvidia-smi prints them)."""
     env_vars: dict[str, str] = field(default_factory=dict)
     tebench: str = __version__
     git_commit: str | None = None
     git_dirty: bool | None = None
-    peak_tflops: dict[str, Any] | None = None
+    peak_tflops: dict[str, Any] | None = field(default=None, metadata={"shape": PeakRates})
+    """The GPU's datasheet peaks (:class:`PeakRates` as a dict), None for a GPU without an entry."""
     time: str = ""
 
     @property

@@ -84,7 +84,7 @@ class FP8Options:
     """Forward+backward passes (no optimizer step) run before training, so that a
     stateful recipe starts from measured amaxes. With 0, TE's first step
     quantizes with the initial scale of 1: on the H200 that zeroed (E4M3) or
-    scrambled (HYBRID) the TE layers' first gradients (see README, "FP8 calibration")."""
+    scrambled (HYBRID) the TE layers' first gradients (see docs/findings/fp8-calibration.md)."""
 
     @property
     def spec(self) -> RecipeSpec:

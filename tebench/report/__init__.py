@@ -35,7 +35,8 @@ from tebench.store import atomic
 from tebench.plan.environment import usable_cpus
 from tebench.plan.matrix import exclusion_text
 from tebench.plan.modes import FP8_MODES
-from tebench.schema.records import CaseResult, RunHeader
+from tebench.schema import validate
+from tebench.schema.records import CaseResult, Phases, RunHeader
 from tebench.report import charts, harness_cost as phases, tables
 from tebench.report.load import Source, load_all
 
@@ -142,8 +143,8 @@ BUSY_COLUMNS = [
 
 COST_COLUMNS = [
     ("mode", "mode", ""), ("source", "machine", ""), ("cases", "cases", "int"),
-    ("startup_s", "start-up s", "s"), ("build_s", "build s", "s"), ("warmup_s", "warm-up s", "s"),
-    ("measure_s", "measured s", "s"), ("profile_s", "profile s", "s"), ("validate_s", "validate s", "s"),
+    # one column per phase the schema declares (tebench.schema.records.Phases)
+    *((name, meta["column"], "s") for name, _, meta in validate.declared(Phases)),
     ("other_s", "other s", "s"), ("duration_s", "case time s", "s"), ("measured_share", "measured", "pct"),
 ]
 

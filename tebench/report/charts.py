@@ -16,7 +16,7 @@ CUDA-graph variants are hatched or dashed.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -319,18 +319,7 @@ def loss_curves(sources: list[Any], df: pd.DataFrame) -> Figure | None:
     workloads = {w: i for i, w in enumerate(dict.fromkeys(df["workload"]))} if not df.empty else {}
     groups.sort(key=lambda g: (workloads.get(g[0][1], 99), sizes.get((g[0][1], g[0][2]), (math.inf, math.inf))))
     multi = len(sources) > 1
-    layout = []
-    for key, recs in groups:
-        ref = next((r for r in recs if r.verdict == "reference"), None)
-        fams: dict[str, list[CaseResult]] = {}
-        for rec in recs:
-            if rec is not ref:
-                members = fams.setdefault(family(rec.case), [])
-                if len(members) < MAX_BARS // 4:
-                    members.append(rec)
-        if not fams and ref is not None:
-            fams[family(ref.case)] = []
-        layout.append((key, recs, ref, sorted(fams.items(), key=lambda kv: _family_key(kv[0]))))
+    layout = [_loss_row(key, recs) for key, recs in groups]
     panel_w = 3.4
 
     def label(rec: CaseResult, name: str) -> str:
@@ -375,48 +364,74 @@ def loss_curves(sources: list[Any], df: pd.DataFrame) -> Figure | None:
     flat = [fig.add_subplot(grid[2 * (slot // cols), slot % cols]) if slot in set(slots) else None
             for slot in range(rows * cols)]
     scales: dict[tuple, tuple] = {}
-    for (key, recs, ref, name, members, first), slot in zip(panels, slots):
-        ax = flat[slot]
+    for panel, slot in zip(panels, slots):
+        key, recs, ref = panel[:3]
         if key not in scales:
-            values = np.asarray([v for r in recs for v in r.loss.per_step], dtype=float)
-            values = values[np.isfinite(values)]
-            log = spans(values)
-            # The y range follows the curves, not the band: near zero loss the band's
-            # lower edge (reference - atol) would otherwise stretch a log axis over decades.
-            lo, hi = (values.min(), values.max()) if values.size else (0.0, 1.0)
-            ylim = (lo / 1.25, hi * 1.25) if log else (lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
-            scales[key] = (log, ylim, reference_band(recs, ref))
-        log, ylim, band = scales[key]
-        # The band this panel's curves were judged against (PT-AMP's own band leaves out the
-        # PT-AMP-vs-PT-FP32 noise, so it can be narrower than the other modes').
-        band = reference_band(members, None) or band
-        if band is not None:
-            band_lo = np.asarray(band["lo"], dtype=float)
-            ax.fill_between(band["step"], np.maximum(band_lo, ylim[0]) if log else band_lo, band["hi"],
-                            color="#bbbbbb", alpha=0.55, linewidth=0, label="reference band" if first else None)
-        if ref is not None:
-            ref_losses = ref.loss.per_step
-            ax.plot(range(len(ref_losses)), ref_losses, color="black", linewidth=1.3,
-                    label=f"{ref.mode} (reference)" if first else None)
-        for j, rec in enumerate(members):
-            c, style = distinct(j)
-            losses = rec.loss.per_step
-            ax.plot(range(len(losses)), losses, style if not rec.graphs else "--", color=c,
-                    linewidth=1.1, label=label(rec, name))
-        warm = recs[0].loss.warmup_steps
-        if warm:
-            ax.axvline(warm - 0.5, color="black", linewidth=0.6, linestyle=":")
-        ax.set_ylim(*ylim)
-        _axis(ax.yaxis, log, span=ylim)
-        source, workload, size = key
-        title = f"{workload} / {size}: {name}" + (f"\n{source}" if multi else "")
-        _dress(ax, title, "train step", ("training loss" + (" (log)" if log else "")) if slot % cols == 0 else None,
-               xpad=0.36, ypad=0.5)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=FONT, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, frameon=False,
-                  handlelength=1.6, columnspacing=0.8)
+            scales[key] = _loss_scale(recs, ref)
+        _loss_panel(flat[slot], panel, scales[key], label, ncol, multi, first_column=slot % cols == 0)
     _suptitle(fig, "Loss curves against the reference")
     return fig
+
+
+def _loss_row(key: tuple, recs: list[CaseResult]) -> tuple:
+    """One row of the loss chart: its reference, and its other records by mode family (a panel each)."""
+    ref = next((r for r in recs if r.verdict == "reference"), None)
+    fams: dict[str, list[CaseResult]] = {}
+    for rec in recs:
+        if rec is not ref:
+            members = fams.setdefault(family(rec.case), [])
+            if len(members) < MAX_BARS // 4:
+                members.append(rec)
+    if not fams and ref is not None:
+        fams[family(ref.case)] = []
+    return key, recs, ref, sorted(fams.items(), key=lambda kv: _family_key(kv[0]))
+
+
+def _loss_scale(recs: list[CaseResult], ref: CaseResult | None) -> tuple:
+    """(log axis?, y range, reference band) shared by every panel of one row."""
+    values = np.asarray([v for r in recs for v in r.loss.per_step], dtype=float)
+    values = values[np.isfinite(values)]
+    log = spans(values)
+    # The y range follows the curves, not the band: near zero loss the band's
+    # lower edge (reference - atol) would otherwise stretch a log axis over decades.
+    lo, hi = (values.min(), values.max()) if values.size else (0.0, 1.0)
+    ylim = (lo / 1.25, hi * 1.25) if log else (lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
+    return log, ylim, reference_band(recs, ref)
+
+
+def _loss_panel(ax: Any, panel: tuple, scale: tuple, label: Callable[[CaseResult, str], str], ncol: int,
+                multi: bool, first_column: bool) -> None:
+    """One panel: the band, the reference curve and a family's curves, with its legend underneath."""
+    key, recs, ref, name, members, first = panel
+    log, ylim, band = scale
+    # The band this panel's curves were judged against (PT-AMP's own band leaves out the
+    # PT-AMP-vs-PT-FP32 noise, so it can be narrower than the other modes').
+    band = reference_band(members, None) or band
+    if band is not None:
+        band_lo = np.asarray(band["lo"], dtype=float)
+        ax.fill_between(band["step"], np.maximum(band_lo, ylim[0]) if log else band_lo, band["hi"],
+                        color="#bbbbbb", alpha=0.55, linewidth=0, label="reference band" if first else None)
+    if ref is not None:
+        ref_losses = ref.loss.per_step
+        ax.plot(range(len(ref_losses)), ref_losses, color="black", linewidth=1.3,
+                label=f"{ref.mode} (reference)" if first else None)
+    for j, rec in enumerate(members):
+        c, style = distinct(j)
+        losses = rec.loss.per_step
+        ax.plot(range(len(losses)), losses, style if not rec.graphs else "--", color=c,
+                linewidth=1.1, label=label(rec, name))
+    warm = recs[0].loss.warmup_steps
+    if warm:
+        ax.axvline(warm - 0.5, color="black", linewidth=0.6, linestyle=":")
+    ax.set_ylim(*ylim)
+    _axis(ax.yaxis, log, span=ylim)
+    source, workload, size = key
+    title = f"{workload} / {size}: {name}" + (f"\n{source}" if multi else "")
+    _dress(ax, title, "train step", ("training loss" + (" (log)" if log else "")) if first_column else None,
+           xpad=0.36, ypad=0.5)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=FONT, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, frameon=False,
+              handlelength=1.6, columnspacing=0.8)
 
 
 def scaling(df: pd.DataFrame) -> Figure | None:

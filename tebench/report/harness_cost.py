@@ -17,15 +17,16 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-PHASES = [
-    ("startup_s", "start-up", "#7f7f7f"),
-    ("build_s", "build", "#bcbd22"),
-    ("warmup_s", "warm-up", "#ff7f0e"),
-    ("measure_s", "measured steps", "#2ca02c"),
-    ("profile_s", "profile", "#9467bd"),
-    ("validate_s", "validate", "#17becf"),
-    ("other_s", "other", "#d9d9d9"),
-]
+from tebench.schema import validate
+from tebench.schema.records import Phases
+
+def _phases() -> list[tuple[str, str, str]]:
+    """(key, label, colour) of every phase the schema declares, then the rest of the case's time."""
+    declared = [(name, meta["label"], meta["color"]) for name, _, meta in validate.declared(Phases)]
+    return [*declared, ("other_s", "other", "#d9d9d9")]
+
+
+PHASES = _phases()
 
 
 def frame(sources: list[Any]) -> pd.DataFrame:

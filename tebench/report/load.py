@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tebench.schema import records as record
+from tebench.store import run_records
 from tebench.store import reader as results
 from tebench.schema.version import RecordError
 from tebench.analysis import stats
@@ -177,7 +177,7 @@ def load(path: str | Path) -> Source:
         return _from_pytest_benchmark(p)
     # Every round of each case (the report pools their samples), but only the
     # last record of a (case, round) pair; parity judged again over them.
-    run = record.read(p)
+    run = run_records.read(p)
     src = Source(run.path, "tebench", run.header, run.cases)
     if run.problems:
         src.notes.append(f"{len(run.problems)} unreadable line(s) skipped (a run killed mid-write?)")

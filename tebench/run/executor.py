@@ -27,7 +27,8 @@ from tebench.run.display import Display
 from tebench.run.outdir import out_of_space, storage_error
 from tebench.run.case_log import append_prestart_log, log_tail, write_log
 from tebench.run.prestart import Spare, launch_bound, preload_for
-from tebench.run.records import build_record
+from tebench.run.records import build_record, measurements
+from tebench.schema.records import Device, Launch, Measurements
 from tebench.run.options import RunOptions, launch_method, resolve_options
 
 
@@ -73,8 +74,9 @@ class Executor:
         except OSError as exc:
             raise storage_error(f"cannot create {self.work} and {self.logs}", exc, opts.out) from None
 
-    def record(self, p: Planned, raw: dict[str, Any], started: float, log: str | None) -> dict[str, Any]:
-        rec = build_record(p, raw, self.env, self.run_id, started, time.time() - started, log)
+    def record(self, p: Planned, raw: Measurements, started: float, log: str | None) -> dict[str, Any]:
+        """Build, judge and write the record of ``p`` from the worker's measurements; returns it as written."""
+        rec = build_record(p, raw, self.env, self.run_id, started, time.time() - started, log).to_dict()
         with self.lock:
             if rec.get("loss") and rec["status"] in ("ok", "diverged"):
                 rec["parity"] = parity.judge(self.records + [rec], rec)
@@ -88,7 +90,7 @@ class Executor:
         return rec
 
     def skip(self, p: Planned) -> dict[str, Any]:
-        return self.record(p, {"status": "skipped", "reason": p.skip}, time.time(), None)
+        return self.record(p, Measurements(status="skipped", reason=p.skip), time.time(), None)
 
     def _command(self, case: Case, case_file: Path, result_file: Path) -> list[str]:
         worker = ["-m", "tebench.worker", "--case", str(case_file), "--result", str(result_file), "--progress"]
@@ -263,15 +265,16 @@ class Executor:
             with contextlib.suppress(OSError):
                 log.close()
         rel_log = str(log_file.relative_to(self.opts.out))
-        raw = self._outcome(case, code, timed_out, timeout, last, result_file, log_file)
+        raw = measurements(self._outcome(case, code, timed_out, timeout, last, result_file, log_file))
         if device is not None:
-            raw.setdefault("device", {})["assigned"] = device  # the --devices slot that ran it
-        launch = raw.setdefault("launch", {"method": "cold" if spare is None else "prestarted"})
+            raw.device = raw.device or Device()
+            raw.device.assigned = device  # the --devices slot that ran it
+        launch = raw.launch = raw.launch or Launch(method="cold" if spare is None else "prestarted")
         if spare is not None:
-            launch["paused_s"] = round(spare.paused_s, 4)
+            launch.paused_s = round(spare.paused_s, 4)
         if device in self.finished:
             # From the previous case's record to this case's hand-off: the runner's own gap.
-            launch["after_previous_s"] = round(started - self.finished[device], 4)
+            launch.after_previous_s = round(started - self.finished[device], 4)
         rec = self.record(p, raw, started, rel_log)
         self.finished[device] = time.time()
         # The record is on disk now; the hand-off files only duplicate it.

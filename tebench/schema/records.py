@@ -1,50 +1,44 @@
-"""Typed result records: what one line of ``results.jsonl`` holds, and what is derived from it.
+"""Typed result records: every line of ``results.jsonl``, declared once, for the worker and the parent.
 
-:mod:`tebench.store.reader` reads and validates the file (plain dicts, checked key
-by key); this module turns those dicts into dataclasses every reader uses:
+* :class:`Measurements`: what a worker measures for one case (its result file);
+* :class:`CaseResult`: one finished case, one round, as stored: the worker's
+  measurements plus the runner's identity, statistics and verdicts;
+* :class:`RunHeader`: a run's identity and environment (the ``header`` line).
 
-* :class:`RunHeader`: a run's identity and environment (the ``header`` line);
-* :class:`CaseResult`: one finished case (one round), made of parts
-  (:class:`Timing`, :class:`Throughput`, :class:`Memory`, :class:`Loss`,
-  :class:`Validation`, :class:`GpuBusy`, :class:`Parity`, :class:`Device`);
-* :class:`CaseRounds`: every round of one case in one run, where the values
-  over rounds (pooled median, its interquartile interval, tokens/s, TFLOP/s,
-  MFU, memory peaks, the median of round medians) are computed, once;
-* :class:`RunRecords`: a run read for reporting, its parity judged again.
+Each record is made of parts (:class:`Timing`, :class:`Memory`, :class:`Loss`,
+:class:`Phases` …). A field is declared once, on its part, with its type (the
+annotation) and, where it has them, its limits (``knob`` metadata). From those
+declarations come reading (:meth:`_Part.from_dict`: nested parts become their
+types), writing (:meth:`_Part.to_dict`) and validation (:meth:`_Part.check`, see
+:mod:`tebench.schema.validate`): a new measured field is one line here.
 
-Each part has ``from_dict`` and ``to_dict`` with ``to_dict(from_dict(d)) == d``,
-key order included: keys this tebench does not know (written by a newer one,
-or added by work in flight) are kept in ``extra`` and written back unchanged.
-A record's schema version is checked here as in :func:`check_version`:
-every version from ``MIN_READABLE_VERSION`` to ``SCHEMA_VERSION``
-is read; upgrades of an older version go in :data:`UPGRADES`.
+``to_dict(from_dict(d)) == d``, key order included: keys this tebench does not
+know (written by a newer one) are kept in ``extra`` and written back unchanged.
+A record's schema version is checked as in :func:`tebench.schema.version.check_version`;
+upgrades of an older version go in :data:`UPGRADES`.
 
-Torch-free: only the parent process uses it.
+Torch-free. The values derived over rounds and runs (pooled medians, parity
+judged again) are in :mod:`tebench.store.run_records`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import warnings
+import typing
+import unicodedata
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
-import numpy as np
-
-from tebench.analysis import parity as parity_rules
-from tebench.store import reader as results
-from tebench.schema.version import RecordError, SCHEMA, SCHEMA_VERSION, check_version
-from tebench.analysis import stats
-
-STATUS_SEVERITY = ("failed", "timeout", "oom", "diverged", "ok", "skipped")
-"""Worst first: the status a case shows when its rounds disagree."""
+from tebench.plan.environment import Environment
+from tebench.schema import validate
+from tebench.schema.knobs import knob
+from tebench.schema import version as versions
+from tebench.schema.version import SCHEMA, STATUSES, RecordError, check_version
 
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 """``version -> function`` turning a record of that schema version into one of the next version.
 
-Empty while ``SCHEMA_VERSION`` is 1: nothing stored has changed meaning yet. A version
+Empty while ``versions.SCHEMA_VERSION`` is 1: nothing stored has changed meaning yet. A version
 without an entry is read as it is (a bump that only added optional keys needs none).
 """
 
@@ -57,29 +51,49 @@ class _Part:
     ``to_dict`` writes the keys back in the order they were read.
     """
 
-    PARTS: ClassVar[dict[str, type["_Part"]]] = {}
-    """Fields that hold a nested part (read from an object, written back with its ``to_dict``)."""
     ALWAYS: ClassVar[tuple[str, ...]] = ()
-    """Fields written even when None and not read (records built here, not read from a file)."""
+    """Fields written even when None (records built here, not read from a file)."""
+    FIRST: ClassVar[tuple[str, ...]] = ()
+    """Fields written first in a record built here (identity before measurements, for a human reading the line)."""
 
     extra: dict[str, Any]
     _keys: tuple[str, ...]
 
     @classmethod
     def _names(cls) -> list[str]:
-        return [f.name for f in dataclasses.fields(cls) if f.name not in ("extra", "_keys")]  # type: ignore[arg-type]
+        return [name for name, _, _ in validate.declared(cls)]
+
+    @classmethod
+    @functools.cache
+    def parts(cls) -> dict[str, type["_Part"]]:
+        """The fields that hold a nested part (derived from the annotations: ``Timing | None`` …)."""
+        out = {}
+        for name, hint, _ in validate.declared(cls):
+            for option in (typing.get_args(hint) or (hint,)):
+                if isinstance(option, type) and issubclass(option, _Part):
+                    out[name] = option
+        return out
+
+    @classmethod
+    def check(cls, d: Any, path: str = "") -> None:
+        """RecordError unless ``d`` has the declared shape at every depth (see :mod:`tebench.schema.validate`)."""
+        validate.check(cls, d, path)
+
+    @classmethod
+    def rules(cls, d: dict[str, Any], path: str) -> None:
+        """Checks across fields that a type cannot say (none by default)."""
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]):
         """The part of a JSON object; unknown keys are kept in ``extra``."""
         if not isinstance(d, dict):
             raise RecordError(cls.__name__, d, "must be an object")
-        names = cls._names()
+        parts = cls.parts()
         kwargs: dict[str, Any] = {}
-        for name in names:
+        for name in cls._names():
             if name in d:
                 value = d[name]
-                part = cls.PARTS.get(name)
+                part = parts.get(name)
                 kwargs[name] = part.from_dict(value) if (part is not None and isinstance(value, dict)) else value
         extra = {k: v for k, v in d.items() if k not in kwargs}
         return cls(**kwargs, extra=extra, _keys=tuple(d))  # type: ignore[call-arg]
@@ -91,10 +105,25 @@ class _Part:
         value = getattr(self, key, None)
         return value if (value is not None or key in self._keys) else default
 
+    def get(self, key: str, default: Any = None) -> Any:
+        """A field or extra key, ``default`` when absent or null: dict-style reading for tables that show any key."""
+        value = self.stored(key)
+        return default if value is None else value
+
+    def __getitem__(self, key: str) -> Any:
+        """``part[key]`` reads as the JSON object would (KeyError when the key was never stored)."""
+        value = self.stored(key, KeyError)
+        if value is KeyError:
+            raise KeyError(key)
+        return value
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON object again: the keys read, in their order; new keys after them."""
         out: dict[str, Any] = {}
-        for name in self._names():
+        names = self._names()
+        if not self._keys and self.FIRST:
+            names = [*self.FIRST, *(n for n in names if n not in self.FIRST)]
+        for name in names:
             value = getattr(self, name)
             if value is None and name not in self._keys and name not in self.ALWAYS:
                 continue
@@ -108,32 +137,42 @@ class _Part:
 
 def _part(cls: type) -> type:
     """``@dataclass`` with the two bookkeeping fields of :class:`_Part` appended."""
-    cls.__annotations__ = {**cls.__annotations__, "extra": "dict[str, Any]", "_keys": "tuple[str, ...]"}
-    cls.extra = field(default_factory=dict)
-    cls._keys = field(default=(), repr=False, compare=False)
+    if "extra" not in getattr(cls, "__dataclass_fields__", {}):
+        cls.__annotations__ = {**cls.__annotations__, "extra": "dict[str, Any]", "_keys": "tuple[str, ...]"}
+        cls.extra = field(default_factory=dict)
+        cls._keys = field(default=(), repr=False, compare=False)
     return dataclass(cls)
 
 
-# --- parts of a case record -------------------------------------------------------------------------
+def _seconds(doc: str) -> Any:
+    return knob(None, doc, min=0)
+
+
+# --- parts a worker measures ---------------------------------------------------------------------
 
 
 @_part
 class Device(_Part):
     """Where the case ran: ``type`` (cuda, cpu), the model ``name``, and for a GPU its ``uuid``, index …"""
 
-    type: str | None = None
-    name: str | None = None
-    uuid: str | None = None
+    type: str | None = knob(None, "cuda or cpu.")
+    name: str | None = knob(None, "The device model (cases are keyed by it).")
+    uuid: str | None = knob(None, "The GPU's UUID: tells two GPUs of one model apart.")
+    index: int | None = knob(None, "The CUDA device index the worker saw.", min=0)
+    capability: list[int] | None = knob(None, "Compute capability [major, minor].")
+    memory_bytes: int | None = knob(None, "The GPU's memory.", min=0)
+    assigned: str | None = knob(None, "The --devices slot that ran it (set by the runner).")
+    visible_devices: str | None = knob(None, "CUDA_VISIBLE_DEVICES in the worker.")
 
 
 @_part
 class Summary(_Part):
     """Median, its interquartile interval (``p25`` … ``p75``), spread and extremes of step times (ms).
 
-    What :func:`stats.summarize` returns; all None for no samples.
+    What :func:`tebench.analysis.stats.summarize` returns; all None for no samples.
     """
 
-    n: int | None = None
+    n: int | None = knob(None, "Number of samples.", min=0)
     median: float | None = None
     mean: float | None = None
     stdev: float | None = None
@@ -149,6 +188,8 @@ class Summary(_Part):
     @classmethod
     def of(cls, samples: Sequence[float]) -> "Summary":
         """The summary of some per-step times (``stats.summarize``)."""
+        from tebench.analysis import stats  # numpy: only where a summary is computed
+
         return cls.from_dict(stats.summarize(samples))
 
 
@@ -156,11 +197,9 @@ class Summary(_Part):
 class Timing(_Part):
     """Per-step times of one round, as measured (milliseconds), and the summary stored with them."""
 
-    PARTS = {"stats": Summary}
-
-    samples_ms: list[float] = field(default_factory=list)
-    timer: str | None = None
-    wall_ms_per_step: float | None = None
+    samples_ms: list[float] = knob(list, "Each timed step's milliseconds, in order.", nonempty=True, required=True)
+    timer: str | None = knob(None, "cuda_events (GPU timeline) or perf_counter (CPU).")
+    wall_ms_per_step: float | None = knob(None, "Wall-clock milliseconds per timed step, host included.", min=0)
     stats: Summary | None = None
     """``stats.summarize(samples_ms)`` as the runner stored it (readers use :attr:`summary`)."""
 
@@ -176,23 +215,23 @@ class Timing(_Part):
 class Throughput(_Part):
     """What one step does (tokens, FLOPs) and the rates stored at the median step time."""
 
-    tokens_per_step: float | None = None
-    tokens_per_s: float | None = None
-    flops_per_step: float | None = None
-    tflops: float | None = None
-    mfu: float | None = None
-    mfu_basis: str | None = None
+    tokens_per_step: float | None = knob(None, "Tokens one step trains on (all ranks).", min=0)
+    tokens_per_s: float | None = knob(None, "At the median step time.", min=0)
+    flops_per_step: float | None = knob(None, "Model FLOPs of one step (all ranks).", min=0)
+    tflops: float | None = knob(None, "Achieved TFLOP/s at the median step time.", min=0)
+    mfu: float | None = knob(None, "tflops over the device's dense BF16 peak.", min=0)
+    mfu_basis: str | None = knob(None, "Which peak MFU is against, and its source.")
 
 
 @_part
 class Memory(_Part):
     """Memory peaks: CUDA allocator peaks on a GPU, the process peak RSS on a CPU."""
 
-    kind: str | None = None
-    peak_allocated_bytes: float | None = None
-    peak_reserved_bytes: float | None = None
-    peak_rss_bytes: float | None = None
-    param_count: int | None = None
+    kind: str | None = knob(None, "cuda or cpu.")
+    peak_allocated_bytes: float | None = knob(None, "torch.cuda.max_memory_allocated over the timed steps.", min=0)
+    peak_reserved_bytes: float | None = knob(None, "torch.cuda.max_memory_reserved over the timed steps.", min=0)
+    peak_rss_bytes: float | None = knob(None, "The process's peak resident set (CPU).", min=0)
+    param_count: int | None = knob(None, "Parameters of the model trained.", min=0)
 
     @property
     def peak_bytes(self) -> float | None:
@@ -204,59 +243,78 @@ class Memory(_Part):
 class Loss(_Part):
     """The loss of every training step, and its first and final values (final: a window's mean)."""
 
-    per_step: list[float] = field(default_factory=list)
-    warmup_steps: int | None = None
-    first: float | None = None
-    final: float | None = None
+    # A diverged run's curve legitimately holds NaN or inf: kept (and restored from the writer's nulls).
+    per_step: list[float] = knob(list, "The loss of every step, warm-up included.", finite=False, required=True)
+    warmup_steps: int | None = knob(None, "How many of the first steps were warm-up.", min=0)
+    first: float | None = knob(None, "The first step's loss.", finite=False)
+    final: float | None = knob(None, "The mean of the last steps (parity.final_loss).", finite=False)
 
 
 @_part
 class Validation(_Part):
-    """Held-out validation: ``metric`` names the key (in ``extra``) that holds its value."""
+    """Held-out validation: ``metric`` names the key that holds its value (a workload adds its own keys)."""
 
-    metric: str | None = None
+    metric: str | None = knob(None, "The key holding the validation value (greedy_accuracy, heldout_mse …).")
+    kind: str | None = knob(None, "What was validated.")
+    count: int | None = knob(None, "How many examples.", min=0)
+    greedy_accuracy: float | None = knob(None, "GPT/Llama: share of greedily generated tokens that continue the "
+                                               "stride.", min=0, max=1)
+    sequences_exact: float | None = knob(None, "Share of sequences generated exactly.", min=0, max=1)
+    prompt_tokens: int | None = knob(None, "Prompt length of the generation check.", min=0)
+    generated_tokens: int | None = knob(None, "Tokens generated per sequence.", min=0)
+    heldout_mse: float | None = knob(None, "Distillation: MSE on held-out batches.", min=0)
+
+    @classmethod
+    def rules(cls, d: dict[str, Any], path: str) -> None:
+        # Parity compares the metric's value with the reference's: it must be a number.
+        metric = d.get("metric")
+        if isinstance(metric, str) and metric in d:
+            validate.value(float | None, d[metric], f"{path}.{metric}")
 
     @property
     def value(self) -> Any:
-        return self.extra.get(self.metric) if self.metric else None
+        return self.stored(self.metric) if self.metric else None
 
 
 @_part
 class GpuBusy(_Part):
     """Fraction of the step the GPU was busy (kernel time from a profiled window)."""
 
-    busy_fraction: float | None = None
-    kernel_ms_per_step: float | None = None
-    method: str | None = None
+    busy_fraction: float | None = knob(None, "Kernel time over the median step time, at most 1.", min=0, max=1)
+    kernel_ms_per_step: float | None = knob(None, "Union of kernel intervals per profiled step.", min=0)
+    method: str | None = knob(None, "How it was measured.")
+    profiled_steps: int | None = knob(None, "Extra steps profiled (never timed ones).", min=0)
+    kernels_seen: int | None = knob(None, "Kernel and copy intervals in the profile.", min=0)
 
 
 @_part
 class Warmup(_Part):
     """How the untimed warm-up ended: its ``rule`` (fixed, settled), the ``steps`` it took, whether times settled."""
 
-    rule: str | None = None
-    steps: int | None = None
-    settled: bool | None = None
-    floor: int | None = None
-    ceiling: int | None = None
+    rule: str | None = knob(None, "fixed or settled.")
+    steps: int | None = knob(None, "Warm-up steps run.", min=0)
+    settled: bool | None = knob(None, "Whether the last two steps agreed (settled rule).")
+    floor: int | None = knob(None, "Fewest warm-up steps.", min=0)
+    ceiling: int | None = knob(None, "Most warm-up steps.", min=0)
+    rtol: float | None = knob(None, "Agreement the settled rule asks for.", min=0)
+    step_ms: list[float] | None = knob(None, "Each warm-up step's milliseconds (settled rule).")
 
 
 @_part
 class Launch(_Part):
     """How the case's process started: ``method`` prestarted or cold, and what a pre-started worker's imports cost."""
 
-    method: str | None = None
-    preload_s: float | None = None
-    """A pre-started worker's whole import time, wall-clock: time it was stopped (``paused_s``) while
-    still importing is in it."""
-    waited_s: float | None = None
-    """How long it sat ready before its case arrived (0: the case arrived during the imports)."""
-    hidden_s: float | None = None
-    """The part of ``preload_s`` done before the case arrived: in no case's time (the rest is in start-up)."""
-    paused_s: float | None = None
-    """Seconds the pre-started worker was stopped while earlier cases' timed steps ran."""
-    after_previous_s: float | None = None
-    """Seconds from the previous case's record on the same device to this case's hand-off."""
+    method: str | None = knob(None, "prestarted or cold.")
+    family: str | None = knob(None, "What a pre-started worker imported (torch, te).")
+    preload_s: float | None = _seconds("A pre-started worker's whole import time, wall-clock: time it was stopped "
+                                       "(paused_s) while still importing is in it.")
+    preload_failed: list[str] | None = knob(None, "Modules a pre-started worker could not import.")
+    waited_s: float | None = _seconds("How long it sat ready before its case arrived (0: during the imports).")
+    hidden_s: float | None = _seconds("The part of preload_s done before the case arrived: in no case's time.")
+    paused_s: float | None = _seconds("Seconds the pre-started worker was stopped while earlier cases' timed "
+                                      "steps ran.")
+    after_previous_s: float | None = _seconds("Seconds from the previous case's record on the same device to this "
+                                              "case's hand-off.")
 
     def hidden(self, startup_s: float) -> float:
         """Import seconds hidden behind the previous case. Records from before ``hidden_s`` was kept
@@ -271,35 +329,204 @@ class Launch(_Part):
         return max(0.0, self.preload_s - startup_s)
 
 
+def _phase(doc: str, label: str, column: str, color: str) -> Any:
+    # label and colour: the harness-cost chart's legend; column: its table's header.
+    return knob(None, doc, min=0, label=label, column=column, color=color)
+
+
+@_part
+class Phases(_Part):
+    """Where one case's time went, in seconds: the harness-cost section shows every phase declared here."""
+
+    startup_s: float | None = _phase("Process and CUDA start (imports too when the worker started cold).",
+                                     "start-up", "start-up s", "#7f7f7f")
+    build_s: float | None = _phase("Model, data and optimizer built.", "build", "build s", "#bcbd22")
+    warmup_s: float | None = _phase("Untimed warm-up steps.", "warm-up", "warm-up s", "#ff7f0e")
+    measure_s: float | None = _phase("The timed steps.", "measured steps", "measured s", "#2ca02c")
+    profile_s: float | None = _phase("Profiled extra steps (never timed ones).", "profile", "profile s", "#9467bd")
+    validate_s: float | None = _phase("Held-out validation.", "validate", "validate s", "#17becf")
+
+
+@_part
+class Setup(_Part):
+    """How the case was set up: optimizer, master weights, compile, graphs, precision (text for the report)."""
+
+    family: str | None = knob(None, "pt or te.")
+    optimizer: str | None = None
+    master_weights: str | None = None
+    compile: str | None = None
+    graphs: str | None = None
+    tf32_matmul: bool | None = None
+    amp_dtype: str | None = None
+    grad_scaler: bool | None = None
+    fp8_recipe: str | None = None
+    fp8_calibration: str | None = None
+    fp8_weight_transpose: str | None = None
+    lr_schedule: str | None = None
+    test_slowdown: float | None = knob(None, "TEBENCH_TEST_SLOWDOWN's factor, when set.", min=1)
+
+
+@_part
+class Updates(_Part):
+    """Which parameter tensors training left exactly unchanged (parity's frozen-layer check)."""
+
+    tensors: int | None = knob(None, "Parameter tensors.", min=0)
+    unchanged: int | None = knob(None, "Of them, left exactly unchanged by training.", min=0)
+    unchanged_names: list[str] | None = knob(None, "The first of their names.")
+
+
+@_part
+class FP8State(_Part):
+    """Delayed scaling's state over training: per layer and quantizer, the scale and amax at sampled steps."""
+
+    steps: list[int] | None = knob(None, "The steps sampled.")
+    # An overflow is what the flags report: non-finite scales and amaxes are data here.
+    layers: dict[str, dict[str, dict[str, list[float]]]] | None = knob(
+        None, "layer -> quantizer (fwd.gemm1.input …) -> {scale, amax}: one value per sampled step.", finite=False)
+    flags: list[str] | None = knob(None, "Scales that collapsed or overflowed, in words.")
+
+
+@_part
+class RankResult(_Part):
+    """One rank of a data-parallel case."""
+
+    rank: int | None = knob(None, "The rank.", min=0)
+    device: str | None = None
+    median_ms: float | None = knob(None, "Its median step time.", min=0)
+    tokens_per_s: float | None = knob(None, "Its tokens per second.", min=0)
+    peak_allocated_bytes: float | None = knob(None, "Its CUDA allocator peak.", min=0)
+    peak_rss_bytes: float | None = knob(None, "Its peak RSS (CPU).", min=0)
+    final_loss: float | None = knob(None, "Its last step's loss.", finite=False)
+    param_checksum: float | None = knob(None, "A checksum of its parameters (replicas must agree).", finite=False)
+
+
+@_part
+class Distributed(_Part):
+    """A data-parallel case: each rank's numbers and whether the replicas stayed equal."""
+
+    parallel: str | None = knob(None, "ddp or fsdp2.")
+    world_size: int | None = knob(None, "Ranks.", min=1)
+    backend: str | None = knob(None, "nccl or gloo.")
+    per_rank: list[RankResult] | None = None
+    aggregate_tokens_per_s: float | None = knob(None, "Sum over ranks.", min=0)
+    replicas_in_sync: bool | None = knob(None, "DDP: every rank's parameters agree after training.")
+    note: str | None = None
+
+
+@_part
+class Measurements(_Part):
+    """What a worker measures for one case: its result file, and the measured half of a case record.
+
+    The runner carries every field declared here into the record (:class:`CaseResult`
+    extends this class), so a measurement declared here is stored, read and
+    validated with no other change.
+    """
+
+    status: str = knob("failed", "ok, skipped, failed, oom, timeout or diverged.", choices=STATUSES,
+                       required=True)
+    reason: str | None = knob(None, "Why a case is not ok, in words.")
+    device: Device | None = None
+    memory: Memory | None = None
+    loss: Loss | None = None
+    validation: Validation | None = None
+    gpu_busy: GpuBusy | None = None
+    fp8_state: FP8State | None = None
+    setup: Setup | None = None
+    phases: Phases | None = None
+    distributed: Distributed | None = None
+    warmup: Warmup | None = None
+    launch: Launch | None = None
+    updates: Updates | None = None
+    timing: Timing | None = None
+
+    @staticmethod
+    def measured() -> tuple[str, ...]:
+        """The fields a worker fills: what the runner copies into the case record."""
+        return tuple(Measurements._names())
+
+
+# --- the verdict -------------------------------------------------------------------------------
+
+
+@_part
+class Band(_Part):
+    """The reference's loss band, step by step: what a judged curve must stay inside."""
+
+    step: list[int] | None = None
+    center: list[float] | None = knob(None, "", finite=False)
+    lo: list[float] | None = knob(None, "", finite=False)
+    hi: list[float] | None = knob(None, "", finite=False)
+
+
+@_part
+class Excursion(_Part):
+    """The longest run of steps outside the band."""
+
+    start: int | None = knob(None, "First step outside.", min=0)
+    steps: int | None = knob(None, "How many steps.", min=0)
+    peak_step: int | None = knob(None, "Step of the largest deviation.", min=0)
+    side: str | None = knob(None, "above or below.")
+
+
+@_part
+class ValidationVerdict(_Part):
+    """The validation metric against the reference's."""
+
+    verdict: str | None = None
+    reason: str | None = None
+    metric: str | None = None
+    value: float | None = knob(None, "", finite=False)
+    reference: float | None = knob(None, "", finite=False)
+    tolerance: float | None = knob(None, "", finite=False)
+
+
 @_part
 class Parity(_Part):
     """The loss-parity verdict of a case against its reference mode (see :mod:`tebench.analysis.parity`)."""
 
-    verdict: str | None = None
+    verdict: str | None = knob(None, "pass, fail, inconclusive, reference or n/a.", required=True)
     reason: str | None = None
     reference_mode: str | None = None
-    final: float | None = None
-    reference_final: float | None = None
-    rel_diff: float | None = None
-    tolerance: float | None = None
-    max_curve_rel_dev: float | None = None
-    max_curve_dev_step: int | None = None
-    band: Any = None
-    validation: dict[str, Any] | None = None
+    reference_rounds: int | None = knob(None, "", min=0)
+    final: float | None = knob(None, "", finite=False)
+    reference_final: float | None = knob(None, "", finite=False)
+    abs_diff: float | None = knob(None, "", finite=False)
+    rel_diff: float | None = knob(None, "", finite=False)
+    tolerance: float | None = knob(None, "", finite=False)
+    rtol: float | None = None
+    atol: float | None = None
+    reference_noise: float | None = knob(None, "", finite=False)
+    max_curve_rel_dev: float | None = knob(None, "", finite=False)
+    max_curve_dev_step: int | None = knob(None, "", min=0)
+    direction: str | None = None
+    band: dict[str, Any] | None = knob(None, "The reference's band as the chart draws it.", shape=Band)
+    band_rel: float | None = knob(None, "", finite=False)
+    excursion: Excursion | None = None
+    excursion_steps: int | None = knob(None, "", min=0)
+    floor: float | None = knob(None, "", finite=False)
+    noise: dict[str, float] | None = knob(None, "", finite=False)
+    reference_learned: str | None = None
+    shift: int | None = None
+    smoothing: int | None = knob(None, "", min=0)
+    validation: ValidationVerdict | None = None
 
     @property
     def judged(self) -> bool:
         """A verdict that judges the case (pass, fail, inconclusive), not reference or n/a."""
-        return self.verdict in parity_rules.JUDGED
+        from tebench.analysis.parity import JUDGED
+
+        return self.verdict in JUDGED
 
     @property
     def passed(self) -> bool:
         """True only for a judged ``pass`` (``inconclusive`` is never a pass)."""
-        return parity_rules.passed({"parity": {"verdict": self.verdict}})
+        from tebench.analysis.parity import passed
+
+        return passed({"parity": {"verdict": self.verdict}})
 
     @property
     def validation_verdict(self) -> str | None:
-        return (self.validation or {}).get("verdict")
+        return self.validation.verdict if self.validation else None
 
 
 def _check_version(d: dict[str, Any], where: str) -> dict[str, Any]:
@@ -313,7 +540,7 @@ def _check_version(d: dict[str, Any], where: str) -> dict[str, Any]:
     if version is None:
         return d
     check_version({"schema": d.get("schema", SCHEMA), **d}, where)
-    while version < SCHEMA_VERSION:
+    while version < versions.SCHEMA_VERSION:
         # A version that only added optional keys needs no upgrade: readers see them as absent.
         d = UPGRADES.get(version, dict)(d)
         version += 1
@@ -321,7 +548,7 @@ def _check_version(d: dict[str, Any], where: str) -> dict[str, Any]:
 
 
 @_part
-class CaseResult(_Part):
+class CaseResult(Measurements):
     """One finished case, one round: identity, outcome and what was measured.
 
     The measured parts are None when the case did not produce them (skipped,
@@ -329,34 +556,20 @@ class CaseResult(_Part):
     samples, never a second stored copy.
     """
 
-    PARTS = {"device": Device, "timing": Timing, "throughput": Throughput, "memory": Memory, "loss": Loss,
-             "validation": Validation, "gpu_busy": GpuBusy, "parity": Parity, "warmup": Warmup, "launch": Launch}
     ALWAYS = ("type", "case_id", "case", "status", "reason")
+    FIRST = ("schema", "schema_version", "type", "run_id", "case_id", "round", "case", "status", "reason", "device",
+             "started", "duration_s", "log")
 
     schema: str | None = None
     schema_version: int | None = None
     type: str = "case"
     run_id: str | None = None
-    case_id: str = ""
-    round: int | None = None
-    case: dict[str, Any] = field(default_factory=dict)
-    status: str = "failed"
-    reason: str | None = None
-    device: Device | None = None
+    case_id: str = knob("", "workload/size/mode[/options]: the case's identity.", required=True)
+    round: int | None = knob(None, "Which repetition of the matrix (--rounds).", min=0)
+    case: dict[str, Any] = knob(dict, "The case as planned (plan.matrix.Case.to_dict()).", required=True)
     started: str | None = None
-    duration_s: float | None = None
-    log: str | None = None
-    memory: Memory | None = None
-    loss: Loss | None = None
-    validation: Validation | None = None
-    gpu_busy: GpuBusy | None = None
-    fp8_state: Any = None
-    setup: dict[str, Any] | None = None
-    phases: dict[str, Any] | None = None
-    distributed: dict[str, Any] | None = None
-    warmup: Warmup | None = None
-    launch: Launch | None = None
-    timing: Timing | None = None
+    duration_s: float | None = knob(None, "The case's wall-clock seconds, start-up to record.", min=0)
+    log: str | None = knob(None, "Its log, relative to the run directory.")
     throughput: Throughput | None = None
     parity: Parity | None = None
     shard_run_id: str | None = None
@@ -364,8 +577,14 @@ class CaseResult(_Part):
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], where: str = "record") -> "CaseResult":
-        """A case record (as :func:`results.read` returns it, or as the runner builds it)."""
+        """A case record (as :func:`tebench.store.reader.read` returns it, or as the runner builds it)."""
         return super().from_dict(_check_version(d, where))
+
+    @classmethod
+    def rules(cls, d: dict[str, Any], path: str) -> None:
+        case_id = d.get("case_id")
+        if not case_id or any(unicodedata.category(ch) == "Cc" for ch in case_id):
+            raise RecordError("case_id", case_id, "must be a non-empty id without control characters")
 
     # --- what the case is
     @property
@@ -439,10 +658,14 @@ class CaseResult(_Part):
     def round_median_ms(self) -> float | None:
         """This round's level as the regression tests take it (``np.median``; may differ from
         :attr:`median_ms` in the last bit, since ``np.percentile`` interpolates in another order)."""
+        import numpy as np
+
         return float(np.median(self.samples_ms)) if self.samples_ms else None
 
     def rates(self, peak_tflops: dict[str, Any] | None = None) -> dict[str, Any]:
         """Tokens/s, TFLOP/s and MFU at this round's median step time (see :meth:`CaseRounds.throughput`)."""
+        from tebench.store.run_records import CaseRounds
+
         return CaseRounds([self], peak_tflops).throughput()
 
     @property
@@ -474,6 +697,64 @@ class CaseResult(_Part):
         return self.reason or (self.parity.reason if self.parity else None)
 
 
+# --- the header --------------------------------------------------------------------------------
+
+
+@_part
+class MatrixInfo(_Part):
+    """The matrix a run ran: its name, file and content hashes, and its data as loaded."""
+
+    name: str = knob("", "The matrix's name.", required=True)
+    source: str | None = knob(None, "The file it was loaded from.")
+    sha256: str | None = knob(None, "Hash of the matrix as expanded (--resume checks it).")
+    text_sha256: str | None = knob(None, "Hash of the file's text.")
+    data: dict[str, Any] | None = knob(None, "The matrix as loaded, extends merged.")
+
+
+@_part
+class CompileCache(_Part):
+    """The compile cache a run began with."""
+
+    dir: str | None = None
+    state: str | None = knob(None, "cold, warm or off.", choices=("cold", "warm", "off"))
+    files: int | None = knob(None, "Files in it at the start.", min=0)
+    bytes: int | None = knob(None, "Its size at the start.", min=0)
+    overridden_by_env: list[str] | None = knob(None, "Cache variables the environment set instead.")
+
+
+@_part
+class SideInfo(_Part):
+    """A side of ``tebench ab``: compare pairs sides by ``id``."""
+
+    id: str | None = None
+    side: str | None = knob(None, "base or head.")
+    order: str | None = None
+    python: str | None = None
+    tebench_root: str | None = None
+    env: dict[str, str] | None = None
+    device: str | None = None
+
+
+@_part
+class Exclusion(_Part):
+    """One ``[[exclude]]`` rule of the matrix, its reason and how many cases it removed."""
+
+    rule: dict[str, Any] = knob(dict, "The rule's keys and values.", required=True)
+    reason: str | None = None
+    cases: int = knob(0, "Cases it removed.", min=0, required=True)
+
+
+@_part
+class ShardSource(_Part):
+    """A shard a merged run was made from."""
+
+    path: str | None = None
+    run_id: str | None = None
+    shard: list[int] | None = None
+    device: str | None = None
+    host: str | None = None
+
+
 @_part
 class RunHeader(_Part):
     """A run's header line: identity, command, matrix and environment."""
@@ -482,32 +763,38 @@ class RunHeader(_Part):
     schema_version: int | None = None
     type: str = "header"
     run_id: str | None = None
-    created: str | None = None
-    resumed: bool | None = None
-    command: list[str] | None = None
+    created: str | None = knob(None, "When the run started (local time with offset).")
+    resumed: bool | None = knob(None, "Whether this invocation continued an earlier one (--resume).")
+    command: list[str] | None = knob(None, "The command line.")
     cwd: str | None = None
-    tebench: Any = None
-    matrix: dict[str, Any] | None = None
-    rounds: int | None = None
-    shard: list[int] | None = None
-    case_ids: list[str] | None = None
-    devices: list[Any] | None = None
-    excluded: list[dict[str, Any]] | None = None
+    tebench: str | None = knob(None, "tebench's version.")
+    matrix: MatrixInfo | None = None
+    rounds: int | None = knob(None, "--rounds.", min=1)
+    shard: list[int] | None = knob(None, "[I, N] of --shard I/N.")
+    case_ids: list[str] | None = knob(None, "The cases the run was to run, in order.")
+    devices: list[str] | None = knob(None, "--devices.")
+    excluded: list[Exclusion] | None = None
     """The matrix's ``[[exclude]]`` rules, their reasons and how many cases each removed."""
-    launch: str | None = None
-    """How cases' processes started (``--launch``); None in runs older than the option."""
-    prestart_depth: int | None = None
-    """Pre-started workers per device (``--prestart-depth``) when ``launch`` is prestarted."""
-    prestart_pause: bool | None = None
-    """Whether pre-started workers were stopped during timed steps (False: ``--no-pause``)."""
-    compile_cache: dict[str, Any] | None = None
-    """``{"dir": ..., "state": "cold" | "warm" | "off"}``: the compile cache the run began with."""
-    env: dict[str, Any] | None = None
-    ab: dict[str, Any] | None = None
+    launch: str | None = knob(None, "How cases' processes started (--launch); None in runs older than the option.",
+                              choices=("prestarted", "cold"))
+    prestart_depth: int | None = knob(None, "Pre-started workers per device when launch is prestarted.", min=1)
+    prestart_pause: bool | None = knob(None, "Whether pre-started workers were stopped during timed steps.")
+    compile_cache: CompileCache | None = None
+    env: dict[str, Any] | None = knob(None, "The machine, as the probe found it (plan.environment.Environment).",
+                                      shape=Environment)
+    ab: SideInfo | None = None
+    merged_from: list[ShardSource] | None = None
+    missing_shards: list[Any] | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], where: str = "header") -> "RunHeader":
         return super().from_dict(_check_version(d, where))
+
+    @classmethod
+    def rules(cls, d: dict[str, Any], path: str) -> None:
+        shard = d.get("shard")
+        if shard is not None and len(shard) != 2:
+            raise RecordError("shard", shard, "must be [I, N]")
 
     @property
     def environment(self) -> dict[str, Any]:
@@ -525,206 +812,9 @@ class RunHeader(_Part):
 
     @property
     def matrix_name(self) -> str | None:
-        return (self.matrix or {}).get("name")
+        return self.matrix.name if self.matrix else None
 
     @property
     def concurrent(self) -> bool:
         """The run executed several cases at once (``--devices`` with more than one GPU)."""
         return len(self.devices or []) > 1
-
-
-# --- every round of one case -------------------------------------------------------------------------
-
-
-def speedup(reference_ms: Any, ms: Any) -> Any:
-    """How many times faster than the reference: ``reference median / median`` (works on arrays too)."""
-    return reference_ms / ms
-
-
-class CaseRounds:
-    """Every round of one case in one run (one device): the values a report or a comparison shows.
-
-    Two medians, on purpose: :attr:`median_ms` pools the rounds' steps (the
-    report's step time, and the one that is stored for a single round);
-    :attr:`level_ms` is the median of the rounds' medians, the round-level
-    value the regression tests work with (a round is one process, the unit
-    of replication).
-    """
-
-    def __init__(self, records: Iterable[CaseResult], peak_tflops: dict[str, Any] | None = None):
-        self.records = sorted(records, key=lambda r: r.round_no)
-        if not self.records:
-            raise ValueError("CaseRounds needs at least one record")
-        self.peak_tflops = peak_tflops
-        self.ok = [r for r in self.records if r.status == "ok" and r.timing]
-        """The rounds that finished ok with a step time."""
-
-    @property
-    def case_id(self) -> str:
-        return self.records[-1].case_id
-
-    @property
-    def case(self) -> dict[str, Any]:
-        return self.records[-1].case
-
-    @property
-    def last(self) -> CaseResult:
-        """The last ok round (the last round when none is ok): its memory, loss and parity are shown."""
-        return (self.ok or self.records)[-1]
-
-    @property
-    def status(self) -> str:
-        """The worst status of the rounds."""
-        return min((r.status for r in self.records), key=STATUS_SEVERITY.index)
-
-    @property
-    def reason(self) -> str | None:
-        status = self.status
-        return next((r.reason for r in self.records if r.status == status and r.reason), None)
-
-    @property
-    def rounds_ms(self) -> list[list[float]]:
-        """The per-step samples of each ok round."""
-        return [r.samples_ms for r in self.ok]
-
-    @property
-    def samples_ms(self) -> list[float]:
-        return [s for r in self.ok for s in r.samples_ms]
-
-    @functools.cached_property
-    def summary(self) -> Summary:
-        """``stats.summarize`` of the pooled steps: the median and its interquartile interval (p25, p75) …"""
-        samples = self.samples_ms
-        if samples:
-            return Summary.of(samples)
-        # A pytest-benchmark entry may come with its summary only.
-        return (self.ok[-1].timing.stats or Summary()) if self.ok else Summary()
-
-    @property
-    def median_ms(self) -> float | None:
-        return self.summary.median
-
-    @property
-    def round_medians_ms(self) -> list[float]:
-        """Each ok round's median step time (:attr:`CaseResult.round_median_ms`)."""
-        return [m for r in self.ok if (m := r.round_median_ms) is not None]
-
-    @property
-    def level_ms(self) -> float | None:
-        """The median of the rounds' median step times (None without a timed round)."""
-        medians = self.round_medians_ms
-        return float(np.median(medians)) if medians else None
-
-    def throughput(self, median_ms: float | None = None) -> dict[str, Any]:
-        """Tokens/s, TFLOP/s and MFU at ``median_ms`` (default: the pooled median).
-
-        From the workload's tokens and FLOPs per step as stored; the stored
-        rates when there is no step time to recompute them from.
-        """
-        last = self.last
-        stored = last.throughput.to_dict() if last.throughput else {}
-        median = self.median_ms if median_ms is None else median_ms
-        tokens = stored.get("tokens_per_step")
-        if not (median and tokens):
-            return stored
-        return stats.throughput(median, tokens, stored.get("flops_per_step") or 0.0, self.peak_tflops,
-                                self.case.get("nproc", 1))
-
-    @property
-    def tokens_per_s(self) -> float | None:
-        """Tokens per second at the round level (:attr:`level_ms`), as compared between runs."""
-        level = self.level_ms
-        if level is None:
-            return None
-        return self.throughput(level).get("tokens_per_s") if self._tokens_per_step else None
-
-    @property
-    def _tokens_per_step(self) -> float | None:
-        last = self.records[-1]
-        return last.throughput.tokens_per_step if last.throughput else None
-
-    @property
-    def memory_peaks(self) -> list[float]:
-        """The peak memory of each ok round (rounds without one left out)."""
-        return [m for r in self.ok if (m := r.peak_memory)]
-
-    @property
-    def busy_fraction(self) -> float | None:
-        """The median over ok rounds of the fraction of the step the GPU was busy."""
-        busy = [b for r in self.ok if (b := r.busy_fraction) is not None]
-        return float(np.median(busy)) if busy else None
-
-
-def by_case(records: Iterable[CaseResult], peak_tflops: dict[str, Any] | None = None,
-            by_device: bool = False) -> dict[Any, CaseRounds]:
-    """Records grouped by case id (and device name, with ``by_device``), in first-seen order."""
-    groups: dict[Any, list[CaseResult]] = {}
-    for r in records:
-        key = (r.case_id, r.device_name) if by_device else r.case_id
-        groups.setdefault(key, []).append(r)
-    return {k: CaseRounds(v, peak_tflops) for k, v in groups.items()}
-
-
-# --- a run ---------------------------------------------------------------------------------------
-
-
-def judge_parity(records: Sequence[CaseResult]) -> None:
-    """Judge (again) every record with a loss curve against the references among ``records``.
-
-    The one judgement every reader uses (report, ``--strict``, compare, merge):
-    :func:`parity.attach` over the records' dicts, its verdicts put back.
-    """
-    dicts = [r.to_dict() for r in records]
-    parity_rules.attach(dicts)
-    for r, d in zip(records, dicts):
-        if "parity" in d:
-            r.parity = Parity.from_dict(d["parity"])
-
-
-@dataclass
-class RunRecords:
-    """A results file read into typed records: the last record of each (case, round)."""
-
-    path: str
-    header: RunHeader
-    headers: list[RunHeader]
-    cases: list[CaseResult]
-    problems: list[str] = field(default_factory=list)
-    """``file:line: what is wrong`` for each line skipped while reading."""
-
-    @property
-    def run_id(self) -> str:
-        return self.header.run_id or ""
-
-    @property
-    def concurrent(self) -> bool:
-        return any(h.concurrent for h in self.headers)
-
-    def by_case(self, by_device: bool = False) -> dict[Any, CaseRounds]:
-        return by_case(self.cases, self.header.peak_tflops, by_device)
-
-    @property
-    def problem_cases(self) -> list[CaseResult]:
-        """Cases not ok, or judged on loss parity without passing: what ``tebench run --strict`` fails on."""
-        return [r for r in self.cases if r.problem]
-
-
-def from_run(run: results.Run, judge: bool = True) -> RunRecords:
-    """Typed records of a run read by :func:`results.read`; parity judged again unless ``judge`` is False."""
-    cases = [CaseResult.from_dict(d, f"{run.path}: case {d.get('case_id')!r}") for d in run.latest().values()]
-    if judge:
-        judge_parity(cases)
-    headers = [RunHeader.from_dict(h, f"{run.path}: header") for h in run.headers]
-    return RunRecords(run.path, headers[0] if headers else RunHeader(), headers, cases, list(run.problems))
-
-
-def read(path: str | Path, judge: bool = True) -> RunRecords:
-    """Read a results file or run directory (see :func:`results.read`) into typed records."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        run = results.read(path)
-    # Warned again from the caller's line, as results.read warns: one place (this function)
-    # for every reader would let Python show a file's skipped-lines warning only once per process.
-    for w in caught:
-        warnings.warn(w.message, w.category, stacklevel=2)
-    return from_run(run, judge)

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from tebench.analysis import compare, stats
-from tebench.schema import records as record
+from tebench.store import run_records
 from tebench.schema.records import CaseResult
 
 SCHEMA = """
@@ -76,7 +76,7 @@ class Added:
 def add(db: str | Path, path: str | Path) -> Added:
     """Store a results file in the database; adding the same run again changes nothing."""
     # Parity judged again over the run, as the report and --strict judge it.
-    run = record.read(path)
+    run = run_records.read(path)
     env = compare.environment(run)
     created = run.header.created or ""
     with closing(connect(db)) as conn:

@@ -13,7 +13,7 @@ import time
 import uuid
 from pathlib import Path
 
-from tebench.schema import records as record
+from tebench.store import run_records
 from tebench.store import reader as results
 from tebench.store.writer import write_all
 from tebench.schema.records import RunHeader
@@ -33,7 +33,7 @@ def merge(paths: list[str | Path], out: str | Path) -> tuple[Path, list[str]]:
     if not paths:
         raise MergeError("nothing to merge")
     # Parity is judged below, over all shards together.
-    runs = [record.read(p, judge=False) for p in paths]
+    runs = [run_records.read(p, judge=False) for p in paths]
     ref = runs[0].header
     for path, run in zip(paths, runs):
         head = run.header
@@ -59,7 +59,7 @@ def merge(paths: list[str | Path], out: str | Path) -> tuple[Path, list[str]]:
     records = [rec for run in runs for rec in run.cases]
     # A shard may have judged against a fallback reference (PT-AMP) because
     # PT-FP32 ran in another shard: judge again over all shards.
-    record.judge_parity(records)
+    run_records.judge_parity(records)
     run_id = "merged-" + time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     header = {
         **{k: v for k, v in ref.to_dict().items() if k not in ("schema", "schema_version")},

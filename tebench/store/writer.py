@@ -11,7 +11,7 @@ import math
 import os
 from pathlib import Path
 from typing import Any, Iterable
-from tebench.schema.version import SCHEMA, SCHEMA_VERSION
+from tebench.schema import version as versions
 
 
 def sanitize(obj: Any, path: tuple = (), notes: list[dict[str, Any]] | None = None) -> Any:
@@ -53,7 +53,7 @@ class Writer:
     def append(self, record: dict[str, Any]) -> None:
         """Write one record as a line of strict JSON and fsync it. OSError (e.g. ENOSPC) propagates."""
         notes: list[dict[str, Any]] = []
-        clean = sanitize({"schema": SCHEMA, "schema_version": SCHEMA_VERSION, **record}, (), notes)
+        clean = sanitize({"schema": versions.SCHEMA, "schema_version": versions.SCHEMA_VERSION, **record}, (), notes)
         if notes:
             clean["non_finite"] = notes
         line = json.dumps(clean, allow_nan=False, default=_jsonable) + "\n"

@@ -17,6 +17,8 @@ from typing import Any, Callable
 import torch
 from tebench.worker.fp8state import ScalingRecorder
 from tebench.plan.matrix import Case
+from tebench.schema.records import (FP8State, GpuBusy, Loss, Measurements, Memory, Phases, Setup, Timing, Updates,
+                                    Validation, Warmup)
 from tebench.worker.train import build_trainer
 from tebench.worker.hooks.slowdown import injected_slowdown
 from tebench.worker.profile import gpu_busy
@@ -87,8 +89,8 @@ def draw_batches(wl: Any, case: Case, count: int, device: torch.device, data_see
 
 
 def run_case(case: Case, device: torch.device, progress: Progress,
-             wrap: Callable | None = None, amax_group: Any = None, data_seed: int | None = None) -> dict[str, Any]:
-    """Build, warm up, time and validate ``case``; return raw measurements.
+             wrap: Callable | None = None, amax_group: Any = None, data_seed: int | None = None) -> Measurements:
+    """Build, warm up, time and validate ``case``; return its measurements (the declared parts of a record).
 
     ``data_seed`` lets each rank of a data-parallel run draw its own batches
     (rank 0 keeps the case's seed, so its losses stay comparable with one GPU).
@@ -158,19 +160,17 @@ def run_case(case: Case, device: torch.device, progress: Progress,
         validation = wl.validate(trainer.eager, case.size_spec, st.seed, device, trainer.precision.forward_ctx)
         phases["validate_s"] = time.perf_counter() - t
 
-    return {
-        "timing": {
-            "samples_ms": samples,
-            "timer": "cuda_events" if device.type == "cuda" else "perf_counter",
-            "wall_ms_per_step": wall * 1000.0 / max(1, len(samples)),
-        },
-        "warmup": warm,
-        "memory": memory,
-        "loss": {"per_step": loss_values, "warmup_steps": warm["steps"]},
-        "validation": validation,
-        "gpu_busy": busy,
-        "fp8_state": recorder.summary() if recorder else None,
-        "setup": trainer.setup,
-        "updates": updates,
-        "phases": phases,
-    }
+    return Measurements(
+        status="ok",
+        timing=Timing(samples_ms=samples, timer="cuda_events" if device.type == "cuda" else "perf_counter",
+                      wall_ms_per_step=wall * 1000.0 / max(1, len(samples))),
+        warmup=Warmup.from_dict(warm),
+        memory=Memory.from_dict(memory),
+        loss=Loss(per_step=loss_values, warmup_steps=warm["steps"]),
+        validation=Validation.from_dict(validation),  # a workload's own keys ride along
+        gpu_busy=GpuBusy.from_dict(busy) if busy else None,
+        fp8_state=FP8State.from_dict(recorder.summary()) if recorder else None,
+        setup=Setup.from_dict(trainer.setup),
+        updates=Updates.from_dict(updates),
+        phases=Phases(**phases),
+    )

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from tebench.plan.matrix import Case
+from tebench.schema.records import Distributed, Measurements
 from tebench.worker.case import Progress, run_case
 from tebench.worker.seeds import derive_seed
 from tebench.worker.models import WORKLOADS
@@ -38,7 +39,7 @@ def _wrap(case: Case, device: torch.device, built: list[torch.nn.Module]):
     return wrap
 
 
-def run_distributed(case: Case, device: torch.device, progress: Progress) -> dict[str, Any]:
+def run_distributed(case: Case, device: torch.device, progress: Progress) -> Measurements:
     """Run ``case`` on every rank; rank 0 returns the measurements plus per-rank figures."""
     import torch.distributed as dist
 
@@ -50,17 +51,17 @@ def run_distributed(case: Case, device: torch.device, progress: Progress) -> dic
         group = dist.group.WORLD if case.fp8 is not None else None
         built: list[torch.nn.Module] = []
         raw = run_case(case, device, progress, wrap=_wrap(case, device, built), amax_group=group, data_seed=seed)
-        median = statistics.median(raw["timing"]["samples_ms"])
+        median = statistics.median(raw.timing.samples_ms)
         tokens = WORKLOADS[case.workload].tokens_per_step(case.size_spec)
-        mem = raw["memory"]
+        mem = raw.memory
         mine = {
             "rank": rank,
             "device": str(device),
             "median_ms": median,
             "tokens_per_s": tokens / (median / 1000.0),
-            "peak_allocated_bytes": mem.get("peak_allocated_bytes"),
-            "peak_rss_bytes": mem.get("peak_rss_bytes"),
-            "final_loss": raw["loss"]["per_step"][-1],
+            "peak_allocated_bytes": mem.peak_allocated_bytes,
+            "peak_rss_bytes": mem.peak_rss_bytes,
+            "final_loss": raw.loss.per_step[-1],
         }
         if case.parallel == "ddp":
             # DDP keeps full replicas: after training they must be identical on
@@ -69,7 +70,7 @@ def run_distributed(case: Case, device: torch.device, progress: Progress) -> dic
                 mine["param_checksum"] = float(sum(p.double().sum() for p in built[0].parameters()))
         gathered: list[Any] = [None] * world
         dist.all_gather_object(gathered, mine)
-        raw["distributed"] = {
+        raw.distributed = Distributed.from_dict({
             "parallel": case.parallel,
             "world_size": world,
             "backend": backend,
@@ -78,7 +79,7 @@ def run_distributed(case: Case, device: torch.device, progress: Progress) -> dic
             "replicas_in_sync": (len({r["param_checksum"] for r in gathered}) == 1
                                  if case.parallel == "ddp" else None),
             "note": "each rank processes its own batch of tokens_per_step; rank 0's loss curve is recorded",
-        }
+        })
         dist.barrier()
         return raw
     finally:

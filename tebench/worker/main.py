@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from tebench.worker.hooks.faults import fault_for
 from tebench.run.protocol import EXIT_STORAGE, PARENT_ENV
+from tebench.schema.records import Device, Launch, Measurements, Memory, Phases
 
 
 def _watch_parent() -> None:
@@ -210,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     from tebench.plan.modes import MODES
 
     device = _device(torch)
-    payload: dict[str, Any] = {"device": _device_info(torch, device), "launch": launch}
+    payload = Measurements(device=Device.from_dict(_device_info(torch, device)), launch=Launch.from_dict(launch))
     try:
         if MODES[case.mode].family == "te":
             # Import TE before anything initialises cuDNN through torch (see detect.py).
@@ -223,26 +224,29 @@ def main(argv: list[str] | None = None) -> int:
         if case.parallel != "single":
             from tebench.worker.distributed import run_distributed
 
-            payload.update(run_distributed(case, device, _Progress(args.progress and rank == 0)))
+            measured = run_distributed(case, device, _Progress(args.progress and rank == 0))
         else:
             from tebench.worker.case import run_case
 
-            payload.update(run_case(case, device, _Progress(args.progress)))
-        payload.setdefault("phases", {})["startup_s"] = startup_s
+            measured = run_case(case, device, _Progress(args.progress))
+        measured.device, measured.launch = payload.device, payload.launch
+        payload = measured
+        payload.phases = payload.phases or Phases()
+        payload.phases.startup_s = startup_s
         if fault == "diverge":
-            payload["loss"]["per_step"][-1] = float("nan")
-        payload["status"] = "ok"
+            payload.loss.per_step[-1] = float("nan")
+        payload.status = "ok"
     except (torch.OutOfMemoryError, MemoryError) as exc:
         traceback.print_exc()
-        payload.update(status="oom", reason=f"{type(exc).__name__}: {str(exc).splitlines()[0][:500]}")
+        payload.status, payload.reason = "oom", f"{type(exc).__name__}: {str(exc).splitlines()[0][:500]}"
         if device.type == "cuda":
-            payload["memory"] = {"kind": "cuda", "peak_allocated_bytes": torch.cuda.max_memory_allocated(device),
-                                 "peak_reserved_bytes": torch.cuda.max_memory_reserved(device)}
+            payload.memory = Memory(kind="cuda", peak_allocated_bytes=torch.cuda.max_memory_allocated(device),
+                                    peak_reserved_bytes=torch.cuda.max_memory_reserved(device))
     except Exception as exc:
         traceback.print_exc()
         first = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else ""
-        payload.update(status="failed", reason=f"{type(exc).__name__}: {first}")
-    code = _deliver(result_path, payload) if rank == 0 else 0
+        payload.status, payload.reason = "failed", f"{type(exc).__name__}: {first}"
+    code = _deliver(result_path, payload.to_dict()) if rank == 0 else 0
     sys.stdout.flush()
     sys.stderr.flush()
     return code

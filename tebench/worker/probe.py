@@ -134,7 +134,7 @@ def detect() -> Environment:
                 env.cudnn = str(torch.backends.cudnn.version())
         except RuntimeError as exc:
             # Typically TE loaded a system cuDNN older than torch's own; cases
-            # still run, but the user should know (README: CUDNN_PATH).
+            # still run, but the user should know (docs/guide/install.md: CUDNN_PATH).
             env.cudnn = f"unusable by torch: {str(exc).splitlines()[0][:300]}"
         env.driver, env.gpu_clocks = _nvidia_smi()
         peak = peak_for(env.gpus[0].name)

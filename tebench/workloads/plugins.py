@@ -145,4 +145,4 @@ def check_protocol(workload: Any, name: str, origin: str) -> None:
         problems.append(f"'kind' must be one of {', '.join(KINDS)}, not {kind!r}")
     if problems:
         raise PluginError(f"workload '{name}' ({origin}) does not implement the workload protocol: "
-                          + "; ".join(problems) + " (see README: Your own workload)")
+                          + "; ".join(problems) + " (see docs/guide/workloads.md)")

@@ -1,0 +1,220 @@
+"""A run read for reporting: typed records, the last of each (case, round), parity judged again.
+
+:class:`CaseRounds` holds every round of one case in one run, where the values
+over rounds (pooled median, its interquartile interval, tokens/s, TFLOP/s, MFU,
+memory peaks, the median of round medians) are computed, once; :func:`read`
+turns a results file into :class:`RunRecords` that report, compare, merge and
+history all use.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from tebench.analysis import parity as parity_rules
+from tebench.analysis import stats
+from tebench.schema.records import CaseResult, Parity, RunHeader, Summary
+from tebench.store import reader as results
+
+STATUS_SEVERITY = ("failed", "timeout", "oom", "diverged", "ok", "skipped")
+"""Worst first: the status a case shows when its rounds disagree."""
+
+
+def speedup(reference_ms: Any, ms: Any) -> Any:
+    """How many times faster than the reference: ``reference median / median`` (works on arrays too)."""
+    return reference_ms / ms
+
+
+class CaseRounds:
+    """Every round of one case in one run (one device): the values a report or a comparison shows.
+
+    Two medians, on purpose: :attr:`median_ms` pools the rounds' steps (the
+    report's step time, and the one that is stored for a single round);
+    :attr:`level_ms` is the median of the rounds' medians, the round-level
+    value the regression tests work with (a round is one process, the unit
+    of replication).
+    """
+
+    def __init__(self, records: Iterable[CaseResult], peak_tflops: dict[str, Any] | None = None):
+        self.records = sorted(records, key=lambda r: r.round_no)
+        if not self.records:
+            raise ValueError("CaseRounds needs at least one record")
+        self.peak_tflops = peak_tflops
+        self.ok = [r for r in self.records if r.status == "ok" and r.timing]
+        """The rounds that finished ok with a step time."""
+
+    @property
+    def case_id(self) -> str:
+        return self.records[-1].case_id
+
+    @property
+    def case(self) -> dict[str, Any]:
+        return self.records[-1].case
+
+    @property
+    def last(self) -> CaseResult:
+        """The last ok round (the last round when none is ok): its memory, loss and parity are shown."""
+        return (self.ok or self.records)[-1]
+
+    @property
+    def status(self) -> str:
+        """The worst status of the rounds."""
+        return min((r.status for r in self.records), key=STATUS_SEVERITY.index)
+
+    @property
+    def reason(self) -> str | None:
+        status = self.status
+        return next((r.reason for r in self.records if r.status == status and r.reason), None)
+
+    @property
+    def rounds_ms(self) -> list[list[float]]:
+        """The per-step samples of each ok round."""
+        return [r.samples_ms for r in self.ok]
+
+    @property
+    def samples_ms(self) -> list[float]:
+        return [s for r in self.ok for s in r.samples_ms]
+
+    @functools.cached_property
+    def summary(self) -> Summary:
+        """``stats.summarize`` of the pooled steps: the median and its interquartile interval (p25, p75) …"""
+        samples = self.samples_ms
+        if samples:
+            return Summary.of(samples)
+        # A pytest-benchmark entry may come with its summary only.
+        return (self.ok[-1].timing.stats or Summary()) if self.ok else Summary()
+
+    @property
+    def median_ms(self) -> float | None:
+        return self.summary.median
+
+    @property
+    def round_medians_ms(self) -> list[float]:
+        """Each ok round's median step time (:attr:`CaseResult.round_median_ms`)."""
+        return [m for r in self.ok if (m := r.round_median_ms) is not None]
+
+    @property
+    def level_ms(self) -> float | None:
+        """The median of the rounds' median step times (None without a timed round)."""
+        medians = self.round_medians_ms
+        return float(np.median(medians)) if medians else None
+
+    def throughput(self, median_ms: float | None = None) -> dict[str, Any]:
+        """Tokens/s, TFLOP/s and MFU at ``median_ms`` (default: the pooled median).
+
+        From the workload's tokens and FLOPs per step as stored; the stored
+        rates when there is no step time to recompute them from.
+        """
+        last = self.last
+        stored = last.throughput.to_dict() if last.throughput else {}
+        median = self.median_ms if median_ms is None else median_ms
+        tokens = stored.get("tokens_per_step")
+        if not (median and tokens):
+            return stored
+        return stats.throughput(median, tokens, stored.get("flops_per_step") or 0.0, self.peak_tflops,
+                                self.case.get("nproc", 1))
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        """Tokens per second at the round level (:attr:`level_ms`), as compared between runs."""
+        level = self.level_ms
+        if level is None:
+            return None
+        return self.throughput(level).get("tokens_per_s") if self._tokens_per_step else None
+
+    @property
+    def _tokens_per_step(self) -> float | None:
+        last = self.records[-1]
+        return last.throughput.tokens_per_step if last.throughput else None
+
+    @property
+    def memory_peaks(self) -> list[float]:
+        """The peak memory of each ok round (rounds without one left out)."""
+        return [m for r in self.ok if (m := r.peak_memory)]
+
+    @property
+    def busy_fraction(self) -> float | None:
+        """The median over ok rounds of the fraction of the step the GPU was busy."""
+        busy = [b for r in self.ok if (b := r.busy_fraction) is not None]
+        return float(np.median(busy)) if busy else None
+
+
+def by_case(records: Iterable[CaseResult], peak_tflops: dict[str, Any] | None = None,
+            by_device: bool = False) -> dict[Any, CaseRounds]:
+    """Records grouped by case id (and device name, with ``by_device``), in first-seen order."""
+    groups: dict[Any, list[CaseResult]] = {}
+    for r in records:
+        key = (r.case_id, r.device_name) if by_device else r.case_id
+        groups.setdefault(key, []).append(r)
+    return {k: CaseRounds(v, peak_tflops) for k, v in groups.items()}
+
+
+# --- a run ---------------------------------------------------------------------------------------
+
+
+def judge_parity(records: Sequence[CaseResult]) -> None:
+    """Judge (again) every record with a loss curve against the references among ``records``.
+
+    The one judgement every reader uses (report, ``--strict``, compare, merge):
+    :func:`parity.attach` over the records' dicts, its verdicts put back.
+    """
+    dicts = [r.to_dict() for r in records]
+    parity_rules.attach(dicts)
+    for r, d in zip(records, dicts):
+        if "parity" in d:
+            r.parity = Parity.from_dict(d["parity"])
+
+
+@dataclass
+class RunRecords:
+    """A results file read into typed records: the last record of each (case, round)."""
+
+    path: str
+    header: RunHeader
+    headers: list[RunHeader]
+    cases: list[CaseResult]
+    problems: list[str] = field(default_factory=list)
+    """``file:line: what is wrong`` for each line skipped while reading."""
+
+    @property
+    def run_id(self) -> str:
+        return self.header.run_id or ""
+
+    @property
+    def concurrent(self) -> bool:
+        return any(h.concurrent for h in self.headers)
+
+    def by_case(self, by_device: bool = False) -> dict[Any, CaseRounds]:
+        return by_case(self.cases, self.header.peak_tflops, by_device)
+
+    @property
+    def problem_cases(self) -> list[CaseResult]:
+        """Cases not ok, or judged on loss parity without passing: what ``tebench run --strict`` fails on."""
+        return [r for r in self.cases if r.problem]
+
+
+def from_run(run: results.Run, judge: bool = True) -> RunRecords:
+    """Typed records of a run read by :func:`results.read`; parity judged again unless ``judge`` is False."""
+    cases = [CaseResult.from_dict(d, f"{run.path}: case {d.get('case_id')!r}") for d in run.latest().values()]
+    if judge:
+        judge_parity(cases)
+    headers = [RunHeader.from_dict(h, f"{run.path}: header") for h in run.headers]
+    return RunRecords(run.path, headers[0] if headers else RunHeader(), headers, cases, list(run.problems))
+
+
+def read(path: str | Path, judge: bool = True) -> RunRecords:
+    """Read a results file or run directory (see :func:`results.read`) into typed records."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = results.read(path)
+    # Warned again from the caller's line, as results.read warns: one place (this function)
+    # for every reader would let Python show a file's skipped-lines warning only once per process.
+    for w in caught:
+        warnings.warn(w.message, w.category, stacklevel=2)
+    return from_run(run, judge)
