@@ -275,6 +275,7 @@ def run_commands(variant: Any, tmp_path: Path, commands: list[list[str]]) -> Non
     outcome = read(variant, bad)
     rejected = outcome.kind in ("skipped", "refused")
     out = tmp_path / "out"
+    out.mkdir()  # compare --out writes a file, into a directory that must exist
     failures = []
     for template in commands:
         argv = [a.format(bad=bad, good=good, out=out) for a in template]
@@ -354,5 +355,6 @@ def test_real_cli_compare_of_damaged_gpu_busy_is_not_a_regression(tebench_cli, t
     bad, good = write(variant, tmp_path / "in")
     proc = tebench_cli("compare", str(good), str(bad), "--format", "json", "--out", str(tmp_path / "c.json"),
                        timeout=300)
-    assert proc.returncode in (0, 2) and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.returncode in (0, 2) and "Traceback" not in proc.stderr, \
+        f"exit {proc.returncode}; stderr ends: {proc.stderr[-600:]}"
     assert f"{bad}:{variant.line}" in proc.stderr, proc.stderr[-2000:]
