@@ -1,11 +1,15 @@
-"""Regenerate the fuzz corpus: ``python tests/fuzz/make_corpus.py`` (then review and commit).
+"""Regenerate the fuzz corpus: ``.venv/bin/python tests/fuzz/make_corpus.py`` (then review and commit).
 
 Every bad matrix in ``matrices/`` starts with comment lines saying what the
 error must name: ``# expect-key:`` (the key in brackets), ``# expect:`` (a
 fragment of the message) and, where the bad value lives in a parent file,
 ``# expect-file:``. Every corrupt results file in ``results/`` is listed in
 ``results/expected.json`` with ``refused`` (exit 2) or ``skipped`` (the bad
-line is skipped, naming file:line) and a message fragment.
+line is skipped, naming file:line) and a message fragment. The nested-damage
+files in ``nested/`` (one wrong value deep inside a real record) come from
+``damage.py``, which also builds the thousands of systematic variants the
+tests generate in memory; ``nested/expected.json`` gives each file's line,
+field path and expected outcome.
 """
 
 from __future__ import annotations
@@ -319,5 +323,16 @@ def write_results() -> int:
     return len(expected)
 
 
+def write_nested() -> int:
+    """The named nested-damage variants (damage.named_variants) as files, with nested/expected.json."""
+    import sys
+
+    sys.path.insert(0, str(HERE))  # damage.py beside this script; tebench from the environment
+    import damage
+
+    return damage.write_corpus(HERE / "nested")
+
+
 if __name__ == "__main__":
-    print(f"{write_matrices()} bad matrices, {write_results()} corrupt results files")
+    print(f"{write_matrices()} bad matrices, {write_results()} corrupt results files, "
+          f"{write_nested()} nested-damage files")
