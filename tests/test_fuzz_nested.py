@@ -39,8 +39,10 @@ from typing import Any
 
 import pytest
 
-from tebench import cli, results
-from tebench.record import CaseResult, RunHeader
+from tebench import cli
+from tebench.store import reader as results
+from tebench.schema.version import SchemaError
+from tebench.schema.records import CaseResult, RunHeader
 from tebench.report import load as report_load
 
 FUZZ = Path(__file__).resolve().parent / "fuzz"
@@ -111,7 +113,7 @@ def read(variant: Any, path: Path) -> Outcome:
             src = report_load.load(path)
             # What `tebench run --strict` lists for the run it has just read (cli.cmd_run), and fails on.
             strict = [f"{r.status:<8} {r.case_id}: {r.why}" for r in src.records if r.problem]
-        except results.SchemaError as exc:
+        except SchemaError as exc:
             return Outcome("refused", str(exc))
         except Exception as exc:  # noqa: BLE001 - any other exception is the failure under test
             return Outcome("crashed", crash_site(exc))

@@ -54,8 +54,11 @@ def _valid(hint, meta) -> object:
     """A value ``hint`` (within ``meta``'s choices) accepts: the other required fields of a probe."""
     if meta.get("choices"):
         return meta["choices"][0]
-    origin = typing.get_origin(_plain(hint)) or _plain(hint)
-    return {str: "x", int: 1, float: 1.0, bool: True, list: [1.0], dict: {}}.get(origin, {})
+    plain = _plain(hint)
+    origin = typing.get_origin(plain) or plain
+    if origin is list:
+        return [_valid(typing.get_args(plain)[0], {})] if typing.get_args(plain) else []
+    return {str: "x", int: 1, float: 1.0, bool: True, dict: {}}.get(origin, {})
 
 
 @pytest.mark.parametrize("part", _parts(), ids=lambda c: c.__name__)
@@ -63,7 +66,7 @@ def test_every_declared_field_refuses_a_value_of_another_kind(part):
     fields = validate.declared(part)
     required = {n: _valid(h, m) for n, h, m in fields if m.get("required")}
     if part is CaseResult:
-        required["case_id"] = "gpt/a/PT-FP32"
+        required.update(case_id="gpt/tiny/PT-FP32", case=_lines(CPU)[1]["case"])
     part.check(required)  # the probe itself is valid
     for name, hint, _ in fields:
         if hint is typing.Any:

@@ -353,9 +353,9 @@ def _same_setup(case: dict[str, Any], other: dict[str, Any]) -> bool:
 
 
 def _plain_runs(records: Sequence[dict[str, Any]], case: dict[str, Any], mode: str) -> list[dict[str, Any]]:
-    """ok, single-process, non-graphed, unmutated runs of ``mode`` with ``case``'s setup."""
+    """ok, single-process, non-graphed, unmutated runs of ``mode`` with ``case``'s setup, with a loss curve."""
     return [r for r in records
-            if r.get("status") == "ok" and r["case"]["mode"] == mode and not r["case"].get("graphs")
+            if r.get("status") == "ok" and r.get("loss") and r["case"]["mode"] == mode and not r["case"].get("graphs")
             and r["case"].get("parallel", "single") == "single" and not r["case"].get("fp8")
             and not (r.get("setup") or {}).get("test_mutation") and _same_setup(case, r["case"])]
 

@@ -46,11 +46,12 @@ TE_API = ("autocast", "fp8_autocast", "quantized_model_init", "fp8_model_init", 
 class GPU:
     """One CUDA device as torch sees it."""
 
-    index: int
+    index: int = field(metadata={"min": 0})
     name: str
-    capability: tuple[int, int]
-    memory_bytes: int
-    multiprocessors: int
+    capability: tuple[int, int] = field(metadata={"nonempty": True, "items_min": 0})
+    memory_bytes: int = field(metadata={"min": 0})
+    multiprocessors: int = field(default=0, metadata={"min": 0})
+    """0 where not recorded."""
 
 
 @dataclass
@@ -65,7 +66,7 @@ class Support:
 class Environment:
     """What tebench detected about the machine it runs on."""
 
-    device_type: str
+    device_type: str = field(metadata={"choices": ("cpu", "cuda")})
     gpus: list[GPU] = field(default_factory=list)
     torch: str = ""
     cuda: str | None = None
@@ -85,9 +86,9 @@ class Environment:
     python: str = ""
     platform: str = ""
     cpu: str = ""
-    cpu_count: int = 0
+    cpu_count: int = field(default=0, metadata={"min": 0})
     hostname: str = ""
-    gpu_clocks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    gpu_clocks: dict[str, dict[str, str | None]] = field(default_factory=dict)
     """Per GPU index, nvidia-smi's clock and power fields (text, as nvidia-smi prints them)."""
     env_vars: dict[str, str] = field(default_factory=dict)
     tebench: str = __version__

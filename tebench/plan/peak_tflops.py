@@ -9,7 +9,7 @@ a guessed peak would make MFU look precise when it is not.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 
 @dataclass(frozen=True)
@@ -19,9 +19,9 @@ class PeakRates:
     match: str
     """Words of ``torch.cuda.get_device_name()`` that identify the model (whole words: "L4" is
     not the L40's entry)."""
-    bf16: float
-    fp8: float | None
-    fp32: float
+    bf16: float = field(metadata={"min": 0})
+    fp8: float | None = field(metadata={"min": 0})
+    fp32: float = field(metadata={"min": 0})
     source: str
 
     def to_dict(self) -> dict:

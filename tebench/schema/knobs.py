@@ -40,7 +40,8 @@ def knob(default: Any, doc: str, *, min: float | None = None, max: float | None 
     default of ``list`` or ``dict`` (the type) is a fresh empty one per instance.
     ``rules`` are the further limits a stored record's field may declare (see
     :mod:`tebench.schema.validate`): ``finite`` (False: NaN and inf are data),
-    ``nonempty``, ``required`` (present and not null whenever its part is), and
+    ``nonempty``, ``items_min`` (each number of a list at least this), ``required``
+    (present and not null whenever its part is), and
     ``shape`` (a dataclass whose declarations a stored dict is checked against).
     """
     meta = {"doc": doc, "min": min, "max": max, "choices": choices, "optional": optional, **rules}

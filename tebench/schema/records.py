@@ -23,6 +23,7 @@ judged again) are in :mod:`tebench.store.run_records`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import typing
 import unicodedata
@@ -30,8 +31,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Sequence
 
 from tebench.plan.environment import Environment
+from tebench.plan.matrix import PARALLEL, Settings
+from tebench.plan.modes import MODES
+from tebench.plan.recipes import AMAX_ALGOS, FORMATS, RECIPES
 from tebench.schema import validate
-from tebench.schema.knobs import knob
+from tebench.schema.knobs import FieldError, check_value, knob
 from tebench.schema import version as versions
 from tebench.schema.version import SCHEMA, STATUSES, RecordError, check_version
 
@@ -197,7 +201,8 @@ class Summary(_Part):
 class Timing(_Part):
     """Per-step times of one round, as measured (milliseconds), and the summary stored with them."""
 
-    samples_ms: list[float] = knob(list, "Each timed step's milliseconds, in order.", nonempty=True, required=True)
+    samples_ms: list[float] = knob(list, "Each timed step's milliseconds, in order.", nonempty=True, required=True,
+                                   items_min=0)
     timer: str | None = knob(None, "cuda_events (GPU timeline) or perf_counter (CPU).")
     wall_ms_per_step: float | None = knob(None, "Wall-clock milliseconds per timed step, host included.", min=0)
     stats: Summary | None = None
@@ -304,7 +309,7 @@ class Warmup(_Part):
 class Launch(_Part):
     """How the case's process started: ``method`` prestarted or cold, and what a pre-started worker's imports cost."""
 
-    method: str | None = knob(None, "prestarted or cold.")
+    method: str | None = knob(None, "prestarted or cold.", choices=("prestarted", "cold"))
     family: str | None = knob(None, "What a pre-started worker imported (torch, te).")
     preload_s: float | None = _seconds("A pre-started worker's whole import time, wall-clock: time it was stopped "
                                        "(paused_s) while still importing is in it.")
@@ -379,10 +384,11 @@ class Updates(_Part):
 class FP8State(_Part):
     """Delayed scaling's state over training: per layer and quantizer, the scale and amax at sampled steps."""
 
-    steps: list[int] | None = knob(None, "The steps sampled.")
+    steps: list[int] = knob(list, "The steps sampled.", required=True, items_min=0)
     # An overflow is what the flags report: non-finite scales and amaxes are data here.
-    layers: dict[str, dict[str, dict[str, list[float]]]] | None = knob(
-        None, "layer -> quantizer (fwd.gemm1.input …) -> {scale, amax}: one value per sampled step.", finite=False)
+    layers: dict[str, dict[str, dict[str, list[float]]]] = knob(
+        dict, "layer -> quantizer (fwd.gemm1.input …) -> {scale, amax}: one value per sampled step.", finite=False,
+        required=True)
     flags: list[str] | None = knob(None, "Scales that collapsed or overflowed, in words.")
 
 
@@ -390,10 +396,10 @@ class FP8State(_Part):
 class RankResult(_Part):
     """One rank of a data-parallel case."""
 
-    rank: int | None = knob(None, "The rank.", min=0)
+    rank: int = knob(0, "The rank.", min=0, required=True)
     device: str | None = None
-    median_ms: float | None = knob(None, "Its median step time.", min=0)
-    tokens_per_s: float | None = knob(None, "Its tokens per second.", min=0)
+    median_ms: float = knob(0.0, "Its median step time.", min=0, required=True)
+    tokens_per_s: float = knob(0.0, "Its tokens per second.", min=0, required=True)
     peak_allocated_bytes: float | None = knob(None, "Its CUDA allocator peak.", min=0)
     peak_rss_bytes: float | None = knob(None, "Its peak RSS (CPU).", min=0)
     final_loss: float | None = knob(None, "Its last step's loss.", finite=False)
@@ -529,6 +535,74 @@ class Parity(_Part):
         return self.validation.verdict if self.validation else None
 
 
+@_part
+class FP8Info(_Part):
+    """A case's FP8 recipe options, as the matrix wrote them (plan.recipes.FP8Options)."""
+
+    recipe: str = knob("", "The recipe's registry name.", choices=tuple(RECIPES), required=True)
+    format: str | None = knob(None, "E4M3 or HYBRID.", choices=FORMATS)
+    amax_history_len: int | None = knob(None, "Delayed scaling's history.", min=1)
+    amax_compute_algo: str | None = knob(None, "max or most_recent.", choices=AMAX_ALGOS)
+    calibration_steps: int | None = knob(None, "Calibration passes before training.", min=0)
+
+
+def _declared_values(cls: type, table: dict[str, Any], path: str, closed: bool) -> None:
+    """A matrix table as a record stores it: each value of its declared type and not below its minimum.
+
+    Only the lower limits apply: a record was valid under the upper limits of its day. ``closed``:
+    a key ``cls`` does not declare is refused (the matrix refuses it too).
+    """
+    names = {f.name: f for f in dataclasses.fields(cls)}
+    for key, v in table.items():
+        if key not in names:
+            if closed:
+                raise RecordError(f"{path}.{key}", v, f"unknown key (known: {', '.join(names)})")
+            continue
+        try:
+            check_value(cls, key, v, limits=False)
+        except FieldError as exc:
+            raise RecordError(f"{path}.{key}", v, str(exc)) from None
+        lo = names[key].metadata.get("min")
+        if lo is not None and isinstance(v, (int, float)) and not isinstance(v, bool) and v < lo:
+            raise RecordError(f"{path}.{key}", v, f"must be at least {lo}")
+
+
+@_part
+class CaseInfo(_Part):
+    """The case a record describes, as :meth:`tebench.plan.matrix.Case.to_dict` writes it.
+
+    Readers key, group and colour by these: a mode this tebench does not know has no
+    colour, reference order or gate, so it is refused, while a workload name may be a
+    user's plugin and is any text. Settings are checked by the matrix's own declaration
+    (types only: a record was valid under the limits of its day).
+    """
+
+    workload: str = knob("", "A built-in workload or a plugin's name.", required=True)
+    size: str = knob("", "The size's name in the matrix.", required=True)
+    mode: str = knob("", "The precision mode.", choices=tuple(MODES), required=True)
+    dims: dict[str, float | str] = knob(dict, "The size's dimensions (numbers, a module's name).", required=True)
+    fp8: FP8Info | None = None
+    graphs: bool | None = None
+    fp8_weights: bool | None = None
+    parallel: str | None = knob(None, "single, ddp or fsdp2.", choices=PARALLEL)
+    nproc: int | None = knob(None, "Processes (GPUs) the case runs on.", min=1)
+    settings: dict[str, Any] | None = knob(None, "Its settings (checked by plan.matrix.Settings' types); absent ones "
+                                                 "read as their defaults.")
+
+    @classmethod
+    def rules(cls, d: dict[str, Any], path: str) -> None:
+        # FLOPs and tokens are computed from the dimensions: a built-in workload's are checked by its
+        # size's declaration (types only, as for settings); a plugin's are its own business.
+        from tebench.workloads import SPECS
+
+        if "settings" in d and d["settings"] is None:
+            raise RecordError(f"{path}.settings", None, "must be an object, not null")
+        spec = dict.get(SPECS, d.get("workload"))
+        if spec is not None:
+            _declared_values(spec.size_type, d.get("dims") or {}, f"{path}.dims", closed=False)
+        _declared_values(Settings, d.get("settings") or {}, f"{path}.settings", closed=True)
+
+
 def _check_version(d: dict[str, Any], where: str) -> dict[str, Any]:
     """``d`` upgraded to the current schema; SchemaError for a version this tebench cannot read.
 
@@ -566,7 +640,8 @@ class CaseResult(Measurements):
     run_id: str | None = None
     case_id: str = knob("", "workload/size/mode[/options]: the case's identity.", required=True)
     round: int | None = knob(None, "Which repetition of the matrix (--rounds).", min=0)
-    case: dict[str, Any] = knob(dict, "The case as planned (plan.matrix.Case.to_dict()).", required=True)
+    case: dict[str, Any] = knob(dict, "The case as planned (plan.matrix.Case.to_dict()).", required=True,
+                                shape=CaseInfo)
     started: str | None = None
     duration_s: float | None = knob(None, "The case's wall-clock seconds, start-up to record.", min=0)
     log: str | None = knob(None, "Its log, relative to the run directory.")

@@ -3,7 +3,7 @@
 A part of a record is a dataclass; each field's annotation says what it holds
 (``float | None``, ``list[float]``, ``dict[str, int]``, another part …) and its
 ``knob`` metadata the limits where it has any (``min``, ``max``, ``choices``,
-``nonempty``, ``finite``, ``required``). :func:`check` walks a JSON object against
+``nonempty``, ``finite``, ``required``, ``items_min``). :func:`check` walks a JSON object against
 those declarations at every depth, so a reader never computes with a value of the
 wrong kind: a damaged value anywhere raises :class:`RecordError` naming the field's
 path and the value. Keys a part does not declare ride along unchecked, except for
@@ -26,6 +26,10 @@ from tebench.schema.version import RecordError
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 NUMBER = (int, float)
+MAX_INT = 2**63 - 1
+"""The largest integer a record holds: what SQLite (history) and every JSON reader in other languages store."""
+MAX_EXACT = 2**53
+"""An integer given where a number belongs must convert to a float exactly."""
 
 
 @lru_cache(maxsize=None)
@@ -40,7 +44,8 @@ def declared(cls: type) -> tuple[tuple[str, Any, Any], ...]:
         if f.name in ("extra", "_keys"):
             continue
         meta = dict(f.metadata)
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+        no_default = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        if no_default and not _nullable(hints[f.name]):
             meta["required"] = True
         out.append((f.name, hints[f.name], meta))
     return tuple(out)
@@ -53,10 +58,9 @@ def check(cls: type, data: Any, path: str = "") -> None:
     for name, hint, meta in declared(cls):
         where = f"{path}.{name}" if path else name
         if name not in data or data[name] is None:
+            # A stored null is "not measured", as an absent key is; only a required field must hold a value.
             if meta.get("required"):
                 raise RecordError(where, data.get(name), "missing")
-            if name in data and not _optional(hint):
-                raise RecordError(where, None, f"must be {_describe(hint)}, not null")
             continue
         shape = meta.get("shape")
         if shape is not None and isinstance(data[name], dict):
@@ -98,11 +102,15 @@ def value(hint: Any, v: Any, path: str, meta: Any = None) -> None:
     if hint is int:
         if not isinstance(v, int) or isinstance(v, bool):
             raise RecordError(path, v, f"must be an integer, not {_kind(v)}")
+        if abs(v) > MAX_INT:
+            raise RecordError(path, v, "is too large for an integer of a record (64 bits)")
         _range(v, path, meta)
         return
     if hint is float:
         if not isinstance(v, NUMBER) or isinstance(v, bool):
             raise RecordError(path, v, f"must be a number, not {_kind(v)}")
+        if isinstance(v, int) and abs(v) > MAX_EXACT:
+            raise RecordError(path, v, "is too large to be a number of a record")
         if meta.get("finite", True) and not math.isfinite(v):
             raise RecordError(path, v, "must be a finite number")
         _range(v, path, meta)
@@ -140,10 +148,16 @@ def _items(hint: Any, items: list, path: str, meta: Any) -> None:
             if type(v) is float:
                 if finite and not math.isfinite(v):
                     raise RecordError(f"{path}[{i}]", v, "must be a finite number")
-            elif type(v) is not int:
-                raise RecordError(f"{path}[{i}]", v, f"must be a number, not {_kind(v)}")
+            elif type(v) is not int or abs(v) > MAX_EXACT:
+                value(float, v, f"{path}[{i}]")  # raises, naming what is wrong
+        lo = meta.get("items_min")
+        if lo is not None and items and min(items) < lo:  # NaN compares false: judged above
+            i = next(i for i, v in enumerate(items) if v < lo)
+            raise RecordError(f"{path}[{i}]", items[i], f"must be at least {lo}")
         return
-    inner = {"finite": meta["finite"]} if "finite" in meta else None
+    inner = {k: meta[k] for k in ("finite",) if k in meta} or None
+    if "items_min" in meta:
+        inner = {**(inner or {}), "min": meta["items_min"]}
     for i, v in enumerate(items):
         value(hint, v, f"{path}[{i}]", inner)
 
@@ -161,6 +175,10 @@ def _choices(v: Any, path: str, meta: Any) -> None:
     choices = meta.get("choices")
     if choices is not None and v not in choices:
         raise RecordError(path, v, f"unknown value (known: {', '.join(map(str, choices))})")
+
+
+def _nullable(hint: Any) -> bool:
+    return hint is Any or (typing.get_origin(hint) in (Union, types.UnionType) and type(None) in typing.get_args(hint))
 
 
 def _kind_fits(hint: Any, v: Any) -> bool:
@@ -181,10 +199,6 @@ def _kind_fits(hint: Any, v: Any) -> bool:
     if origin is dict or dataclasses.is_dataclass(hint):
         return isinstance(v, dict)
     return False
-
-
-def _optional(hint: Any) -> bool:
-    return hint is Any or (typing.get_origin(hint) in (Union, types.UnionType) and type(None) in typing.get_args(hint))
 
 
 def _kind(v: Any) -> str:

@@ -27,7 +27,7 @@ def check_version(record: dict[str, Any], where: str) -> None:
         raise SchemaError(f"{where}: not a tebench results record (schema={_show(record.get('schema'))})")
     version = record.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
-        raise SchemaError(f"{where}: record has no integer schema_version")
+        raise SchemaError(f"{where}: record has no integer schema_version ([schema_version] = {_show(version)})")
     if version > SCHEMA_VERSION:
         raise SchemaError(
             f"{where}: written with results schema v{version}, but this tebench reads up to v{SCHEMA_VERSION}; "

@@ -74,6 +74,9 @@ def check_record(record: Any) -> None:
     if not isinstance(record, dict):
         raise RecordError("", record, f"not a JSON object but {type(record).__name__}")
     check_text(record)
+    for key in [k for k, v in record.items() if v is None and k in _PARTS]:
+        # Readers write record.get("timing", {}): an explicit null must read as absent.
+        del record[key]
     kind = record.get("type")
     if kind == "header":
         RunHeader.check(record)
@@ -82,6 +85,10 @@ def check_record(record: Any) -> None:
         record["case"] = _normal_case(record["case"])
     else:
         raise RecordError("type", kind, "unknown record type (known: header, case)")
+
+
+_PARTS = {*CaseResult.parts(), *RunHeader.parts()}
+"""Top-level fields that hold a part: a stored null there reads as the part being absent."""
 
 
 def _normal_case(case: dict[str, Any]) -> dict[str, Any]:
@@ -154,7 +161,8 @@ def read(path: str | Path) -> Run:
                     if isinstance(record, dict):
                         check_version(record, where)  # raises: names the foreign schema
                     raise SchemaError(f"{where}: not a tebench results record (a JSON {type(record).__name__})")
-                problems.append(f"{where}: not a tebench results record")
+                what = f"[schema] = {record.get('schema')!r}" if isinstance(record, dict) else f"a JSON {type(record).__name__}"
+                problems.append(f"{where}: not a tebench results record ({what})")
                 continue
             version = record.get("schema_version")
             if seen_record and (not isinstance(version, int) or isinstance(version, bool)):

@@ -24,7 +24,7 @@ expects:
 * a value that fits its field is ``kept``, and reads back unchanged.
 
 A field has a kind when tebench declares it (the dataclasses of
-``tebench.record``, ``tebench.detect.Environment`` and ``GPU``, ``Case``,
+``tebench.schema.records``, ``tebench.plan.environment.Environment`` and ``GPU``, ``Case``,
 ``Settings`` and ``FP8Options``) or a reader uses it (the phases, the FP8
 state the charts draw, the ranks' tokens/s, the compile cache's state, the
 GPU clocks). Any other field (``setup``, a device's ``assigned``, the matrix
@@ -141,10 +141,10 @@ def ENUM(*choices: str, null: str = "ok") -> Kind:  # noqa: N802
 @lru_cache(maxsize=1)
 def _registries() -> dict[str, tuple[str, ...]]:
     """The names readers look values up by: modes, recipes, workloads, statuses (from tebench's registries)."""
-    from tebench.matrix import PARALLEL
-    from tebench.modes import MODES
-    from tebench.recipes import AMAX_ALGOS, FORMATS, RECIPES
-    from tebench.results import STATUSES
+    from tebench.plan.matrix import PARALLEL
+    from tebench.plan.modes import MODES
+    from tebench.plan.recipes import AMAX_ALGOS, FORMATS, RECIPES
+    from tebench.schema.version import STATUSES
     from tebench.workloads import SPECS
 
     return {"modes": tuple(MODES), "recipes": tuple(RECIPES), "formats": FORMATS, "algos": AMAX_ALGOS,
@@ -156,7 +156,7 @@ def _settings_fields() -> dict[str, Kind]:
     import dataclasses
     import typing
 
-    from tebench.matrix import Settings
+    from tebench.plan.matrix import Settings
 
     hints = typing.get_type_hints(Settings)
     out: dict[str, Kind] = {}
@@ -188,10 +188,12 @@ def case_fields() -> dict[str, Kind]:
         "case_id": _k("str", null="bad", ident=True),
         "round": COUNT,
         "case": OBJECT(null="bad", required=("workload", "size", "mode", "dims")),
-        "case.workload": ENUM(*reg["workloads"], null="bad"),
+        # A user's plugin workload has any name: a name this tebench does not know is not damage.
+        "case.workload": _k("str", null="bad", ident=True),
         "case.size": _k("str", null="bad", ident=True),
         "case.mode": ENUM(*reg["modes"], null="bad"),
-        "case.dims": MAP(_k("int", null="bad", min=1), null="bad", empty="bad", closed=True,
+        # Closed to numbers, not to names: a newer tebench's size may have a dimension this one does not know.
+        "case.dims": MAP(_k("int", null="bad", min=1), null="bad", empty="bad", closed=False,
                          known=("vocab", "d_model", "heads", "layers", "ffn", "seq", "batch", "hidden", "blocks",
                                 "module", "tokens", "kv_heads")),
         "case.dims.module": TEXT,
@@ -324,7 +326,8 @@ def header_fields() -> dict[str, Kind]:
         "command": LIST(TEXT),
         "command[]": TEXT,
         "cwd": STR,
-        "matrix": OBJECT(),
+        # Reports and history title a run by its matrix's name: a matrix without one is damage.
+        "matrix": OBJECT(required=("name",)),
         "matrix.name": TEXT,
         "matrix.source": STR,
         "matrix.sha256": STR,
@@ -349,8 +352,9 @@ def header_fields() -> dict[str, Kind]:
         "compile_cache": OBJECT(),
         "compile_cache.dir": STR,
         "compile_cache.state": ENUM("cold", "warm", "off"),
-        "env": OBJECT(),
-        "env.device_type": ENUM("cpu", "cuda"),
+        # Environment's one field without a default: what every gate and view keys on.
+        "env": OBJECT(required=("device_type",)),
+        "env.device_type": ENUM("cpu", "cuda", null="bad"),
         "env.gpus": LIST(OBJECT(null="bad", required=("index", "name", "capability", "memory_bytes"))),
         "env.gpus[]": OBJECT(null="bad", required=("index", "name", "capability", "memory_bytes")),
         "env.gpus[].index": _k("int", min=0, null="bad"),
@@ -387,9 +391,12 @@ def header_fields() -> dict[str, Kind]:
         "env.tebench": STR,
         "env.git_commit": STR,
         "env.git_dirty": BOOL,
-        "env.peak_tflops": OBJECT(),
-        "env.peak_tflops.match": STR,
-        "env.peak_tflops.source": STR,
+        # PeakRates as the probe writes it: MFU divides by bf16, the report names match and source.
+        "env.peak_tflops": OBJECT(required=("match", "bf16", "fp32", "source")),
+        "env.peak_tflops.match": TEXT,
+        "env.peak_tflops.source": TEXT,
+        "env.peak_tflops.bf16": _k("number", min=0, null="bad"),
+        "env.peak_tflops.fp32": _k("number", min=0, null="bad"),
         "env.peak_tflops.*": SECONDS,
         "env.time": STR,
         "ab": OBJECT(),
