@@ -307,7 +307,7 @@ def _mutation_record(mode: str, fp8: FP8Options | None, mutation: str | None, mo
     else:
         monkeypatch.delenv(faults.FAULT_ENV, raising=False)
     raw = run_case(case, torch.device("cuda"), lambda *a: None)
-    return {"status": "ok", "round": 0, "case_id": case.id, "case": case.to_dict(), **raw}
+    return {"status": "ok", "round": 0, "case_id": case.id, "case": case.to_dict(), **raw.to_dict()}
 
 
 @pytest.fixture(scope="module")

@@ -156,7 +156,7 @@ def _git_state() -> tuple[str | None, bool | None]:
     """The commit of the tebench checkout this code runs from, if it is one."""
     if os.environ.get("TEBENCH_GIT_COMMIT"):
         return os.environ["TEBENCH_GIT_COMMIT"], None
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # the checkout, where tebench runs from one
     if not (root / ".git").exists() or not shutil.which("git"):
         return None, None
     try:

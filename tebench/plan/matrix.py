@@ -273,7 +273,7 @@ def _presets_dir() -> Any:
     try:
         return resources.files("tebench.presets")
     except ModuleNotFoundError:  # running from a source tree that is not installed
-        return Path(__file__).resolve().parent.parent / "benchmarks" / "matrices"
+        return Path(__file__).resolve().parents[2] / "benchmarks" / "matrices"
 
 
 def preset_path(name: str) -> Path:

@@ -121,6 +121,10 @@ class _Part:
             raise KeyError(key)
         return value
 
+    def __contains__(self, key: object) -> bool:
+        """``key in part``: whether the JSON object holds ``key`` (a stored null counts)."""
+        return isinstance(key, str) and self.stored(key, KeyError) is not KeyError
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON object again: the keys read, in their order; new keys after them."""
         out: dict[str, Any] = {}

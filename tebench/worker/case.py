@@ -169,7 +169,8 @@ def run_case(case: Case, device: torch.device, progress: Progress,
         loss=Loss(per_step=loss_values, warmup_steps=warm["steps"]),
         validation=Validation.from_dict(validation),  # a workload's own keys ride along
         gpu_busy=GpuBusy.from_dict(busy) if busy else None,
-        fp8_state=FP8State.from_dict(recorder.summary()) if recorder else None,
+        # A case with no FP8 layer to record (a module without a GEMM) has no state.
+        fp8_state=FP8State.from_dict(state) if recorder and (state := recorder.summary()) else None,
         setup=Setup.from_dict(trainer.setup),
         updates=Updates.from_dict(updates),
         phases=Phases(**phases),
