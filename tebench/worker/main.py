@@ -210,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     from tebench.plan.modes import MODES
 
     device = _device(torch)
-    payload: dict[str, Any] = {"device": _device_info(torch, device), "launch": launch}
+    # The case id echoed back: the runner checks that a result file is of the case it launched.
+    payload: dict[str, Any] = {"case_id": case.id, "device": _device_info(torch, device), "launch": launch}
     try:
         if MODES[case.mode].family == "te":
             # Import TE before anything initialises cuDNN through torch (see detect.py).
