@@ -40,7 +40,6 @@ from typing import Any
 import pytest
 
 from tebench import cli
-from tebench.store import reader as results
 from tebench.schema.version import SchemaError
 from tebench.schema.records import CaseResult, RunHeader
 from tebench.report import load as report_load

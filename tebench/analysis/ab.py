@@ -29,7 +29,7 @@ from typing import Any, Iterator
 
 import tebench
 from tebench.analysis import compare
-from tebench.store import run_records
+from tebench.store import atomic, run_records
 from tebench.store import reader as results
 from tebench.store.writer import Writer
 from tebench.run import runner
@@ -37,6 +37,7 @@ from tebench.plan import schedule as plan_schedule
 from tebench.run.display import Display
 from tebench.run.executor import Executor
 from tebench.run.options import RunOptions, resolve_options
+from tebench.run.outdir import OutLock
 from tebench.run.prestart import upcoming_cases
 from tebench.plan.environment import Environment, probe
 from tebench.plan.matrix import Matrix
@@ -191,23 +192,56 @@ def _header(s: _Side, matrix: Matrix, cases: list, ropts: RunOptions, opts: ABOp
     return header
 
 
+def _check_device(opts: ABOptions, sides: dict[str, _Side]) -> None:
+    """ABError when ``--device`` names no GPU of a CUDA machine.
+
+    Each side's probe sees only that device, so a wrong index looks like a
+    machine without GPUs, and both sides would run on the CPU without a word.
+    """
+    if opts.device is None:
+        return
+    for s in sides.values():
+        if s.env.device_type == "cuda":
+            continue
+        with _environ(s.child_env):
+            visible = probe(python=s.spec.python, cached=True)
+        if visible.device_type == "cuda":
+            raise ABError(f"--device {opts.device}: no such GPU ({len(visible.gpus)} visible to --{s.name}-python)")
+
+
 def run(matrix: Matrix, opts: ABOptions) -> compare.Comparison:
     """Run both sides interleaved into ``opts.out/{base,head}`` and compare them; writes
-    ``compare.md`` and ``compare.json`` next to them. Returns the comparison."""
+    ``compare.md`` and ``compare.json`` next to them. Returns the comparison.
+
+    ``opts.out`` and both side directories are locked (``OUT/.lock``) for the whole
+    run, as ``tebench run`` locks its OUT: another command writing there is refused.
+    """
     if opts.rounds < 1:
         raise ABError("--rounds must be at least 1")
     cases = plan_schedule.select_cases(matrix, opts.only)
     if not cases:
         raise ABError("no case of the matrix matches --only")
     ab_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
-    sides = {name: _prepare(name, getattr(opts, name), opts, ab_id) for name in SIDES}
+    holder = " ".join(opts.command) or "tebench ab"
+    with contextlib.ExitStack() as held:
+        # An existing OUT is locked before the probes; a new one is created only once they passed.
+        lock = held.enter_context(OutLock(opts.out, holder))
+        sides = {name: _prepare(name, getattr(opts, name), opts, ab_id) for name in SIDES}
+        _check_device(opts, sides)
+        lock.hold()
+        for s in sides.values():
+            held.enter_context(OutLock(s.out, holder)).hold()
+        return _run_sides(matrix, opts, cases, sides, ab_id)
+
+
+def _run_sides(matrix: Matrix, opts: ABOptions, cases: list, sides: dict[str, _Side],
+               ab_id: str) -> compare.Comparison:
     for s in sides.values():
         s.planned = {(p.case.id, p.round): p for p in plan_schedule.plan(cases, s.env, opts.rounds)}
     display = Display(2 * len(cases) * opts.rounds, opts.live)
     executors = {}
     with contextlib.ExitStack() as stack:
         for name, s in sides.items():
-            s.out.mkdir(parents=True, exist_ok=True)
             writer = stack.enter_context(Writer(s.out / results.RESULTS_NAME))
             ropts = _run_options(s, opts)
             writer.append(_header(s, matrix, cases, ropts, opts, ab_id))
@@ -232,6 +266,6 @@ def run(matrix: Matrix, opts: ABOptions) -> compare.Comparison:
             (s.out / ".work").rmdir()
     result = compare.compare_runs(run_records.read(sides["base"].out), run_records.read(sides["head"].out), opts.compare,
                                   str(sides["base"].out), str(sides["head"].out))
-    (opts.out / "compare.md").write_text(compare.to_markdown(result, title="tebench ab") + "\n", encoding="utf-8")
-    (opts.out / "compare.json").write_text(result.to_json() + "\n", encoding="utf-8")
+    atomic.write_text(opts.out / "compare.md", compare.to_markdown(result, title="tebench ab") + "\n")
+    atomic.write_text(opts.out / "compare.json", result.to_json() + "\n")
     return result

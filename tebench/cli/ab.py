@@ -13,11 +13,13 @@ from tebench.cli.common import (
     add_cost_args,
     add_gate_args,
     check_launch_args,
+    check_out_arg,
     compare_options,
     compile_cache_dir,
     emit,
     load_matrix,
     nothing_measured,
+    parse_devices,
     strict_json,
 )
 
@@ -29,19 +31,22 @@ def cmd_ab(args: argparse.Namespace) -> int:
 
     if args.matrix and args.preset:
         raise UsageError("give a matrix file or --preset, not both")
+    check_out_arg(args.out)
+    device = parse_devices(args.device, "--device")
+    if device is not None and len(device) != 1:
+        raise UsageError(f"--device {args.device}: expected one GPU index, e.g. 0 (both sides run on it)")
     try:
         opts = ab.ABOptions(
             out=Path(args.out), rounds=args.rounds,
             base=ab.SideSpec(args.base_python or sys.executable, ab.parse_env(args.base_env, "--base-env")),
             head=ab.SideSpec(args.head_python or sys.executable, ab.parse_env(args.head_env, "--head-env")),
-            device=args.device, only=args.only, timeout_s=args.timeout, live=False if args.quiet else None,
+            device=device[0] if device else None, only=args.only, timeout_s=args.timeout,
+            live=False if args.quiet else None,
             command=["tebench", *sys.argv[1:]], compare=compare_options(args, True),
             launch=args.launch, prestart_depth=check_launch_args(args),
             pause=not args.no_pause)
         if not 1 <= args.rounds <= MAX_ROUNDS:
             raise ab.ABError(f"--rounds must be at least 1 and at most {MAX_ROUNDS}, not {args.rounds}")
-        if args.device is not None and not args.device.isdigit():
-            raise ab.ABError(f"--device {args.device}: expected one GPU index, e.g. 0")
         mat = load_matrix(args)
         opts.compile_cache = compile_cache_dir(args.compile_cache)  # created only for input known to be good
         result = ab.run(mat, opts)

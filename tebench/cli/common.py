@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
+import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 EXIT_BAD_INPUT = 2
 
@@ -20,6 +23,86 @@ MAX_SHARDS = 10_000
 
 class UsageError(Exception):
     """Bad input: reported on stderr, exit status 2."""
+
+
+# ASCII only: str.isdigit() (and \d) accept '²' or '٣', which no CUDA_VISIBLE_DEVICES names.
+_DEVICE_INDEX = re.compile(r"[0-9]+")
+
+
+def command_line() -> str:
+    """This command as typed, for the holder line of a lock and the record of a run."""
+    return shlex.join(["tebench", *sys.argv[1:]])
+
+
+def _writable_dir(path: Path) -> bool:
+    # access() also answers EROFS (a read-only mount), which permission bits do not show.
+    return os.access(path, os.W_OK | os.X_OK)
+
+
+def check_out_arg(value: str, flag: str = "--out", kind: str = "dir") -> Path:
+    """The path of an output option, refused (UsageError) before any probe or heavy import when it
+    cannot be written: empty, a file where a directory is wanted (``kind="dir"``) or the reverse
+    (``kind="file"``), or under a directory this process cannot write."""
+    if not value.strip():
+        raise UsageError(f"{flag} {value!r}: empty; give a {'directory' if kind == 'dir' else 'file'} "
+                         "(an empty path would write into the current directory)")
+    path = Path(value)
+    if kind == "dir":
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"{flag} {value}: is a file, not a directory")
+        if path.is_dir():
+            if not _writable_dir(path):
+                raise UsageError(f"{flag} {value}: the directory is not writable")
+            return path
+        existing = path.parent
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        if not existing.is_dir():
+            raise UsageError(f"{flag} {value}: cannot create it: {existing} is a file, not a directory")
+        if not _writable_dir(existing):
+            raise UsageError(f"{flag} {value}: cannot create it: {existing} is not writable")
+        return path
+    if path.is_dir():
+        raise UsageError(f"{flag} {value}: is a directory; give the file to write")
+    parent = path.parent
+    if not parent.is_dir():
+        raise UsageError(f"{flag} {value}: no such directory {parent}")
+    if not _writable_dir(parent):
+        raise UsageError(f"{flag} {value}: the directory {parent} is not writable")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise UsageError(f"{flag} {value}: the file is not writable")
+    return path
+
+
+def refuse_inputs(targets: Iterable[Path], inputs: Iterable[str], flag: str, value: str) -> None:
+    """UsageError if a file the command would write is one of its inputs (a run directory given as
+    an input stands for its results file)."""
+    from tebench.store.atomic import same_file
+    from tebench.store.reader import results_path
+
+    given = [(item, results_path(item)) for item in inputs]
+    for target in targets:
+        for item, path in given:
+            if same_file(target, path):
+                raise UsageError(f"{flag} {value}: would overwrite the input {item} ({path}); "
+                                 "write somewhere else")
+
+
+def parse_devices(value: str | None, flag: str = "--devices") -> list[str] | None:
+    """``--devices 0,1``: distinct plain ASCII device indices (normalised: ``00`` is ``0``), or None."""
+    if value is None:
+        return None
+    items = [d.strip() for d in value.split(",")]
+    bad = [d for d in items if not _DEVICE_INDEX.fullmatch(d)]
+    if bad:
+        raise UsageError(f"{flag} {value}: expected comma-separated GPU indices, e.g. 0,1 "
+                         f"({', '.join(repr(d) for d in bad)}: not a device index 0, 1, ...)")
+    indices = [str(int(d)) for d in items]
+    twice = sorted({d for d in indices if indices.count(d) > 1}, key=int)
+    if twice:
+        raise UsageError(f"{flag} {value}: GPU {', '.join(twice)} given more than once "
+                         "(each device runs one case at a time)")
+    return indices
 
 
 def add_matrix_args(p: argparse.ArgumentParser) -> None:

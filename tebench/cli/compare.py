@@ -3,23 +3,41 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+from pathlib import Path
 from typing import Any
 
-from tebench.cli.common import UsageError, add_gate_args, compare_options, emit, nothing_measured, strict_json
+from tebench.cli.common import (
+    UsageError,
+    add_gate_args,
+    check_out_arg,
+    command_line,
+    compare_options,
+    emit,
+    nothing_measured,
+    refuse_inputs,
+    strict_json,
+)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Compare BASE and HEAD; exit 1 on a regression beyond threshold and noise."""
     from tebench.analysis.compare import CompareError, compare, to_markdown
 
+    from tebench.run.outdir import lock_target
+
+    if args.out is not None:
+        refuse_inputs([check_out_arg(args.out, kind="file")], [args.base, args.head], "--out", args.out)
     opts = compare_options(args, args.count_env_changes)
-    try:
-        result = compare(args.base, args.head, opts=opts)
-    except CompareError as exc:
-        raise UsageError(str(exc)) from None
-    # Strict JSON (null for NaN/inf): what jq, browsers and other languages accept.
-    text = strict_json(result.to_json()) if args.format == "json" else to_markdown(result)
-    emit(text, args.out, args.format == "markdown")
+    # A file in a run directory (OUT/compare.md) is written under that directory's lock, atomically.
+    with lock_target(Path(args.out), command_line()) if args.out else contextlib.nullcontext():
+        try:
+            result = compare(args.base, args.head, opts=opts)
+        except CompareError as exc:
+            raise UsageError(str(exc)) from None
+        # Strict JSON (null for NaN/inf): what jq, browsers and other languages accept.
+        text = strict_json(result.to_json()) if args.format == "json" else to_markdown(result)
+        emit(text, args.out, args.format == "markdown")
     nothing_measured(result, "tebench compare")
     return result.exit_code
 

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from tebench.cli.common import MAX_ROUNDS, UsageError, thresholds
+from tebench.cli.common import MAX_ROUNDS, UsageError, check_out_arg, command_line, thresholds
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -43,6 +43,7 @@ def cmd_history_add(args: argparse.Namespace) -> int:
 
 
 def cmd_history_report(args: argparse.Namespace) -> int:
+    out = check_out_arg(args.out)
     from tebench.store import history
 
     check_db(args.db, must_exist=True)
@@ -50,7 +51,10 @@ def cmd_history_report(args: argparse.Namespace) -> int:
         raise UsageError(f"--window {args.window}: must be 1 to {MAX_ROUNDS}")
     if args.confirm < 1:
         raise UsageError(f"--confirm {args.confirm}: must be at least 1")
-    out = history.report(args.db, args.out, args.window, thresholds(args.threshold), args.confirm)
+    from tebench.run.outdir import lock_target
+
+    with lock_target(out, command_line()):  # history.html into a run directory: not while a run writes it
+        out = history.report(args.db, out, args.window, thresholds(args.threshold), args.confirm)
     print(f"history: {out / 'history.html'}\n         {out / 'history.md'}")
     return 0
 

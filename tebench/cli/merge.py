@@ -4,29 +4,35 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
-from tebench.cli.common import EXIT_BAD_INPUT, UsageError
+from tebench.cli.common import EXIT_BAD_INPUT, UsageError, check_out_arg, command_line
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
     """Join shard run directories into one run (and render its report)."""
-    from tebench.store.merge import MergeError, merge
+    from tebench.run.outdir import OutLock
+    from tebench.store.merge import MergeError, join, write
 
-    try:
-        path, missing = merge(args.shards, Path(args.out))
-    except MergeError as exc:
-        raise UsageError(str(exc)) from None
-    print(f"merged {len(args.shards)} shard(s) into {path}")
-    if missing:
-        print(f"missing shard(s): {', '.join(missing)}", file=sys.stderr)
-    if not args.no_report:
-        from tebench.report import render
+    out = check_out_arg(args.out)
+    # OUT is a run directory like any other: a run or another merge writing it is not overwritten,
+    # and nothing writes it while the merged file and its report are written.
+    with OutLock(out, command_line()) as lock:
+        try:
+            merged = join(args.shards, out)
+        except MergeError as exc:
+            raise UsageError(str(exc)) from None
+        lock.hold()
+        path = write(merged, out)
+        print(f"merged {len(args.shards)} shard(s) into {path}")
+        if merged.missing:
+            print(f"missing shard(s): {', '.join(merged.missing)}", file=sys.stderr)
+        if not args.no_report:
+            from tebench.report import render
 
-        out = render([path], Path(args.out) / "report")
-        print(f"report: {out / 'index.html'}")
-    return EXIT_BAD_INPUT if (missing and args.require_complete) else 0
+            report = render([path], out / "report")
+            print(f"report: {report / 'index.html'}")
+    return EXIT_BAD_INPUT if (merged.missing and args.require_complete) else 0
 
 
 

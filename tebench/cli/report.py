@@ -4,24 +4,30 @@ from __future__ import annotations
 
 import argparse
 import re
-from pathlib import Path
 from typing import Any
 
-from tebench.cli.common import UsageError
+from tebench.cli.common import UsageError, check_out_arg, command_line, refuse_inputs
+
+WRITTEN = ("index.html", "report.md", "cases.csv")
+"""The report's files besides its chart PNGs (inputs are never PNGs): none may be one of its inputs."""
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Render HTML and Markdown from stored results (tebench results or pytest-benchmark JSON)."""
     import time
 
-    from tebench.report import render
-
     url = args.assets_url
     if url is not None and not re.match(r"^https?://[^\s/]+\S*$", url):
         raise UsageError(f"--assets-url {url!r}: not an absolute http(s) URL (a PR comment cannot show relative "
                          "image paths)")
+    out = check_out_arg(args.out)
+    refuse_inputs([out / name for name in WRITTEN], args.results, "--out", args.out)
+    from tebench.report import render
+    from tebench.run.outdir import lock_target
+
     t0 = time.perf_counter()
-    out = render(args.results, Path(args.out), assets_url=url)
+    with lock_target(out, command_line()):  # into a run directory (OUT or OUT/report): not while a run writes it
+        out = render(args.results, out, assets_url=url)
     print(f"report: {out / 'index.html'}\n        {out / 'report.md'}  ({time.perf_counter() - t0:.1f} s)")
     return 0
 

@@ -13,9 +13,12 @@ from tebench.cli.common import (
     add_cost_args,
     add_matrix_args,
     check_launch_args,
+    check_out_arg,
+    command_line,
     compile_cache_dir,
     is_auto,
     load_matrix,
+    parse_devices,
     parse_shard,
 )
 
@@ -32,9 +35,8 @@ def _check_run_args(args: argparse.Namespace) -> tuple[list[str] | None, tuple[i
             check_value(Settings, "timeout_s", args.timeout)
         except FieldError as exc:
             raise UsageError(f"--timeout {args.timeout}: {exc} (seconds)") from None
-    devices = [d.strip() for d in args.devices.split(",")] if args.devices else None
-    if devices and not all(d.isdigit() for d in devices):
-        raise UsageError(f"--devices {args.devices}: expected comma-separated GPU indices, e.g. 0,1")
+    devices = parse_devices(args.devices)
+    check_out_arg(args.out)
     check_launch_args(args)
     return devices, parse_shard(args)
 
@@ -49,39 +51,42 @@ def cmd_run(args: argparse.Namespace) -> int:
     # numpy and the rest: only once the input is known to be good
     from tebench.plan.schedule import select_cases
     from tebench.run.options import RunOptions
-    from tebench.run.outdir import check_out_dir, lock_out
-    from tebench.run.runner import run
+    from tebench.run.outdir import OutLock
+    from tebench.run.runner import run_locked
 
     if mat is not None and not select_cases(mat, args.only, shard_spec):
         raise UsageError("no case of the matrix matches --only / --shard")  # before the probe, too
     compile_cache = compile_cache_dir(args.compile_cache)  # created now: only for input known to be good
-    check_out_dir(Path(args.out))
-    with lock_out(Path(args.out)):
-        pass  # refuse at once if another run holds OUT; run() takes the lock for good after the probe
-    env = probe()
-    mat = mat or load_matrix(args, env)
-    if devices and env.device_type == "cuda":
-        bad = [d for d in devices if not d.isdigit() or int(d) >= len(env.gpus)]
-        if bad:
-            raise UsageError(f"--devices {args.devices}: no such GPU {bad} ({len(env.gpus)} visible)")
-    opts = RunOptions(
-        out=Path(args.out), rounds=args.rounds, resume=args.resume, timeout_s=args.timeout,
-        devices=devices, shard=shard_spec, only=args.only,
-        live=False if args.quiet else None, command=["tebench", *sys.argv[1:]],
-        launch=args.launch, compile_cache=compile_cache, prestart_depth=args.prestart_depth,
-        pause=not args.no_pause,
-    )
-    path = run(mat, env, opts)
-    from tebench.store import run_records
+    out = Path(args.out)
+    # Held until the report is written: no other command writes OUT meanwhile (a merge into it
+    # would replace the records). An existing OUT is locked now, so a second writer is refused
+    # before the probe; a new one only once the devices are known to exist (a refusal leaves none).
+    with OutLock(out, command_line()) as lock:
+        env = probe()
+        mat = mat or load_matrix(args, env)
+        if devices and env.device_type == "cuda":
+            bad = [d for d in devices if int(d) >= len(env.gpus)]
+            if bad:
+                raise UsageError(f"--devices {args.devices}: no such GPU {bad} ({len(env.gpus)} visible)")
+        lock.hold()
+        opts = RunOptions(
+            out=out, rounds=args.rounds, resume=args.resume, timeout_s=args.timeout,
+            devices=devices, shard=shard_spec, only=args.only,
+            live=False if args.quiet else None, command=["tebench", *sys.argv[1:]],
+            launch=args.launch, compile_cache=compile_cache, prestart_depth=args.prestart_depth,
+            pause=not args.no_pause,
+        )
+        path = run_locked(mat, env, opts)
+        from tebench.store import run_records
 
-    # Parity judged again over the whole run, as the report judges it: --strict and the report agree.
-    run = run_records.read(path)
-    print(f"\nresults: {path}")
-    if not args.no_report:
-        from tebench.report import render
+        # Parity judged again over the whole run, as the report judges it: --strict and the report agree.
+        run = run_records.read(path)
+        print(f"\nresults: {path}")
+        if not args.no_report:
+            from tebench.report import render
 
-        out = render([path], Path(args.out) / "report")
-        print(f"report:  {out / 'index.html'}\n         {out / 'report.md'}")
+            report = render([path], out / "report")
+            print(f"report:  {report / 'index.html'}\n         {report / 'report.md'}")
     # An inconclusive verdict is not a pass: --strict fails on it too (CaseResult.problem).
     bad = run.problem_cases
     if bad:

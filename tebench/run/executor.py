@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -32,9 +33,19 @@ from tebench.schema.records import Device, Launch, Measurements
 from tebench.run.options import RunOptions, launch_method, resolve_options
 
 
+SLUG_MAX_CHARS = 120
+"""The readable part of a case's file names; the hash keeps longer ids apart (names stay < 255 bytes)."""
+
+
 def slug(case_id: str) -> str:
-    """A file-name-safe form of a case id."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", case_id.replace("/", "__"))
+    """A file name for a case id, unique by construction: a readable ASCII form plus a hash of the id.
+
+    The readable part alone is not unique (``小`` and ``大``, ``a b`` and ``a+b`` read the
+    same), and two cases sharing a hand-off file would swap measurements under --devices.
+    """
+    parts = (re.sub(r"[^A-Za-z0-9._-]+", "_", part).strip("_") or "x" for part in case_id.split("/"))
+    readable = "__".join(parts)[:SLUG_MAX_CHARS]
+    return f"{readable}.{hashlib.sha256(case_id.encode()).hexdigest()[:8]}"
 
 
 def child_pythonpath() -> str:
@@ -296,6 +307,10 @@ class Executor:
             except ValueError:
                 raw = None
             if isinstance(raw, dict):
+                ran = raw.get("case_id")  # absent from the results of workers older than the echo
+                if ran is not None and ran != case.id:
+                    return {"status": "failed", "reason": f"the result file {result_file.name} is of case {ran!r}, "
+                            f"not of {case.id!r} that was launched; its measurements are not recorded"}
                 return raw
         # No usable result. A worker that measured its case but could not
         # write it must not be recorded as failed: stop, so --resume re-runs it.

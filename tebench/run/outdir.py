@@ -36,13 +36,20 @@ def check_out_dir(out: Path) -> None:
                            f"{errno.errorcode.get(exc.errno or 0, 'OSError')} ({exc.strerror or exc})") from None
 
 
-@contextlib.contextmanager
-def lock_out(out: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``out`` (``out/.lock``, flock) for the duration of a run.
+HOLDER_MAX_BYTES = 400
+"""How much of the holder's line (pid, host, time, command) the lock file keeps and a refusal quotes."""
 
-    A second writer is refused at once instead of interleaving its records
-    with the first one's. The lock is the kernel's: it goes with the process,
-    so a killed run never leaves OUT locked.
+
+@contextlib.contextmanager
+def lock_out(out: Path, command: str = "") -> Iterator[None]:
+    """Hold an exclusive lock on ``out`` (``out/.lock``, flock) while a command writes into it.
+
+    Every command that writes into a run directory (run, merge, ab, report and
+    compare into one) takes this lock: a second writer is refused at once,
+    naming the holder (pid, host, since when, ``command``), instead of
+    interleaving its records with the first one's or replacing its file. The
+    lock is the kernel's: it goes with the process, so a killed run never
+    leaves OUT locked. ``out`` must exist.
     """
     path = out / LOCK_NAME
     try:
@@ -52,18 +59,85 @@ def lock_out(out: Path) -> Iterator[None]:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
-        holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
+        holder = os.pread(fd, HOLDER_MAX_BYTES, 0).decode("utf-8", "replace").strip()
         os.close(fd)
         raise RunError(f"{out} is in use by another tebench run ({holder or 'holder unknown'}); "
                        "wait for it to finish or choose another --out") from None
+    line = f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}"
+    line = (f"{line}: {command}" if command else line).encode()[:HOLDER_MAX_BYTES - 1]
     with contextlib.suppress(OSError):
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}\n"
-                  .encode(), 0)
+        os.pwrite(fd, line + b"\n", 0)
     try:
         yield
     finally:
         os.close(fd)  # releases the lock; the file stays (removing it would race a waiting run)
+
+
+class OutLock:
+    """OUT's lock, taken as early as it can be without creating OUT.
+
+    On entry it is taken at once if OUT exists, so a second writer is refused
+    before any probe or work; otherwise :meth:`hold` creates OUT and takes it
+    when the command is about to write, so a command refused before then
+    leaves no new directory behind. Released on exit.
+    """
+
+    def __init__(self, out: Path, command: str = ""):
+        self.out, self.command = Path(out), command
+        self.held = False
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> "OutLock":
+        if self.out.is_dir():
+            self.hold()
+        return self
+
+    def hold(self) -> None:
+        """Create OUT if need be and lock it; nothing more once held."""
+        if self.held:
+            return
+        check_out_dir(self.out)
+        self._stack.enter_context(lock_out(self.out, self.command))
+        self.held = True
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+
+def is_run_dir(path: Path) -> bool:
+    """Whether ``path`` is a run directory: one that holds results or that tebench has locked."""
+    if not path.is_dir():
+        return False
+    if (path / results.RESULTS_NAME).exists():
+        return True
+    try:  # ".lock" is a common name (pytest's numbered directories have one): ours starts with its holder
+        with (path / LOCK_NAME).open("rb") as fh:
+            return fh.read(4) == b"pid "
+    except OSError:
+        return False
+
+
+def run_dir_of(target: Path) -> Path | None:
+    """The run directory that writing ``target`` writes into: ``target`` itself or its parent
+    (``OUT/report``, ``OUT/compare.md``), or None when neither is one."""
+    target = Path(os.path.abspath(target))
+    for candidate in (target, target.parent):
+        if is_run_dir(candidate):
+            return candidate
+    return None
+
+
+@contextlib.contextmanager
+def lock_target(target: Path, command: str = "") -> Iterator[Path | None]:
+    """Hold the lock of the run directory ``target`` lies in (see :func:`run_dir_of`) while writing it;
+    nothing to lock outside run directories. Yields the locked directory or None."""
+    run_dir = run_dir_of(target)
+    if run_dir is None:
+        yield None
+        return
+    with lock_out(run_dir, command):
+        yield run_dir
 
 
 def out_of_space(directory: Path) -> bool:

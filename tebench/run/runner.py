@@ -42,12 +42,24 @@ def run(matrix: Matrix, env: Environment, opts: RunOptions,
     OUT is locked for the whole run (a second writer gets RunError); a storage
     failure stops the run with StorageError and loses no finished case.
     """
+    _cases(matrix, opts)  # refused before OUT is created
+    check_out_dir(opts.out)
+    with lock_out(opts.out, " ".join(opts.command) or "tebench run"):
+        return run_locked(matrix, env, opts, on_record)
+
+
+def run_locked(matrix: Matrix, env: Environment, opts: RunOptions,
+               on_record: Callable[[dict[str, Any]], None] | None = None) -> Path:
+    """:func:`run` for a caller that holds OUT's lock itself (``tebench run`` holds it from before
+    the probe until its report is written, so no other command writes OUT in between)."""
+    return _run_locked(matrix, env, resolve_options(opts), _cases(matrix, opts), on_record)
+
+
+def _cases(matrix: Matrix, opts: RunOptions) -> list[Case]:
     cases = select_cases(matrix, opts.only, opts.shard)
     if not cases:
         raise RunError("no case of the matrix matches --only / --shard")
-    check_out_dir(opts.out)
-    with lock_out(opts.out):
-        return _run_locked(matrix, env, resolve_options(opts), cases, on_record)
+    return cases
 
 
 def run_header(run_id: str, matrix: Matrix, cases: list[Case], env: Environment, opts: RunOptions,

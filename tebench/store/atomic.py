@@ -33,3 +33,12 @@ def write_bytes(path: str | Path, data: bytes) -> None:
 def write_text(path: str | Path, text: str, encoding: str = "utf-8") -> None:
     """Write ``text`` to ``path`` atomically."""
     write_bytes(path, text.encode(encoding))
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether ``a`` and ``b`` name one file (links, ``..`` and relative paths resolved): what a
+    command checks before it writes over a path that may be one of its inputs."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist (yet): compare where they point
+        return Path(a).resolve() == Path(b).resolve()

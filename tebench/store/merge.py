@@ -9,12 +9,16 @@ case's reference may have run in another shard.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tebench.store import run_records
 from tebench.store import reader as results
+from tebench.store.atomic import same_file
 from tebench.store.writer import write_all
 from tebench.schema.records import RunHeader
 
@@ -28,10 +32,64 @@ def _shard(header: RunHeader) -> tuple[int, int]:
     return tuple(header.shard or (1, 1))  # type: ignore[return-value]
 
 
+@dataclass
+class Merged:
+    """Shards read, checked and joined, not yet written: the header, the records, the missing shards."""
+
+    header: dict[str, Any]
+    records: list[dict[str, Any]]
+    missing: list[str]
+
+
+def check_target(paths: list[str | Path], out: str | Path) -> None:
+    """MergeError if writing ``out/results.jsonl`` would replace a shard being merged or another run.
+
+    A shard's own file holds what the merge leaves out (a failed first attempt, the
+    resume header); another run's results are a night's work. A merge may replace
+    an earlier merge (a late shard merged again).
+    """
+    target = Path(out) / results.RESULTS_NAME
+    for path in paths:
+        if same_file(results.results_path(path), target):
+            raise MergeError(f"--out {out}: {target} is the shard {path} itself; merging would replace it "
+                             "(and drop what the merge leaves out of it): choose another --out")
+    if not target.is_file() or target.stat().st_size == 0:
+        return
+    try:
+        with target.open(encoding="utf-8", errors="replace") as fh:
+            first = json.loads(fh.readline())
+    except (OSError, ValueError):
+        first = None
+    if not (isinstance(first, dict) and "merged_from" in first):
+        run_id = first.get("run_id") if isinstance(first, dict) else None
+        raise MergeError(f"--out {out}: {target} already holds the results of "
+                         f"{f'run {run_id}' if run_id else 'another run'}, not of a merge; merging would "
+                         "replace them: choose another --out")
+
+
 def merge(paths: list[str | Path], out: str | Path) -> tuple[Path, list[str]]:
-    """Merge shard results into ``out/results.jsonl``; returns the path and the missing shards."""
+    """Merge shard results into ``out/results.jsonl``; returns the path and the missing shards.
+
+    The caller holds ``out``'s lock if other commands may write it (``tebench merge`` does).
+    """
+    merged = join(paths, out)
+    return write(merged, out), merged.missing
+
+
+def write(merged: Merged, out: str | Path) -> Path:
+    """Write a joined run to ``out/results.jsonl`` atomically; returns its path."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / results.RESULTS_NAME
+    write_all(path, [merged.header, *merged.records])
+    return path
+
+
+def join(paths: list[str | Path], out: str | Path) -> Merged:
+    """Read and check the shards and join them into one run to be written to ``out``."""
     if not paths:
         raise MergeError("nothing to merge")
+    check_target(paths, out)
     # Parity is judged below, over all shards together.
     runs = [run_records.read(p, judge=False) for p in paths]
     ref = runs[0].header
@@ -77,8 +135,4 @@ def merge(paths: list[str | Path], out: str | Path) -> tuple[Path, list[str]]:
     for rec in records:
         rec.shard_run_id = rec.run_id
         rec.run_id = run_id
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / results.RESULTS_NAME
-    write_all(path, [header, *(rec.to_dict() for rec in records)])
-    return path, missing
+    return Merged(header, [rec.to_dict() for rec in records], missing)

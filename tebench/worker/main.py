@@ -246,7 +246,9 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()
         first = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else ""
         payload.status, payload.reason = "failed", f"{type(exc).__name__}: {first}"
-    code = _deliver(result_path, payload.to_dict()) if rank == 0 else 0
+    # The case id echoed back beside the measurements: the runner checks that a result file is of the case
+    # it launched (file names that once collided mixed two cases' results up).
+    code = _deliver(result_path, {"case_id": case.id, **payload.to_dict()}) if rank == 0 else 0
     sys.stdout.flush()
     sys.stderr.flush()
     return code
