@@ -258,7 +258,7 @@ def test_run_strict_fails_on_the_verdicts_the_report_shows(strict, stub_cli, tmp
         opts.out.mkdir(parents=True, exist_ok=True)
         return Path(shutil.copy(H200, opts.out / results.RESULTS_NAME))
 
-    monkeypatch.setattr(runner, "run", finished_run)
+    monkeypatch.setattr(runner, "run_locked", finished_run)  # what tebench run calls, OUT locked
     proc = stub_cli("run", "--preset", "smoke", "--out", str(out), "--no-report", *(["--strict"] if strict else []))
     judged = run_records.read(H200)
     stale = [d["case_id"] for d in _lines(H200) if d["type"] == "case"
