@@ -215,3 +215,34 @@ sys.exit(cli.main(sys.argv[2:]))
 def stub_cli_command(stub_worker) -> list[str]:
     """The argv of a ``tebench`` child process that uses the stub worker (for tests that kill it)."""
     return [sys.executable, "-c", STUB_CLI, stub_worker]
+
+
+# A matrix with every axis of the FP8 modes, and how a test writes one (matrix, calibration and
+# lr-warm-up tests share them).
+BASE = """
+name = "t"
+[settings]
+steps = 4
+warmup = 1
+[axes]
+modes = ["PT-FP32", "PT-AMP", "TE-FP8"]
+[fp8]
+recipes = ["delayed", "current"]
+formats = ["E4M3", "HYBRID"]
+amax_history_len = [16, 1024]
+amax_compute_algo = ["max"]
+[sizes.gpt.a]
+vocab = 32
+d_model = 64
+heads = 4
+layers = 1
+ffn = 128
+seq = 16
+batch = 4
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "m.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path

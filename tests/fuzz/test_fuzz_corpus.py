@@ -22,7 +22,7 @@ from tebench.plan import matrix
 from tebench.schema.version import SchemaError
 from tebench.report import load as report_load
 
-FUZZ = Path(__file__).resolve().parent / "fuzz"
+FUZZ = Path(__file__).resolve().parent
 MATRICES = sorted((FUZZ / "matrices").glob("*.toml"))
 EXPECTED = json.loads((FUZZ / "results" / "expected.json").read_text())
 RESULTS = sorted(EXPECTED)

@@ -3,42 +3,12 @@
 from __future__ import annotations
 
 import json
-import textwrap
-from pathlib import Path
 
 import pytest
 
 from tebench.plan import matrix
 from tebench.plan.matrix import MatrixError, iter_cases
-
-BASE = """
-name = "t"
-[settings]
-steps = 4
-warmup = 1
-[axes]
-modes = ["PT-FP32", "PT-AMP", "TE-FP8"]
-[fp8]
-recipes = ["delayed", "current"]
-formats = ["E4M3", "HYBRID"]
-amax_history_len = [16, 1024]
-amax_compute_algo = ["max"]
-[sizes.gpt.a]
-vocab = 32
-d_model = 64
-heads = 4
-layers = 1
-ffn = 128
-seq = 16
-batch = 4
-"""
-
-
-def write(tmp_path: Path, text: str, name: str = "m.toml") -> Path:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return path
-
+from conftest import BASE, write
 
 def test_expansion_drops_options_a_recipe_does_not_take(tmp_path):
     cases = list(iter_cases(matrix.load(write(tmp_path, BASE))))

@@ -44,7 +44,7 @@ from tebench.schema.version import SchemaError
 from tebench.schema.records import CaseResult, RunHeader
 from tebench.report import load as report_load
 
-FUZZ = Path(__file__).resolve().parent / "fuzz"
+FUZZ = Path(__file__).resolve().parent
 
 
 def _load_damage():

@@ -6,7 +6,7 @@ recipe construction, the MFU peak table and the runner's multi-device
 scheduling. Each is fed a fake with the same shape as the real thing (a
 profiler's events, a TE module's ``fp8_meta``, a ``transformer_engine``
 package in ``sys.modules``, an executor), so a CPU-only CI still checks the
-arithmetic and the branching; ``tests/test_gpu.py`` checks them against the
+arithmetic and the branching; ``tests/gpu/test_gpu.py`` checks them against the
 real thing on a GPU.
 """
 

@@ -119,7 +119,7 @@ def test_nan_timing_is_skipped_naming_file_line_and_key(tmp_path):
 
 
 @pytest.mark.parametrize("extra, message", [
-    # Both were found by tests/test_properties.py: compare raised a TypeError on them.
+    # Both were found by tests/unit/store/test_properties.py: compare raised a TypeError on them.
     ({"throughput": {"tokens_per_step": "0", "mfu_basis": "dense BF16"}},
      r"\[throughput.tokens_per_step\] = '0': must be a number or null, not a string"),
     ({"device": {"type": "cpu", "name": [None]}}, r"\[device.name\] = \[None\]: must be a string or null, not an array"),
@@ -141,7 +141,7 @@ def test_values_readers_compute_with_must_have_their_type(tmp_path, extra, messa
 
 
 @pytest.mark.parametrize("extra, message", [
-    # Found by tests/test_properties.py: compare raised a TypeError on each.
+    # Found by tests/unit/store/test_properties.py: compare raised a TypeError on each.
     ({"env": {"device_type": "cpu", "env_vars": 1}}, r"\[env.env_vars\] = 1: must be an object, not an integer"),
     ({"devices": 2}, r"\[devices\] = 2: must be an array or null, not an integer"),
     ({"ab": {"id": "x", "env": "A=1"}}, r"\[ab.env\] = 'A=1': must be an object or null, not a string"),

@@ -25,9 +25,9 @@ from tebench.worker.models import WORKLOADS
 from tebench.worker.models.base import init_canonical
 from tebench.worker.models.gpt import GPTSize
 
-from test_matrix import BASE, write
+from conftest import BASE, write
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT  # noqa: E402
 
 
 def _ids(path: Path) -> list[str]:

@@ -3,7 +3,7 @@
 TE's fused FP8 Adam kernel writes a weight's row-wise data only; on the H200 the
 cached transpose that the dgrad GEMM reads stayed at its first values (8 of 8
 weights in the gpu-smoke GPT). These tests run the refresh logic on the CPU
-against a stand-in for TE's Float8Tensor; tests/test_gpu.py runs it on TE.
+against a stand-in for TE's Float8Tensor; tests/gpu/test_gpu.py runs it on TE.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from tebench.worker.train import build_trainer
 from tebench.worker.models import WORKLOADS
 from tebench.worker.models.gpt import GPTSize
 
-from test_matrix import BASE, write
+from conftest import BASE, write
 
 
 def test_lr_warmup_is_a_per_size_setting(tmp_path):

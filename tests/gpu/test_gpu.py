@@ -286,7 +286,7 @@ def test_llama_compiled_pytorch_trains_like_eager():
     assert abs(compiled[-1] - eager[-1]) / eager[-1] < 0.05, (eager, compiled)
 
 
-# --- mutation self-tests of the TE modes (tests/test_mutations.py runs the PyTorch ones on the CPU) ---
+# --- mutation self-tests of the TE modes (tests/unit/worker/test_mutations.py runs the PyTorch ones on the CPU) ---
 
 TE_MUTATION_SIZE = GPTSize(vocab=32, d_model=64, heads=4, layers=2, ffn=128, seq=32, batch=16)
 TE_MUTATION_STEPS = 160

@@ -3,7 +3,7 @@
 Each mutation (tebench.worker.hooks.faults.MUTATIONS) trains without any error; only the
 verdicts can tell. Every mutation a PyTorch mode can express runs here on the
 CPU, in-process (the same ``run_case`` the worker calls); the TE ones run in
-tests/test_gpu.py on a GPU.
+tests/gpu/test_gpu.py on a GPU.
 """
 
 from __future__ import annotations
