@@ -152,9 +152,18 @@ def check_name(name: Any) -> str | None:
         return f"is longer than {NAME_MAX} characters"
     if "/" in name:
         return 'must not contain "/" (it would split the case id)'
-    if any(unicodedata.category(ch).startswith("C") for ch in name):
-        return "must not contain control or invisible characters"
+    bad = next((ch for ch in name if _unprintable(ch)), None)
+    if bad is not None:
+        return (f"must not contain control, format, line- or paragraph-separator characters "
+                f"(U+{ord(bad):04X}, {unicodedata.category(bad)})")
     return None
+
+
+def _unprintable(ch: str) -> bool:
+    """Control (Cc), format (Cf), surrogate, private-use and unassigned characters (C*), and the
+    line and paragraph separators (Zl, Zp): terminals and renderers act on them or hide them."""
+    category = unicodedata.category(ch)
+    return category.startswith("C") or category in ("Zl", "Zp")
 
 
 @dataclass(frozen=True)
