@@ -25,6 +25,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 from tebench.schema import knobs as fields
+from tebench.store import bounded
 from tebench.schema.knobs import FieldError, knob
 from tebench.plan.modes import MODES
 from tebench.plan.recipes import AMAX_ALGOS, FORMATS, RECIPES, FP8Options
@@ -35,6 +36,10 @@ from tebench.workloads.spec import size_from_dict
 PARALLEL = ("single", "ddp", "fsdp2")
 NAME_MAX = 64
 """Longest workload or size name (they become parts of case ids and file names)."""
+MAX_EXTENDS = 64
+"""Longest ``extends`` chain (files, the matrix itself included); presets extend one or two."""
+MAX_NESTING = 32
+"""Deepest nesting of tables and arrays in a matrix file; a matrix needs 4."""
 
 
 class MatrixError(ValueError):
@@ -294,17 +299,47 @@ def preset_path(name: str) -> Path:
     raise MatrixError("--preset", "preset", name, f"no such preset (known: {', '.join(preset_names())})")
 
 
-def _read_toml(path: Path, source: str) -> tuple[dict[str, Any], str]:
+def _depth(data: Any) -> int:
+    """How deeply tables and arrays nest in ``data`` (a walk with a stack: no recursion to exhaust)."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if depth > MAX_NESTING:
+            return depth
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _read_toml(path: Path, source: str, budget: int = bounded.MATRIX_MAX_BYTES) -> tuple[dict[str, Any], str, int]:
+    """A matrix file's table, the sha256 of its bytes and their count; at most ``budget`` bytes are read."""
     try:
-        raw = path.read_bytes()
+        raw = bounded.read_bytes(path, "matrix file", budget)
+    except bounded.InputError as exc:
+        message = str(exc).removeprefix(f"{path}: ")
+        if budget < bounded.MATRIX_MAX_BYTES and "larger than" in message:
+            message += f" (the files of an extends chain share {bounded.MATRIX_MAX_BYTES // 1024} KiB)"
+        raise MatrixError(source, "file", _MISSING, message) from None
     except OSError as exc:
         raise MatrixError(source, "file", _MISSING, f"cannot read: {exc.strerror or exc}") from None
     try:
-        return tomllib.loads(raw.decode("utf-8")), hashlib.sha256(raw).hexdigest()
+        data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise MatrixError(source, "file", _MISSING, f"not valid TOML: {exc}") from None
     except RecursionError:
         raise MatrixError(source, "file", _MISSING, "not valid TOML: nested too deeply") from None
+    # Every later step (merging extends, recording origins, hashing, writing the header) walks the
+    # tables recursively: a file nested deeper than any matrix needs is refused here, once.
+    if _depth(data) > MAX_NESTING:
+        raise MatrixError(source, "file", _MISSING, f"tables or arrays nested more than {MAX_NESTING} deep "
+                                                    "(a matrix needs 4: the file, sizes, a workload, a size)")
+    return data, hashlib.sha256(raw).hexdigest(), len(raw)
 
 
 def _origins(data: dict[str, Any], source: str, prefix: str = "") -> dict[str, str]:
@@ -338,16 +373,9 @@ def _exclude_count(data: dict[str, Any]) -> int:
     return len(rules) if isinstance(rules, list) else 1
 
 
-def _resolve(path: Path, source: str, seen: tuple[str, ...] = ()) -> tuple[dict[str, Any], dict[str, str]]:
-    """The file's table with its ``extends`` chain merged in, and where each key came from."""
-    data, _ = _read_toml(path, source)
-    parent = data.pop("extends", None)
-    own = _origins(data, source)
-    own[""] = source
-    if parent is None:
-        own.update({f"exclude[{i}]": source for i in range(_exclude_count(data))})
-        return data, own
-    if not isinstance(parent, str) or not parent.strip() or any(unicodedata.category(ch) == "Cc" for ch in parent):
+def _parent_path(path: Path, source: str, parent: Any) -> Path:
+    """The file an ``extends`` value names: a sibling .toml file, else a shipped preset."""
+    if not isinstance(parent, str) or not parent.strip() or any(_unprintable(ch) for ch in parent):
         raise MatrixError(source, "extends", parent, "must be a preset name or a path to a .toml file")
     candidate = path.parent / (parent if parent.endswith(".toml") else f"{parent}.toml")
     if not candidate.is_file():
@@ -357,16 +385,48 @@ def _resolve(path: Path, source: str, seen: tuple[str, ...] = ()) -> tuple[dict[
                               f"no such file ({candidate}) and no shipped preset of that name "
                               f"(known: {', '.join(preset_names())})")
         candidate = Path(str(shipped))
-    key = str(candidate.resolve())
-    if key in seen or key == str(path.resolve()):
-        raise MatrixError(source, "extends", parent, "extends itself (a cycle of presets)")
-    base, origins = _resolve(candidate, str(candidate), seen + (str(path.resolve()),))
-    base.pop("name", None)
-    base.pop("description", None)
-    inherited = _exclude_count(base)
-    origins.update(own)
-    origins.update({f"exclude[{inherited + i}]": source for i in range(_exclude_count(data))})
-    return _merge(base, data), origins
+    return candidate
+
+
+def _resolve(path: Path, source: str) -> tuple[dict[str, Any], dict[str, str], str]:
+    """The file's table with its ``extends`` chain merged in, where each key came from, and the
+    sha256 of the file's own bytes.
+
+    The chain is followed in a loop, at most MAX_EXTENDS files deep, and all its files together
+    may hold at most ``bounded.MATRIX_MAX_BYTES``.
+    """
+    chain: list[tuple[dict[str, Any], dict[str, str], str]] = []  # (data, own origins, source), child first
+    seen: set[str] = set()
+    budget = bounded.MATRIX_MAX_BYTES
+    text_sha = ""
+    while True:
+        data, sha, size = _read_toml(path, source, budget)
+        budget -= size
+        text_sha = text_sha or sha
+        seen.add(str(path.resolve()))
+        parent = data.pop("extends", None)
+        own = _origins(data, source)
+        own[""] = source
+        chain.append((data, own, source))
+        if parent is None:
+            break
+        candidate = _parent_path(path, source, parent)
+        if str(candidate.resolve()) in seen:
+            raise MatrixError(source, "extends", parent, "extends itself (a cycle of presets)")
+        if len(chain) >= MAX_EXTENDS:
+            raise MatrixError(source, "extends", parent,
+                              f"an extends chain longer than {MAX_EXTENDS} files (from {chain[0][2]})")
+        path, source = candidate, str(candidate)
+    merged, origins, root_source = chain.pop()
+    origins.update({f"exclude[{i}]": root_source for i in range(_exclude_count(merged))})
+    for data, own, source in reversed(chain):
+        merged.pop("name", None)
+        merged.pop("description", None)
+        inherited = _exclude_count(merged)
+        origins.update(own)
+        origins.update({f"exclude[{inherited + i}]": source for i in range(_exclude_count(data))})
+        merged = _merge(merged, data)
+    return merged, origins, text_sha
 
 
 def load(spec: str | Path, is_preset: bool = False) -> Matrix:
@@ -376,10 +436,7 @@ def load(spec: str | Path, is_preset: bool = False) -> Matrix:
     """
     path = preset_path(str(spec)) if is_preset else Path(spec)
     source = f"preset '{spec}' ({path})" if is_preset else str(spec)
-    if path.is_dir():
-        raise MatrixError(source, "file", _MISSING, "is a directory, not a matrix file")
-    _, text_sha = _read_toml(path, source)
-    data, origins = _resolve(path, source)
+    data, origins, text_sha = _resolve(path, source)
     for key in ("name", "description"):
         if key in data and not isinstance(data[key], str):
             raise MatrixError(source, key, data[key], "must be a string")
