@@ -650,12 +650,20 @@ def _expand(data: Any) -> Expansion:
     rules = _rules(data)
     kept: dict[str, Case] = {}
     removed: list[set[str]] = [set() for _ in rules]
+    candidates = 0
     for case in _candidates(axes, sizes, base):
+        candidates += 1
         hit = next((i for i, rule in enumerate(rules) if _matches(rule, case)), None)
         if hit is None:
             kept.setdefault(case.id, case)
         else:
             removed[hit].add(case.id)
+    if not candidates:
+        # Every axis is non-empty, so only FP8 weights without an FP8 mode leave no point at all.
+        fp8_modes = ", ".join(name for name, mode in MODES.items() if mode.fp8)
+        raise _Bad("axes.fp8_weights", axes.fp8_weights,
+                   f"FP8 weights exist only under an FP8 mode ({fp8_modes}) and axes.modes lists none, "
+                   "so the matrix has no case (add an FP8 mode, or false to fp8_weights)")
     excluded = [Exclusion({k: v for k, v in rule.items() if k != "reason"}, rule.get("reason"), len(ids))
                 for rule, ids in zip(rules, removed)]
     return Expansion(list(kept.values()), excluded)
