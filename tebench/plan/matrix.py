@@ -274,6 +274,7 @@ class Matrix:
 
 TOP_KEYS = {"name", "description", "extends", "settings", "axes", "fp8", "sizes", "exclude"}
 AXIS_KEYS = {f.name for f in dataclasses.fields(AxisValue)}
+_SETTING_NAMES = frozenset(f.name for f in dataclasses.fields(Settings))
 FP8_KEYS = {f.name for f in dataclasses.fields(FP8AxisValue)}
 EXCLUDE_KEYS = {"size", "reason", *EXCLUDE_FIELDS}
 
@@ -577,9 +578,9 @@ def _size(workload: str, size_name: str, dims: Any, base: Settings) -> tuple[Any
         raise _Bad(f"sizes.{workload}", size_name, f"size name {why}")
     if not isinstance(dims, dict):
         raise _Bad(where, dims, "must be a table of dimensions")
-    overrides = {k: v for k, v in dims.items() if k in Settings.field_names()}
+    overrides = {k: v for k, v in dims.items() if k in _SETTING_NAMES}
     shape = {k: v for k, v in dims.items() if k not in overrides}
-    settings = _settings(where, overrides, base)
+    settings = _settings(where, overrides, base) if overrides else base
     spec = SPECS[workload]
     try:
         size = size_from_dict(spec.size_type, shape, where)
@@ -696,7 +697,7 @@ def _candidates(axes: _Axes, sizes: dict[str, Any], base: Settings) -> Iterator[
     for wl_name in axes.workloads:
         for size_name, dims in sizes[wl_name].items():
             spec, settings = _size(wl_name, size_name, dims, base)
-            dim_items = tuple(dataclasses.asdict(spec).items())
+            dim_items = _dims(spec)
             for mode_name, g, w, par in itertools.product(axes.modes, axes.graphs, axes.fp8_weights, axes.parallel):
                 mode = MODES[mode_name]
                 if w and not mode.fp8:
@@ -704,6 +705,15 @@ def _candidates(axes: _Axes, sizes: dict[str, Any], base: Settings) -> Iterator[
                 for n in (axes.nprocs if par != "single" else [1]):
                     for opts in (axes.fp8_points if mode.fp8 else [None]):
                         yield Case(wl_name, size_name, mode_name, dim_items, opts, g, w, par, n, settings)
+
+
+def _dims(size: Any) -> tuple[tuple[str, Any], ...]:
+    """A size's fields as (name, value) pairs: ``dataclasses.asdict``'s, without its deep copy for the
+    plain values every built-in size holds (it is the bulk of expanding a matrix of many sizes)."""
+    items = tuple((f.name, getattr(size, f.name)) for f in dataclasses.fields(size))
+    if all(isinstance(v, (int, float, str, type(None))) for _, v in items):
+        return items
+    return tuple(dataclasses.asdict(size).items())
 
 
 def reference_order(cases: list[Case]) -> list[Case]:
