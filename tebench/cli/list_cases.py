@@ -10,6 +10,7 @@ from tebench.cli.common import add_matrix_args, is_auto, load_matrix, parse_shar
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Expand a matrix and show every case with run/skip and the reason, running nothing."""
+    from tebench.escape import for_terminal as safe
     from tebench.plan.environment import probe
     from tebench.plan.gates import gate_case
     from tebench.plan.matrix import exclusion_text, expand
@@ -28,13 +29,13 @@ def cmd_list(args: argparse.Namespace) -> int:
         reason = gate_case(case, env)
         runs += reason is None
         status = "run " if reason is None else "skip"
-        print(f"  {status} {case.id:<60} ~{estimate_cost(case):5.0f}s" + (f"  {reason}" if reason else ""))
+        print(safe(f"  {status} {case.id:<60} ~{estimate_cost(case):5.0f}s" + (f"  {reason}" if reason else "")))
     print(f"{runs} to run, {len(cases) - runs} skipped")
     excluded = expand(mat).excluded
     if excluded:
         print(f"excluded by the matrix's [[exclude]] rules ({sum(e.cases for e in excluded)} case(s)):")
         for rule in excluded:
-            print(f"  - {exclusion_text(rule.to_dict())}")
+            print(f"  - {safe(exclusion_text(rule.to_dict()))}")
     return 0
 
 

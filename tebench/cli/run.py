@@ -72,6 +72,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         pause=not args.no_pause,
     )
     path = run(mat, env, opts)
+    from tebench.escape import for_terminal
     from tebench.schema import records as record
 
     # Parity judged again over the whole run, as the report judges it: --strict and the report agree.
@@ -87,7 +88,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if bad:
         print(f"{len(bad)} case(s) not ok, failing or inconclusive on loss parity:", file=sys.stderr)
         for r in bad:
-            print(f"  {r.status:<8} {r.case_id}: {r.why}", file=sys.stderr)
+            print(for_terminal(f"  {r.status:<8} {r.case_id}: {r.why}"), file=sys.stderr)
     return 1 if (bad and args.strict) else 0
 
 
