@@ -580,7 +580,7 @@ def to_markdown(c: Comparison, title: str = "tebench compare") -> str:
         extra.insert(0, "no case was measured on both sides, so this comparison cannot pass (exit 2)")
     if advisory:
         extra.insert(0, f"{len(advisory)} of the regressions advisory (not failing the gate: "
-                        + "; ".join(sorted({f for d in advisory for f in d.flags})) + ")")
+                        + "; ".join(esc(f) for f in sorted({f for d in advisory for f in d.flags})) + ")")
     if c.options.fail_on_missing and c.count("missing-in-head"):
         extra.append("missing cases fail the gate (--fail-on-missing)")
     if extra:

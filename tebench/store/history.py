@@ -365,7 +365,7 @@ def report(db: str | Path, out: str | Path, window: int = 5, thresholds: dict[st
     """Render ``history.html`` and ``history.md`` (+ ``trends.png``) into ``out``."""
     import jinja2
 
-    from tebench.report import Chart, html_table, md_escape, md_table, png_bytes, templates_dir
+    from tebench.report import Chart, html_finalize, html_table, md_escape, md_table, png_bytes, templates_dir
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -400,7 +400,8 @@ def report(db: str | Path, out: str | Path, window: int = 5, thresholds: dict[st
                    "more runs); a segment a straight line fits as well as two levels is drift, not a step."),
     }
     loader = jinja2.FileSystemLoader(str(templates_dir()))
-    html_env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined)
+    html_env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined,
+                                  finalize=html_finalize)
     md_env = jinja2.Environment(loader=loader, autoescape=False, undefined=jinja2.StrictUndefined)
     md_env.filters["md"] = md_escape
     (out / "history.html").write_text(html_env.get_template("history.html.j2").render(**ctx), encoding="utf-8")
