@@ -11,11 +11,8 @@ from typing import Any
 EXIT_BAD_INPUT = 2
 
 
-# Far beyond any real use; they bound what a typo (an extra zero or ten) can allocate.
+# Far beyond any real use; it bounds what a typo (an extra zero or ten) can allocate.
 MAX_ROUNDS = 1000
-
-
-MAX_SHARDS = 10_000
 
 
 class UsageError(Exception):
@@ -59,8 +56,8 @@ def parse_shard(args: argparse.Namespace) -> tuple[int, int] | None:
     from tebench.plan import shards as shard
 
     spec = shard.parse(args.shard) if args.shard else None
-    if spec and spec[1] > MAX_SHARDS:
-        raise UsageError(f"--shard {args.shard}: at most {MAX_SHARDS} shards")
+    if spec and spec[1] > shard.MAX_SHARDS:
+        raise UsageError(f"--shard {args.shard}: at most {shard.MAX_SHARDS} shards")
     return spec
 
 
