@@ -47,6 +47,27 @@ def load_matrix(args: argparse.Namespace, env: Any = None):
     return matrix.load(name, is_preset=True)
 
 
+def select(mat: Any, only: list[str], shard_spec: tuple[int, int] | None, what: str = "--only / --shard") -> list:
+    """The cases ``--only`` and ``--shard`` select from ``mat``; UsageError when none, naming each glob
+    that matched nothing and the case ids close to it. A glob that matches nothing beside others that
+    do is warned about: it is most likely a typo."""
+    import warnings
+
+    from tebench.plan.matrix import iter_cases
+    from tebench.plan.schedule import select_cases, unmatched_only
+
+    cases = select_cases(mat, only, shard_spec)
+    unmatched = unmatched_only(list(iter_cases(mat)), only) if only else []
+    if not cases:
+        if unmatched:
+            raise UsageError("; ".join(unmatched))
+        detail = f": shard {shard_spec[0]}/{shard_spec[1]} of the selected cases is empty" if shard_spec else ""
+        raise UsageError(f"no case of the matrix matches {what}{detail}")
+    for line in unmatched:
+        warnings.warn(line, stacklevel=2)
+    return cases
+
+
 def is_auto(args: argparse.Namespace) -> bool:
     """Whether the matrix depends on the hardware (``--preset auto``, the default)."""
     return not args.matrix and (args.preset or "auto") == "auto"

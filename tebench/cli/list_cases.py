@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from tebench.cli.common import add_matrix_args, is_auto, load_matrix, parse_shard
+from tebench.cli.common import add_matrix_args, is_auto, load_matrix, parse_shard, select
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -14,7 +14,6 @@ def cmd_list(args: argparse.Namespace) -> int:
     from tebench.plan.environment import probe
     from tebench.plan.gates import gate_case
     from tebench.plan.matrix import exclusion_text, expand
-    from tebench.plan.schedule import select_cases
     from tebench.plan.shards import estimate_cost
 
     # The matrix is validated before the hardware is probed: bad input fails fast.
@@ -22,9 +21,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     shard_spec = parse_shard(args)
     env = probe(cached=True)
     mat = mat or load_matrix(args, env)
-    cases = select_cases(mat, args.only, shard_spec)
+    cases = select(mat, args.only, shard_spec)
     runs = 0
-    print(f"matrix {mat.name} ({mat.source}), {len(cases)} case(s) on {env.device_name}")
+    # Names, reasons and paths come from the matrix (and plugins): shown, never obeyed by the terminal.
+    print(safe(f"matrix {mat.name} ({mat.source}), {len(cases)} case(s) on {env.device_name}"))
     for case in cases:
         reason = gate_case(case, env)
         runs += reason is None

@@ -17,6 +17,7 @@ from tebench.cli.common import (
     is_auto,
     load_matrix,
     parse_shard,
+    select,
 )
 
 
@@ -47,19 +48,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     devices, shard_spec = _check_run_args(args)
     mat = None if is_auto(args) else load_matrix(args)
     # numpy and the rest: only once the input is known to be good
-    from tebench.plan.schedule import select_cases
     from tebench.run.options import RunOptions
     from tebench.run.outdir import check_out_dir, lock_out
     from tebench.run.runner import run
 
-    if mat is not None and not select_cases(mat, args.only, shard_spec):
-        raise UsageError("no case of the matrix matches --only / --shard")  # before the probe, too
+    if mat is not None:
+        select(mat, args.only, shard_spec)  # refused before the probe, too
     compile_cache = compile_cache_dir(args.compile_cache)  # created now: only for input known to be good
     check_out_dir(Path(args.out))
     with lock_out(Path(args.out)):
         pass  # refuse at once if another run holds OUT; run() takes the lock for good after the probe
     env = probe()
-    mat = mat or load_matrix(args, env)
+    if mat is None:
+        mat = load_matrix(args, env)
+        select(mat, args.only, shard_spec)
     if devices and env.device_type == "cuda":
         bad = [d for d in devices if not d.isdigit() or int(d) >= len(env.gpus)]
         if bad:
