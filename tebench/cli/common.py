@@ -168,6 +168,19 @@ def compile_cache_dir(value: str) -> Path | None:
     return path
 
 
+def check_timeout(value: float | None) -> None:
+    """``--timeout``: UsageError unless within the limits of a matrix file's ``timeout_s``."""
+    if value is None:
+        return
+    from tebench.plan.matrix import Settings
+    from tebench.schema.knobs import FieldError, check_value
+
+    try:
+        check_value(Settings, "timeout_s", value)
+    except FieldError as exc:
+        raise UsageError(f"--timeout {value}: {exc} (seconds)") from None
+
+
 def check_launch_args(args: argparse.Namespace) -> int | None:
     """``--prestart-depth`` and ``--no-pause`` against ``--launch``; returns the depth (None: the default)."""
     value = args.prestart_depth

@@ -13,6 +13,7 @@ from tebench.cli.common import (
     add_cost_args,
     add_matrix_args,
     check_launch_args,
+    check_timeout,
     compile_cache_dir,
     is_auto,
     load_matrix,
@@ -25,14 +26,7 @@ def _check_run_args(args: argparse.Namespace) -> tuple[list[str] | None, tuple[i
     """UsageError for run options that are wrong on any machine; returns (devices, shard)."""
     if not 1 <= args.rounds <= MAX_ROUNDS:
         raise UsageError(f"--rounds must be at least 1 and at most {MAX_ROUNDS}, not {args.rounds}")
-    if args.timeout is not None:
-        from tebench.plan.matrix import Settings
-        from tebench.schema.knobs import FieldError, check_value
-
-        try:  # the same limits as a matrix file's timeout_s
-            check_value(Settings, "timeout_s", args.timeout)
-        except FieldError as exc:
-            raise UsageError(f"--timeout {args.timeout}: {exc} (seconds)") from None
+    check_timeout(args.timeout)
     devices = [d.strip() for d in args.devices.split(",")] if args.devices else None
     if devices and not all(d.isdigit() for d in devices):
         raise UsageError(f"--devices {args.devices}: expected comma-separated GPU indices, e.g. 0,1")
