@@ -47,8 +47,7 @@ from tebench.analysis import stats
 from tebench.schema.records import CaseResult, CaseRounds, RunRecords
 
 DEFAULT_THRESHOLDS = {"time": 0.05, "memory": 0.05, "loss": 0.10}
-DEFAULT_ALPHA = 0.05
-CORRECTIONS = ("holm", "bh")
+from tebench.analysis.defaults import CORRECTIONS, DEFAULT_ALPHA  # noqa: E402  (their home; re-exported)
 ENV_KEYS = ("device", "driver", "cuda", "torch", "te")
 """Environment differences that make regressions not count (unless asked)."""
 INFO_ENV_KEYS = ("python", "python_executable", "tebench_root", "git_commit")

@@ -90,10 +90,7 @@ def bootstrap_ratio(base: Sequence[Sequence[float]], head: Sequence[Sequence[flo
 # level (the log of its median step time); rounds are compared with a t statistic, and the variance
 # of a round's level is never taken smaller than a moving-block bootstrap of its own steps says.
 
-MIN_ROUNDS = 3
-"""Rounds per side (pairs, when paired) below which a time verdict is ``inconclusive``."""
-MIN_STEPS = 5
-"""Timed steps a round needs to count as a round."""
+from tebench.analysis.defaults import MIN_ROUNDS, MIN_STEPS  # noqa: E402  (their home; re-exported)
 
 
 def lag1_autocorrelation(samples: Sequence[float]) -> float:

@@ -103,8 +103,7 @@ def compare_options(args: argparse.Namespace, count_env_changes: bool):
 
 
 def add_gate_args(p: argparse.ArgumentParser) -> None:
-    from tebench.analysis.compare import CORRECTIONS, DEFAULT_ALPHA
-    from tebench.analysis.stats import MIN_ROUNDS
+    from tebench.analysis.defaults import CORRECTIONS, DEFAULT_ALPHA, MIN_ROUNDS  # numpy-free: --help stays fast
 
     p.add_argument("--threshold", action="append", default=[], metavar="METRIC=VALUE",
                    help="regression threshold per metric, as a percentage (time=5%%) or a fraction below 1 "
