@@ -19,9 +19,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     # The matrix is validated before the hardware is probed: bad input fails fast.
     mat = None if is_auto(args) else load_matrix(args)
     shard_spec = parse_shard(args)
+    cases = select(mat, args.only, shard_spec) if mat is not None else None
     env = probe(cached=True)
-    mat = mat or load_matrix(args, env)
-    cases = select(mat, args.only, shard_spec)
+    if mat is None:
+        mat = load_matrix(args, env)
+        cases = select(mat, args.only, shard_spec)
     runs = 0
     # Names, reasons and paths come from the matrix (and plugins): shown, never obeyed by the terminal.
     print(safe(f"matrix {mat.name} ({mat.source}), {len(cases)} case(s) on {env.device_name}"))
