@@ -68,6 +68,21 @@ def select(mat: Any, only: list[str], shard_spec: tuple[int, int] | None, what: 
     return cases
 
 
+def check_results_paths(paths: list[str]) -> None:
+    """Refuse at once (exit 2) a results path that is missing, or is neither a run directory nor a
+    regular file of at most the results-file limit: before the modules that read results are imported."""
+    from tebench.store import bounded
+    from tebench.store.reader import RESULTS_NAME
+
+    for given in paths:
+        path = Path(given)
+        file = path / RESULTS_NAME if path.is_dir() else path
+        try:
+            bounded.check_file(file, "results file", bounded.RESULTS_MAX_BYTES)
+        except FileNotFoundError:
+            raise UsageError(f"{given}: no results file ({file} does not exist)") from None
+
+
 def is_auto(args: argparse.Namespace) -> bool:
     """Whether the matrix depends on the hardware (``--preset auto``, the default)."""
     return not args.matrix and (args.preset or "auto") == "auto"

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from tebench.cli.common import UsageError, add_gate_args, compare_options, emit, nothing_measured, strict_json
+from tebench.cli.common import UsageError, add_gate_args, check_results_paths, compare_options, emit, nothing_measured, strict_json
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Compare BASE and HEAD; exit 1 on a regression beyond threshold and noise."""
+    check_results_paths([args.base, args.head])
     from tebench.analysis.compare import CompareError, compare, to_markdown
 
     opts = compare_options(args, args.count_env_changes)

@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from tebench.cli.common import MAX_ROUNDS, UsageError, thresholds
+from tebench.cli.common import MAX_ROUNDS, UsageError, check_results_paths, thresholds
 from tebench.escape import for_terminal
 
 
@@ -25,9 +25,10 @@ def check_db(db: str, must_exist: bool) -> None:
 
 
 def cmd_history_add(args: argparse.Namespace) -> int:
-    from tebench.store import history
-
     check_db(args.db, must_exist=False)
+    check_results_paths(args.results)
+    from tebench.store import history  # pandas and the rest: only for input known to be good
+
     for path in args.results:
         try:
             added = history.add(args.db, path)
@@ -40,13 +41,13 @@ def cmd_history_add(args: argparse.Namespace) -> int:
 
 
 def cmd_history_report(args: argparse.Namespace) -> int:
-    from tebench.store import history
-
     if not 1 <= args.window <= MAX_ROUNDS:
         raise UsageError(f"--window {args.window}: must be 1 to {MAX_ROUNDS}")
     if args.confirm < 1:
         raise UsageError(f"--confirm {args.confirm}: must be at least 1")
     check_db(args.db, must_exist=True)
+    from tebench.store import history  # pandas and the rest: only for input known to be good
+
     try:
         out = history.report(args.db, args.out, args.window, thresholds(args.threshold), args.confirm)
     except history.HistoryError as exc:

@@ -7,11 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tebench.cli.common import EXIT_BAD_INPUT, UsageError
+from tebench.cli.common import EXIT_BAD_INPUT, UsageError, check_results_paths
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
     """Join shard run directories into one run (and render its report)."""
+    check_results_paths(args.shards)
     from tebench.store.merge import MergeError, merge
 
     try:

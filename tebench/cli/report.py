@@ -7,19 +7,19 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tebench.cli.common import UsageError
+from tebench.cli.common import UsageError, check_results_paths
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Render HTML and Markdown from stored results (tebench results or pytest-benchmark JSON)."""
     import time
 
-    from tebench.report import render
-
     url = args.assets_url
     if url is not None and not re.match(r"^https?://[^\s/]+\S*$", url):
         raise UsageError(f"--assets-url {url!r}: not an absolute http(s) URL (a PR comment cannot show relative "
                          "image paths)")
+    check_results_paths(args.results)
+    from tebench.report import render  # pandas, matplotlib, jinja2: only for input known to be good
     t0 = time.perf_counter()
     out = render(args.results, Path(args.out), assets_url=url)
     print(f"report: {out / 'index.html'}\n        {out / 'report.md'}  ({time.perf_counter() - t0:.1f} s)")
