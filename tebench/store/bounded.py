@@ -11,7 +11,6 @@ reads no more than the limit for that kind of file. A refusal is an
 
 from __future__ import annotations
 
-import errno
 import itertools
 import os
 import stat
@@ -152,19 +151,3 @@ def iter_lines(path: str | Path, what: str = "results file", limit: int = RESULT
                 raise InputError(path, f"grew beyond the {_size_text(limit)} a {what} may be while it was read")
             yield lineno, line
 
-
-def not_a_file_error(path: str | Path, what: str) -> InputError | None:
-    """InputError if ``path`` exists and is not a regular file (what :func:`check_file` would raise), else None.
-
-    For callers that only ask whether a path exists before creating it, such
-    as a history database: a FIFO or a device there must not be opened.
-    """
-    try:
-        check_file(path, what)
-    except InputError as exc:
-        return exc
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-            return None
-        raise
-    return None
