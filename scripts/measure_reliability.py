@@ -3,7 +3,8 @@
     .venv/bin/python scripts/measure_reliability.py [--skip-runs]
 
 Everything goes through the real ``tebench`` command in child processes:
-start-up times, the fuzz corpus (tests/fuzz/), two concurrent writers on one
+start-up times, the fuzz corpus (tests/fuzz/), the operator corpus (tests/fuzz/operator/: FIFOs,
+devices, depth bombs, oversized inputs, foreign and damaged SQLite, escapes), two concurrent writers on one
 OUT, and a disk-full run (ENOSPC injected into the results writer of an
 in-process run with real workers) followed by ``--resume``. Prints a Markdown
 table; nothing here is a pass/fail test.
@@ -15,7 +16,9 @@ import argparse
 import errno
 import json
 import os
+import importlib.util
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -26,6 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FUZZ = ROOT / "tests" / "fuzz"
+OPERATOR = FUZZ / "operator"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 TEBENCH = [sys.executable, "-m", "tebench"]
 
@@ -59,6 +63,116 @@ def timed(args: list[str], **kw) -> tuple[float, subprocess.CompletedProcess]:
     t0 = time.perf_counter()
     proc = subprocess.run(TEBENCH + args, capture_output=True, text=True, env=ENV, **kw)
     return time.perf_counter() - t0, proc
+
+
+def timed_cpu(args: list[str], timeout: float = 120) -> tuple[float, float, subprocess.CompletedProcess | None]:
+    """(wall s, CPU s of the child, the process; None if it ran past ``timeout``: a hang)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(TEBENCH + args, capture_output=True, text=True, env=ENV, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc = None
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return time.perf_counter() - t0, cpu, proc
+
+
+def _operator_corpus():
+    spec = importlib.util.spec_from_file_location("operator_corpus", OPERATOR / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def operator(tmp: Path) -> dict[str, str]:
+    """What an operator can hand tebench (tests/fuzz/operator/): each refusal's exit status, whether it
+    names the path, its time (wall and the child's CPU; the CPU time is what the machine's load
+    does not change), and whether foreign databases and rendered text stay safe."""
+    sys.path.insert(0, str(ROOT))
+    from tebench.store import bounded, history_db
+
+    build = _operator_corpus()
+    tmp = tmp / "operator"
+    tmp.mkdir()
+    fifo = build.fifo(tmp / "pipe")
+    (tmp / "pipe.json").symlink_to(fifo)
+    out_file = tmp / "a-file"
+    out_file.write_text("")
+    good = tmp / "good.toml"
+    good.write_text(build.good_matrix())
+    refusals: dict[str, tuple[list[str], Path | str]] = {
+        "20,000-size matrix (tebench run)": (["run", str(build.many_sizes(tmp / "sizes.toml")), "--out",
+                                              str(tmp / "never")], tmp / "sizes.toml"),
+        "10 MB string in a matrix": (["run", str(build.long_string(tmp / "string.toml")), "--out",
+                                      str(tmp / "never")], tmp / "string.toml"),
+        f"bad last size of a matrix at the {bounded.MATRIX_MAX_BYTES // 1024} KiB limit":
+            (["run", str(build.at_the_limit(tmp / "limit.toml", bounded.MATRIX_MAX_BYTES)), "--out",
+              str(tmp / "never")], tmp / "limit.toml"),
+        "1,100-file extends chain": (["run", str(build.extends_chain(tmp / "chain")), "--out", str(tmp / "never")],
+                                     tmp / "chain" / f"c{build.DEPTH - 1}.toml"),
+        "1,100-level table": (["run", str(OPERATOR / "matrices" / "deep_table_header.toml"), "--out",
+                               str(tmp / "never")], OPERATOR / "matrices" / "deep_table_header.toml"),
+        "1,100-level inline table": (["run", str(OPERATOR / "matrices" / "deep_inline_table.toml"), "--out",
+                                      str(tmp / "never")], OPERATOR / "matrices" / "deep_inline_table.toml"),
+        "tebench list /dev/zero": (["list", "/dev/zero"], "/dev/zero"),
+        "FIFO as the matrix file": (["list", str(fifo)], fifo),
+        "FIFO as --db": (["history", "report", "--db", str(fifo), "--out", str(tmp / "h")], fifo),
+        "FIFO as a results file named *.json": (["report", str(tmp / "pipe.json"), "--out", str(tmp / "r")],
+                                                tmp / "pipe.json"),
+        "tebench ab --out FILE": (["ab", str(good), "--out", str(out_file)], out_file),
+        "merge of a header claiming 1,000,000,000 shards":
+            (["merge", str(OPERATOR / "results" / "header_shard_billion.jsonl"), "--out", str(tmp / "m"),
+              "--no-report"], OPERATOR / "results" / "header_shard_billion.jsonl"),
+    }
+    figures: dict[str, str] = {}
+    for what, (args, named) in refusals.items():
+        wall, cpu, proc = timed_cpu(args, timeout=60)
+        if proc is None:
+            figures[f"refused: {what}"] = "HANGS (killed after 60 s)"
+            continue
+        ok = proc.returncode == 2 and "Traceback" not in proc.stderr and (str(named) in proc.stderr)
+        figures[f"refused: {what}"] = (f"{'exit 2, names the file' if ok else 'NOT REFUSED CLEANLY: ' + proc.stderr[-200:]}"
+                                       f"; {wall:.2f} s wall, {cpu:.2f} s CPU")
+    base, head, _ = build.million_samples(tmp)
+    wall, cpu, proc = timed_cpu(["compare", str(base), str(head), "--format", "json", "--out", str(tmp / "c.json")],
+                                timeout=600)
+    figures["compare of a case with 1,000,000 samples (two 20 MB files)"] = (
+        "ran past 600 s" if proc is None else f"exit {proc.returncode}; {wall:.2f} s wall, {cpu:.2f} s CPU")
+    dbs = build.databases(tmp / "dbs", history_db.SCHEMA)
+    dbs["/dev/null"] = (Path("/dev/null"), "character device")
+    untouched, refused = 0, 0
+    for path, fragment in dbs.values():
+        before = {p.name: p.read_bytes() for p in path.parent.iterdir() if p.is_file()} if path.parent != Path("/dev") else {}
+        proc = subprocess.run(TEBENCH + ["history", "report", "--db", str(path), "--out", str(tmp / "h")],
+                              capture_output=True, text=True, env=ENV, timeout=120)
+        refused += proc.returncode == 2 and str(path) in proc.stderr and "Traceback" not in proc.stderr
+        after = {p.name: p.read_bytes() for p in path.parent.iterdir() if p.is_file()} if path.parent != Path("/dev") else {}
+        untouched += before == after
+    figures["foreign or damaged SQLite as --db (unrelated, someone else's cases table, another application_id, "
+            "truncated, not SQLite, header only, /dev/null)"] = (
+        f"{refused}/{len(dbs)} refused with exit 2 naming the file, {untouched}/{len(dbs)} left byte for byte")
+    typed = [n for n, w in json.loads((OPERATOR / "results" / "expected.json").read_text()).items()
+             if w["command"] == "history-add"]
+    against = 0
+    for name in typed:
+        path = OPERATOR / "results" / name
+        proc = subprocess.run(TEBENCH + ["history", "add", str(path), "--db", str(tmp / "t.db")],
+                              capture_output=True, text=True, env=ENV, timeout=120)
+        against += proc.returncode == 2 and re.search(re.escape(str(path)) + r":\d+: ", proc.stderr) is not None
+    figures["wrong-typed values in a results file (history add)"] = f"{against}/{len(typed)} reported against file:line"
+    hostile = build.hostile(ROOT / "tests" / "fixtures" / "cpu-smoke.jsonl", tmp / "hostile.jsonl")
+    timed(["report", str(hostile), "--out", str(tmp / "hr")])
+    md = (tmp / "hr" / "report.md").read_text()
+    prose = re.sub(r"(?s)```.*?```", "", md)
+    raw = sum(prose.count(x) for x in ("<script", "<img", "@octocat", "\x1b", "\u2028")) + \
+        sum(line.startswith("# FAKE") for line in prose.splitlines())
+    html = (tmp / "hr" / "index.html").read_text()
+    raw_html = html.count("<script>alert") + html.count("<img src=x") + html.count("\x1b")
+    _, listed = timed(["list", str(OPERATOR / "matrices" / "exclusion_reason_escapes.toml")])
+    figures["markup and escapes in every text of a results file / a matrix"] = (
+        f"report.md: {raw} raw, index.html: {raw_html} raw; tebench list: {listed.stdout.count(chr(27))} raw escape(s)")
+    return figures
 
 
 def startup(n: int) -> dict[str, str]:
@@ -173,6 +287,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         figures.update(startup(args.n))
         figures.update(corpus(Path(tmp)))
+        figures.update(operator(Path(tmp)))
         if not args.skip_runs:
             figures.update(concurrent(Path(tmp)))
             figures.update(disk_full(Path(tmp)))

@@ -28,6 +28,7 @@ what is being compared).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import json
@@ -49,8 +50,7 @@ from tebench.schema.records import CaseResult
 from tebench.store.run_records import CaseRounds, RunRecords
 
 DEFAULT_THRESHOLDS = {"time": 0.05, "memory": 0.05, "loss": 0.10}
-DEFAULT_ALPHA = 0.05
-CORRECTIONS = ("holm", "bh")
+from tebench.analysis.defaults import CORRECTIONS, DEFAULT_ALPHA  # noqa: E402  (their home; re-exported)
 ENV_KEYS = ("device", "driver", "cuda", "torch", "te")
 """Environment differences that make regressions not count (unless asked)."""
 INFO_ENV_KEYS = ("python", "python_executable", "tebench_root", "git_commit")
@@ -252,6 +252,9 @@ def time_test(b: Side, h: Side, opts: Options, paired: bool = False) -> stats.Ti
 
 def _invalid(s: Side) -> str | None:
     for i, r in enumerate(s.rounds):
+        a = np.asarray(r)  # one pass in numpy (rounds may hold a million steps); anything odd: the loop
+        if a.dtype.kind in "biuf" and bool((np.isfinite(a) & (a > 0)).all()):
+            continue
         bad = [v for v in r if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0)]
         if bad:
             return f"round {i}: step time {bad[0]!r} (non-finite or non-positive)"
@@ -260,16 +263,20 @@ def _invalid(s: Side) -> str | None:
     return None
 
 
+def _summary(s: Side) -> dict[str, Any]:
+    """``asdict(s)`` without its rounds and settings: they are not shown, and rounds may hold a
+    million steps that asdict would copy one by one."""
+    return {f.name: copy.deepcopy(getattr(s, f.name)) for f in dataclasses.fields(s)
+            if f.name not in ("rounds", "settings")}
+
+
 def judge(case_id: str, device: str, b: Side, h: Side, opts: Options | None = None,
           time: stats.TimeTest | None = None, p_adjusted: float | None = None) -> Delta:
     """Judge one case. ``time`` is its step-time test (computed here, unpaired, when not given);
     ``p_adjusted`` its p-value after correction across cases (the raw p-value when not given)."""
     opts = opts or Options()
     thr = opts.thresholds
-    d = Delta(case_id, device, "unchanged", base=asdict(b), head=asdict(h))
-    for s in (d.base, d.head):
-        s.pop("rounds")
-        s.pop("settings")
+    d = Delta(case_id, device, "unchanged", base=_summary(b), head=_summary(h))
     diff = _settings_diff(b.settings, h.settings) if (b.settings and h.settings) else []
     if diff:
         d.verdict = "not-comparable"
@@ -583,7 +590,7 @@ def to_markdown(c: Comparison, title: str = "tebench compare") -> str:
         extra.insert(0, "no case was measured on both sides, so this comparison cannot pass (exit 2)")
     if advisory:
         extra.insert(0, f"{len(advisory)} of the regressions advisory (not failing the gate: "
-                        + "; ".join(sorted({f for d in advisory for f in d.flags})) + ")")
+                        + "; ".join(esc(f) for f in sorted({f for d in advisory for f in d.flags})) + ")")
     if c.options.fail_on_missing and c.count("missing-in-head"):
         extra.append("missing cases fail the gate (--fail-on-missing)")
     if extra:

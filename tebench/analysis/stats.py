@@ -90,10 +90,7 @@ def bootstrap_ratio(base: Sequence[Sequence[float]], head: Sequence[Sequence[flo
 # level (the log of its median step time); rounds are compared with a t statistic, and the variance
 # of a round's level is never taken smaller than a moving-block bootstrap of its own steps says.
 
-MIN_ROUNDS = 3
-"""Rounds per side (pairs, when paired) below which a time verdict is ``inconclusive``."""
-MIN_STEPS = 5
-"""Timed steps a round needs to count as a round."""
+from tebench.analysis.defaults import MIN_ROUNDS, MIN_STEPS  # noqa: E402  (their home; re-exported)
 
 
 def lag1_autocorrelation(samples: Sequence[float]) -> float:
@@ -106,27 +103,40 @@ def lag1_autocorrelation(samples: Sequence[float]) -> float:
     return float((d[1:] * d[:-1]).sum() / den) if den > 0 else 0.0
 
 
-def block_length(samples: Sequence[float]) -> int:
+def block_length(samples: Sequence[float], n: int | None = None) -> int:
     """Moving-block length for an AR(1)-like series: ``n^(1/3) * (2ρ/(1-ρ²))^(2/3)``
-    (the asymptotically optimal rule for AR(1)), at least 1 and at most n/3."""
-    n = len(samples)
+    (the asymptotically optimal rule for AR(1)), at least 1 and at most n/3.
+
+    ``n``: the length of the resamples the blocks make up (default: the series' own)."""
+    n = len(samples) if n is None else n
     rho = min(max(lag1_autocorrelation(samples), 0.0), 0.95)
     b = math.ceil(n ** (1 / 3) * (2 * rho / (1 - rho * rho)) ** (2 / 3)) if rho > 0 else 1
     return int(max(1, min(b, n // 3 or 1)))
 
 
+MAX_BOOTSTRAP_STEPS = 10_000
+"""Longest resample of one round's steps. A round with more steps (no stored result has more than a
+few hundred) is resampled m-out-of-n: its variance is that of resamples of this many steps, scaled
+by m/n, as the variance of a median falls as 1/n. Resampling every step of a round of a million
+would cost 400 million draws (minutes and gigabytes) for a variance the rescaling gives as well."""
+
+
 def block_bootstrap_log_median_var(samples: Sequence[float], resamples: int = 400, seed: int = 0) -> float:
-    """Variance of log(median) of one round, by a circular moving-block bootstrap of its steps."""
+    """Variance of log(median) of one round, by a circular moving-block bootstrap of its steps.
+
+    Rounds longer than MAX_BOOTSTRAP_STEPS are resampled MAX_BOOTSTRAP_STEPS steps at a time
+    (blocks drawn from the whole round) and the variance scaled to the round's length."""
     a = np.asarray(samples, dtype=float)
     n = a.size
     if n < 2:
         return 0.0
-    b = block_length(a)
+    m = min(n, MAX_BOOTSTRAP_STEPS)
+    b = block_length(a, m)
     rng = np.random.default_rng(seed)
-    k = math.ceil(n / b)
+    k = math.ceil(m / b)
     starts = rng.integers(0, n, (resamples, k))
-    idx = ((starts[:, :, None] + np.arange(b)) % n).reshape(resamples, k * b)[:, :n]
-    return float(np.var(np.log(np.median(a[idx], axis=1)), ddof=1))
+    idx = ((starts[:, :, None] + np.arange(b)) % n).reshape(resamples, k * b)[:, :m]
+    return float(np.var(np.log(np.median(a[idx], axis=1)), ddof=1)) * (m / n)
 
 
 def _betacf(a: float, b: float, x: float) -> float:

@@ -37,7 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _warn(message, category, filename, lineno, file=None, line=None) -> None:
     # Warnings (e.g. skipped damaged lines of a results file) are messages for
     # the user, not Python diagnostics: no source location.
-    print(f"tebench: warning: {message}", file=sys.stderr)
+    from tebench.escape import for_terminal
+
+    print(f"tebench: warning: {for_terminal(message, keep_newlines=True)}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -48,6 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)  # --help and usage errors end here, before any other import
 
     from tebench.errors import RunError
+    from tebench.escape import for_terminal
     from tebench.plan.environment import ProbeError
     from tebench.plan.matrix import MatrixError
     from tebench.plan.shards import ShardError
@@ -55,11 +58,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.showwarning = _warn
     try:
         return args.func(args)
+    # Messages quote matrices, records and paths: their control characters are shown, not obeyed.
     except (UsageError, MatrixError, SchemaError, RunError, ShardError, FileNotFoundError) as exc:
-        print(f"tebench {args.command}: error: {exc}", file=sys.stderr)
+        print(f"tebench {args.command}: error: {for_terminal(exc, keep_newlines=True)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except ProbeError as exc:
-        print(f"tebench {args.command}: error: {exc}", file=sys.stderr)
+        print(f"tebench {args.command}: error: {for_terminal(exc, keep_newlines=True)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
@@ -70,5 +74,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A file that cannot be read or written (a full disk, a read-only
         # file system, a directory where a file is expected): say which.
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"tebench {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(f"tebench {args.command}: error: {for_terminal(where)}{for_terminal(exc.strerror or exc)}",
+              file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,27 +16,61 @@ from tebench.cli.common import (
     add_gate_args,
     check_launch_args,
     check_out_arg,
+    check_timeout,
     compare_options,
     compile_cache_dir,
     emit,
     load_matrix,
     nothing_measured,
     parse_devices,
+    select,
     strict_json,
 )
 
 
+def _check_python(python: str | None, flag: str) -> None:
+    """UsageError unless ``python`` names an executable (as a path, or on PATH): before anything runs it."""
+    if python is None:
+        return
+    found = shutil.which(python) if os.sep not in python else (python if os.access(python, os.X_OK) else None)
+    if not found or not Path(found).is_file():
+        raise UsageError(f"{flag} {python}: no such executable")
+
+
+def _check_out(out: Path) -> None:
+    """UsageError unless ``out`` is (or can become) a directory with no results of an earlier ab run."""
+    from tebench.store.reader import RESULTS_NAME
+
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: is a file, not a directory")
+    for side in ("base", "head"):
+        if (out / side).exists() and not (out / side).is_dir():
+            raise UsageError(f"--out {out}: {out / side} is a file, not a directory")
+        if (out / side / RESULTS_NAME).exists():
+            raise UsageError(f"{out / side / RESULTS_NAME} already exists; choose another --out")
+
+
 def cmd_ab(args: argparse.Namespace) -> int:
     """Run base and head interleaved (ABBA) on one device, compare round by round; exit 1 on a regression."""
-    from tebench.analysis import ab
-    from tebench.analysis.compare import to_markdown
-
+    # Everything that can be checked without the hardware is checked before either side's
+    # interpreter is started (each start imports torch and probes the machine: seconds).
     if args.matrix and args.preset:
         raise UsageError("give a matrix file or --preset, not both")
+    if not 1 <= args.rounds <= MAX_ROUNDS:
+        raise UsageError(f"--rounds must be at least 1 and at most {MAX_ROUNDS}, not {args.rounds}")
     check_out_arg(args.out)
     device = parse_devices(args.device, "--device")
     if device is not None and len(device) != 1:
         raise UsageError(f"--device {args.device}: expected one GPU index, e.g. 0 (both sides run on it)")
+    check_timeout(args.timeout)
+    _check_python(args.base_python, "--base-python")
+    _check_python(args.head_python, "--head-python")
+    _check_out(Path(args.out))
+    prestart_depth = check_launch_args(args)
+    gate = compare_options(args, True)
+    from tebench.analysis import ab
+    from tebench.analysis.compare import to_markdown
+
     try:
         opts = ab.ABOptions(
             out=Path(args.out), rounds=args.rounds,
@@ -42,12 +78,11 @@ def cmd_ab(args: argparse.Namespace) -> int:
             head=ab.SideSpec(args.head_python or sys.executable, ab.parse_env(args.head_env, "--head-env")),
             device=device[0] if device else None, only=args.only, timeout_s=args.timeout,
             live=False if args.quiet else None,
-            command=["tebench", *sys.argv[1:]], compare=compare_options(args, True),
-            launch=args.launch, prestart_depth=check_launch_args(args),
+            command=["tebench", *sys.argv[1:]], compare=gate,
+            launch=args.launch, prestart_depth=prestart_depth,
             pause=not args.no_pause)
-        if not 1 <= args.rounds <= MAX_ROUNDS:
-            raise ab.ABError(f"--rounds must be at least 1 and at most {MAX_ROUNDS}, not {args.rounds}")
-        mat = load_matrix(args)
+        mat = load_matrix(args)  # --preset auto probes this machine to choose
+        select(mat, args.only, None, "--only")
         opts.compile_cache = compile_cache_dir(args.compile_cache)  # created only for input known to be good
         result = ab.run(mat, opts)
     except ab.ABError as exc:

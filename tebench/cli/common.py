@@ -14,11 +14,8 @@ from typing import Any, Iterable
 EXIT_BAD_INPUT = 2
 
 
-# Far beyond any real use; they bound what a typo (an extra zero or ten) can allocate.
+# Far beyond any real use; it bounds what a typo (an extra zero or ten) can allocate.
 MAX_ROUNDS = 1000
-
-
-MAX_SHARDS = 10_000
 
 
 class UsageError(Exception):
@@ -133,6 +130,42 @@ def load_matrix(args: argparse.Namespace, env: Any = None):
     return matrix.load(name, is_preset=True)
 
 
+def select(mat: Any, only: list[str], shard_spec: tuple[int, int] | None, what: str = "--only / --shard") -> list:
+    """The cases ``--only`` and ``--shard`` select from ``mat``; UsageError when none, naming each glob
+    that matched nothing and the case ids close to it. A glob that matches nothing beside others that
+    do is warned about: it is most likely a typo."""
+    import warnings
+
+    from tebench.plan.matrix import iter_cases
+    from tebench.plan.schedule import select_cases, unmatched_only
+
+    cases = select_cases(mat, only, shard_spec)
+    unmatched = unmatched_only(list(iter_cases(mat)), only) if only else []
+    if not cases:
+        if unmatched:
+            raise UsageError("; ".join(unmatched))
+        detail = f": shard {shard_spec[0]}/{shard_spec[1]} of the selected cases is empty" if shard_spec else ""
+        raise UsageError(f"no case of the matrix matches {what}{detail}")
+    for line in unmatched:
+        warnings.warn(line, stacklevel=2)
+    return cases
+
+
+def check_results_paths(paths: list[str]) -> None:
+    """Refuse at once (exit 2) a results path that is missing, or is neither a run directory nor a
+    regular file of at most the results-file limit: before the modules that read results are imported."""
+    from tebench.store import bounded
+    from tebench.store.reader import RESULTS_NAME
+
+    for given in paths:
+        path = Path(given)
+        file = path / RESULTS_NAME if path.is_dir() else path
+        try:
+            bounded.check_file(file, "results file", bounded.RESULTS_MAX_BYTES)
+        except FileNotFoundError:
+            raise UsageError(f"{given}: no results file ({file} does not exist)") from None
+
+
 def is_auto(args: argparse.Namespace) -> bool:
     """Whether the matrix depends on the hardware (``--preset auto``, the default)."""
     return not args.matrix and (args.preset or "auto") == "auto"
@@ -142,8 +175,8 @@ def parse_shard(args: argparse.Namespace) -> tuple[int, int] | None:
     from tebench.plan import shards as shard
 
     spec = shard.parse(args.shard) if args.shard else None
-    if spec and spec[1] > MAX_SHARDS:
-        raise UsageError(f"--shard {args.shard}: at most {MAX_SHARDS} shards")
+    if spec and spec[1] > shard.MAX_SHARDS:
+        raise UsageError(f"--shard {args.shard}: at most {shard.MAX_SHARDS} shards")
     return spec
 
 
@@ -168,8 +201,7 @@ def compare_options(args: argparse.Namespace, count_env_changes: bool):
 
 
 def add_gate_args(p: argparse.ArgumentParser) -> None:
-    from tebench.analysis.compare import CORRECTIONS, DEFAULT_ALPHA
-    from tebench.analysis.stats import MIN_ROUNDS
+    from tebench.analysis.defaults import CORRECTIONS, DEFAULT_ALPHA, MIN_ROUNDS  # numpy-free: --help stays fast
 
     p.add_argument("--threshold", action="append", default=[], metavar="METRIC=VALUE",
                    help="regression threshold per metric, as a percentage (time=5%%) or a fraction below 1 "
@@ -231,6 +263,19 @@ def compile_cache_dir(value: str) -> Path | None:
     except OSError as exc:
         raise UsageError(f"--compile-cache {value}: cannot create {path} ({exc.strerror})") from None
     return path
+
+
+def check_timeout(value: float | None) -> None:
+    """``--timeout``: UsageError unless within the limits of a matrix file's ``timeout_s``."""
+    if value is None:
+        return
+    from tebench.plan.matrix import Settings
+    from tebench.schema.knobs import FieldError, check_value
+
+    try:
+        check_value(Settings, "timeout_s", value)
+    except FieldError as exc:
+        raise UsageError(f"--timeout {value}: {exc} (seconds)") from None
 
 
 def check_launch_args(args: argparse.Namespace) -> int | None:

@@ -11,6 +11,7 @@ from tebench.cli.common import (
     UsageError,
     add_gate_args,
     check_out_arg,
+    check_results_paths,
     command_line,
     compare_options,
     emit,
@@ -22,6 +23,7 @@ from tebench.cli.common import (
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Compare BASE and HEAD; exit 1 on a regression beyond threshold and noise."""
+    check_results_paths([args.base, args.head])
     from tebench.analysis.compare import CompareError, compare, to_markdown
 
     from tebench.run.outdir import lock_target

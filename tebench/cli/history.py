@@ -3,58 +3,58 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+import os
 from typing import Any
 
-from tebench.cli.common import MAX_ROUNDS, UsageError, check_out_arg, command_line, thresholds
-
-SQLITE_MAGIC = b"SQLite format 3\x00"
+from tebench.cli.common import MAX_ROUNDS, UsageError, check_out_arg, check_results_paths, command_line, thresholds
+from tebench.escape import for_terminal
 
 
 def check_db(db: str, must_exist: bool) -> None:
-    """UsageError unless ``db`` is an SQLite database file (or, for ``add``, a new path)."""
-    path = Path(db)
-    if path.is_dir():
-        raise UsageError(f"--db {db}: is a directory, not an SQLite database file")
-    if not path.exists():
-        if must_exist:
-            raise UsageError(f"{db}: no such history database (create it with 'tebench history add')")
-        return
-    with path.open("rb") as fh:
-        head = fh.read(len(SQLITE_MAGIC))
-    if head and head != SQLITE_MAGIC:
-        raise UsageError(f"--db {db}: not an SQLite database (it starts with {head[:8]!r})")
+    """UsageError unless ``db`` is tebench's history database (or, for ``add``, a path to make one at):
+    refused before anything is written to it, and before the heavier history module is imported."""
+    from tebench.store.history_db import HistoryError, check
+
+    try:
+        state = check(db)
+    except HistoryError as exc:
+        raise UsageError(f"--db {exc}") from None
+    if state == "new" and must_exist:
+        what = "an empty file, no history database yet" if os.path.exists(db) else "no such history database"
+        raise UsageError(f"--db {db}: {what} (create it with 'tebench history add')")
 
 
 def cmd_history_add(args: argparse.Namespace) -> int:
-    import sqlite3
-
-    from tebench.store import history
-
     check_db(args.db, must_exist=False)
+    check_results_paths(args.results)
+    from tebench.store import history  # pandas and the rest: only for input known to be good
+
     for path in args.results:
         try:
             added = history.add(args.db, path)
-        except sqlite3.DatabaseError as exc:
-            raise UsageError(f"--db {args.db}: {exc}") from None
+        except history.HistoryError as exc:
+            raise UsageError(str(exc)) from None
         state = "added" if added.new_run else ("updated" if added.new_cases else "already stored")
-        print(f"{path}: run {added.run_id} {state} ({added.new_cases} new case record(s), {added.total_cases} in all)")
+        print(for_terminal(f"{path}: run {added.run_id} {state} ({added.new_cases} new case record(s), "
+                           f"{added.total_cases} in all)"))
     return 0
 
 
 def cmd_history_report(args: argparse.Namespace) -> int:
     out = check_out_arg(args.out)
-    from tebench.store import history
-
-    check_db(args.db, must_exist=True)
     if not 1 <= args.window <= MAX_ROUNDS:
         raise UsageError(f"--window {args.window}: must be 1 to {MAX_ROUNDS}")
     if args.confirm < 1:
         raise UsageError(f"--confirm {args.confirm}: must be at least 1")
+    check_db(args.db, must_exist=True)
+    from tebench.store import history  # pandas and the rest: only for input known to be good
     from tebench.run.outdir import lock_target
 
     with lock_target(out, command_line()):  # history.html into a run directory: not while a run writes it
-        out = history.report(args.db, out, args.window, thresholds(args.threshold), args.confirm)
+        try:
+            out = history.report(args.db, out, args.window, thresholds(args.threshold), args.confirm)
+        except history.HistoryError as exc:
+            raise UsageError(f"--db {exc}") from None
     print(f"history: {out / 'history.html'}\n         {out / 'history.md'}")
     return 0
 

@@ -6,11 +6,12 @@ import argparse
 import sys
 from typing import Any
 
-from tebench.cli.common import EXIT_BAD_INPUT, UsageError, check_out_arg, command_line
+from tebench.cli.common import EXIT_BAD_INPUT, UsageError, check_out_arg, check_results_paths, command_line
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
     """Join shard run directories into one run (and render its report)."""
+    check_results_paths(args.shards)
     from tebench.run.outdir import OutLock
     from tebench.store.merge import MergeError, join, write
 

@@ -6,7 +6,7 @@ import argparse
 import re
 from typing import Any
 
-from tebench.cli.common import UsageError, check_out_arg, command_line, refuse_inputs
+from tebench.cli.common import UsageError, check_out_arg, check_results_paths, command_line, refuse_inputs
 
 WRITTEN = ("index.html", "report.md", "cases.csv")
 """The report's files besides its chart PNGs (inputs are never PNGs): none may be one of its inputs."""
@@ -20,9 +20,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     if url is not None and not re.match(r"^https?://[^\s/]+\S*$", url):
         raise UsageError(f"--assets-url {url!r}: not an absolute http(s) URL (a PR comment cannot show relative "
                          "image paths)")
+    check_results_paths(args.results)
     out = check_out_arg(args.out)
     refuse_inputs([out / name for name in WRITTEN], args.results, "--out", args.out)
-    from tebench.report import render
+    from tebench.report import render  # pandas, matplotlib, jinja2: only for input known to be good
     from tebench.run.outdir import lock_target
 
     t0 = time.perf_counter()

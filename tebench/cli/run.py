@@ -14,12 +14,14 @@ from tebench.cli.common import (
     add_matrix_args,
     check_launch_args,
     check_out_arg,
+    check_timeout,
     command_line,
     compile_cache_dir,
     is_auto,
     load_matrix,
     parse_devices,
     parse_shard,
+    select,
 )
 
 
@@ -27,14 +29,7 @@ def _check_run_args(args: argparse.Namespace) -> tuple[list[str] | None, tuple[i
     """UsageError for run options that are wrong on any machine; returns (devices, shard)."""
     if not 1 <= args.rounds <= MAX_ROUNDS:
         raise UsageError(f"--rounds must be at least 1 and at most {MAX_ROUNDS}, not {args.rounds}")
-    if args.timeout is not None:
-        from tebench.plan.matrix import Settings
-        from tebench.schema.knobs import FieldError, check_value
-
-        try:  # the same limits as a matrix file's timeout_s
-            check_value(Settings, "timeout_s", args.timeout)
-        except FieldError as exc:
-            raise UsageError(f"--timeout {args.timeout}: {exc} (seconds)") from None
+    check_timeout(args.timeout)
     devices = parse_devices(args.devices)
     check_out_arg(args.out)
     check_launch_args(args)
@@ -49,13 +44,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     devices, shard_spec = _check_run_args(args)
     mat = None if is_auto(args) else load_matrix(args)
     # numpy and the rest: only once the input is known to be good
-    from tebench.plan.schedule import select_cases
     from tebench.run.options import RunOptions
     from tebench.run.outdir import OutLock
     from tebench.run.runner import run_locked
 
-    if mat is not None and not select_cases(mat, args.only, shard_spec):
-        raise UsageError("no case of the matrix matches --only / --shard")  # before the probe, too
+    if mat is not None:
+        select(mat, args.only, shard_spec)  # refused before the probe, too
     compile_cache = compile_cache_dir(args.compile_cache)  # created now: only for input known to be good
     out = Path(args.out)
     # Held until the report is written: no other command writes OUT meanwhile (a merge into it
@@ -63,7 +57,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     # before the probe; a new one only once the devices are known to exist (a refusal leaves none).
     with OutLock(out, command_line()) as lock:
         env = probe()
-        mat = mat or load_matrix(args, env)
+        if mat is None:
+            mat = load_matrix(args, env)
+            select(mat, args.only, shard_spec)
         if devices and env.device_type == "cuda":
             bad = [d for d in devices if int(d) >= len(env.gpus)]
             if bad:
@@ -78,6 +74,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         path = run_locked(mat, env, opts)
         from tebench.store import run_records
+        from tebench.escape import for_terminal
 
         # Parity judged again over the whole run, as the report judges it: --strict and the report agree.
         run = run_records.read(path)
@@ -92,7 +89,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if bad:
         print(f"{len(bad)} case(s) not ok, failing or inconclusive on loss parity:", file=sys.stderr)
         for r in bad:
-            print(f"  {r.status:<8} {r.case_id}: {r.why}", file=sys.stderr)
+            print(for_terminal(f"  {r.status:<8} {r.case_id}: {r.why}"), file=sys.stderr)
     return 1 if (bad and args.strict) else 0
 
 

@@ -25,6 +25,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 from tebench.schema import knobs as fields
+from tebench.store import bounded
 from tebench.schema.knobs import FieldError, knob
 from tebench.plan.modes import MODES
 from tebench.plan.recipes import AMAX_ALGOS, FORMATS, RECIPES, FP8Options
@@ -35,6 +36,10 @@ from tebench.workloads.spec import size_from_dict
 PARALLEL = ("single", "ddp", "fsdp2")
 NAME_MAX = 64
 """Longest workload or size name (they become parts of case ids and file names)."""
+MAX_EXTENDS = 64
+"""Longest ``extends`` chain (files, the matrix itself included); presets extend one or two."""
+MAX_NESTING = 32
+"""Deepest nesting of tables and arrays in a matrix file; a matrix needs 4."""
 
 
 class MatrixError(ValueError):
@@ -152,9 +157,18 @@ def check_name(name: Any) -> str | None:
         return f"is longer than {NAME_MAX} characters"
     if "/" in name:
         return 'must not contain "/" (it would split the case id)'
-    if any(unicodedata.category(ch).startswith("C") for ch in name):
-        return "must not contain control or invisible characters"
+    bad = next((ch for ch in name if _unprintable(ch)), None)
+    if bad is not None:
+        return (f"must not contain control, format, line- or paragraph-separator characters "
+                f"(U+{ord(bad):04X}, {unicodedata.category(bad)})")
     return None
+
+
+def _unprintable(ch: str) -> bool:
+    """Control (Cc), format (Cf), surrogate, private-use and unassigned characters (C*), and the
+    line and paragraph separators (Zl, Zp): terminals and renderers act on them or hide them."""
+    category = unicodedata.category(ch)
+    return category.startswith("C") or category in ("Zl", "Zp")
 
 
 @dataclass(frozen=True)
@@ -260,6 +274,7 @@ class Matrix:
 
 TOP_KEYS = {"name", "description", "extends", "settings", "axes", "fp8", "sizes", "exclude"}
 AXIS_KEYS = {f.name for f in dataclasses.fields(AxisValue)}
+_SETTING_NAMES = frozenset(f.name for f in dataclasses.fields(Settings))
 FP8_KEYS = {f.name for f in dataclasses.fields(FP8AxisValue)}
 EXCLUDE_KEYS = {"size", "reason", *EXCLUDE_FIELDS}
 
@@ -285,17 +300,47 @@ def preset_path(name: str) -> Path:
     raise MatrixError("--preset", "preset", name, f"no such preset (known: {', '.join(preset_names())})")
 
 
-def _read_toml(path: Path, source: str) -> tuple[dict[str, Any], str]:
+def _depth(data: Any) -> int:
+    """How deeply tables and arrays nest in ``data`` (a walk with a stack: no recursion to exhaust)."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if depth > MAX_NESTING:
+            return depth
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _read_toml(path: Path, source: str, budget: int = bounded.MATRIX_MAX_BYTES) -> tuple[dict[str, Any], str, int]:
+    """A matrix file's table, the sha256 of its bytes and their count; at most ``budget`` bytes are read."""
     try:
-        raw = path.read_bytes()
+        raw = bounded.read_bytes(path, "matrix file", budget)
+    except bounded.InputError as exc:
+        message = str(exc).removeprefix(f"{path}: ")
+        if budget < bounded.MATRIX_MAX_BYTES and "larger than" in message:
+            message += f" (the files of an extends chain share {bounded.MATRIX_MAX_BYTES // 1024} KiB)"
+        raise MatrixError(source, "file", _MISSING, message) from None
     except OSError as exc:
         raise MatrixError(source, "file", _MISSING, f"cannot read: {exc.strerror or exc}") from None
     try:
-        return tomllib.loads(raw.decode("utf-8")), hashlib.sha256(raw).hexdigest()
+        data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise MatrixError(source, "file", _MISSING, f"not valid TOML: {exc}") from None
     except RecursionError:
         raise MatrixError(source, "file", _MISSING, "not valid TOML: nested too deeply") from None
+    # Every later step (merging extends, recording origins, hashing, writing the header) walks the
+    # tables recursively: a file nested deeper than any matrix needs is refused here, once.
+    if _depth(data) > MAX_NESTING:
+        raise MatrixError(source, "file", _MISSING, f"tables or arrays nested more than {MAX_NESTING} deep "
+                                                    "(a matrix needs 4: the file, sizes, a workload, a size)")
+    return data, hashlib.sha256(raw).hexdigest(), len(raw)
 
 
 def _origins(data: dict[str, Any], source: str, prefix: str = "") -> dict[str, str]:
@@ -329,16 +374,9 @@ def _exclude_count(data: dict[str, Any]) -> int:
     return len(rules) if isinstance(rules, list) else 1
 
 
-def _resolve(path: Path, source: str, seen: tuple[str, ...] = ()) -> tuple[dict[str, Any], dict[str, str]]:
-    """The file's table with its ``extends`` chain merged in, and where each key came from."""
-    data, _ = _read_toml(path, source)
-    parent = data.pop("extends", None)
-    own = _origins(data, source)
-    own[""] = source
-    if parent is None:
-        own.update({f"exclude[{i}]": source for i in range(_exclude_count(data))})
-        return data, own
-    if not isinstance(parent, str) or not parent.strip() or any(unicodedata.category(ch) == "Cc" for ch in parent):
+def _parent_path(path: Path, source: str, parent: Any) -> Path:
+    """The file an ``extends`` value names: a sibling .toml file, else a shipped preset."""
+    if not isinstance(parent, str) or not parent.strip() or any(_unprintable(ch) for ch in parent):
         raise MatrixError(source, "extends", parent, "must be a preset name or a path to a .toml file")
     candidate = path.parent / (parent if parent.endswith(".toml") else f"{parent}.toml")
     if not candidate.is_file():
@@ -348,16 +386,48 @@ def _resolve(path: Path, source: str, seen: tuple[str, ...] = ()) -> tuple[dict[
                               f"no such file ({candidate}) and no shipped preset of that name "
                               f"(known: {', '.join(preset_names())})")
         candidate = Path(str(shipped))
-    key = str(candidate.resolve())
-    if key in seen or key == str(path.resolve()):
-        raise MatrixError(source, "extends", parent, "extends itself (a cycle of presets)")
-    base, origins = _resolve(candidate, str(candidate), seen + (str(path.resolve()),))
-    base.pop("name", None)
-    base.pop("description", None)
-    inherited = _exclude_count(base)
-    origins.update(own)
-    origins.update({f"exclude[{inherited + i}]": source for i in range(_exclude_count(data))})
-    return _merge(base, data), origins
+    return candidate
+
+
+def _resolve(path: Path, source: str) -> tuple[dict[str, Any], dict[str, str], str]:
+    """The file's table with its ``extends`` chain merged in, where each key came from, and the
+    sha256 of the file's own bytes.
+
+    The chain is followed in a loop, at most MAX_EXTENDS files deep, and all its files together
+    may hold at most ``bounded.MATRIX_MAX_BYTES``.
+    """
+    chain: list[tuple[dict[str, Any], dict[str, str], str]] = []  # (data, own origins, source), child first
+    seen: set[str] = set()
+    budget = bounded.MATRIX_MAX_BYTES
+    text_sha = ""
+    while True:
+        data, sha, size = _read_toml(path, source, budget)
+        budget -= size
+        text_sha = text_sha or sha
+        seen.add(str(path.resolve()))
+        parent = data.pop("extends", None)
+        own = _origins(data, source)
+        own[""] = source
+        chain.append((data, own, source))
+        if parent is None:
+            break
+        candidate = _parent_path(path, source, parent)
+        if str(candidate.resolve()) in seen:
+            raise MatrixError(source, "extends", parent, "extends itself (a cycle of presets)")
+        if len(chain) >= MAX_EXTENDS:
+            raise MatrixError(source, "extends", parent,
+                              f"an extends chain longer than {MAX_EXTENDS} files (from {chain[0][2]})")
+        path, source = candidate, str(candidate)
+    merged, origins, root_source = chain.pop()
+    origins.update({f"exclude[{i}]": root_source for i in range(_exclude_count(merged))})
+    for data, own, source in reversed(chain):
+        merged.pop("name", None)
+        merged.pop("description", None)
+        inherited = _exclude_count(merged)
+        origins.update(own)
+        origins.update({f"exclude[{inherited + i}]": source for i in range(_exclude_count(data))})
+        merged = _merge(merged, data)
+    return merged, origins, text_sha
 
 
 def load(spec: str | Path, is_preset: bool = False) -> Matrix:
@@ -367,10 +437,7 @@ def load(spec: str | Path, is_preset: bool = False) -> Matrix:
     """
     path = preset_path(str(spec)) if is_preset else Path(spec)
     source = f"preset '{spec}' ({path})" if is_preset else str(spec)
-    if path.is_dir():
-        raise MatrixError(source, "file", _MISSING, "is a directory, not a matrix file")
-    _, text_sha = _read_toml(path, source)
-    data, origins = _resolve(path, source)
+    data, origins, text_sha = _resolve(path, source)
     for key in ("name", "description"):
         if key in data and not isinstance(data[key], str):
             raise MatrixError(source, key, data[key], "must be a string")
@@ -511,9 +578,9 @@ def _size(workload: str, size_name: str, dims: Any, base: Settings) -> tuple[Any
         raise _Bad(f"sizes.{workload}", size_name, f"size name {why}")
     if not isinstance(dims, dict):
         raise _Bad(where, dims, "must be a table of dimensions")
-    overrides = {k: v for k, v in dims.items() if k in Settings.field_names()}
+    overrides = {k: v for k, v in dims.items() if k in _SETTING_NAMES}
     shape = {k: v for k, v in dims.items() if k not in overrides}
-    settings = _settings(where, overrides, base)
+    settings = _settings(where, overrides, base) if overrides else base
     spec = SPECS[workload]
     try:
         size = size_from_dict(spec.size_type, shape, where)
@@ -584,12 +651,20 @@ def _expand(data: Any) -> Expansion:
     rules = _rules(data)
     kept: dict[str, Case] = {}
     removed: list[set[str]] = [set() for _ in rules]
+    candidates = 0
     for case in _candidates(axes, sizes, base):
+        candidates += 1
         hit = next((i for i, rule in enumerate(rules) if _matches(rule, case)), None)
         if hit is None:
             kept.setdefault(case.id, case)
         else:
             removed[hit].add(case.id)
+    if not candidates:
+        # Every axis is non-empty, so only FP8 weights without an FP8 mode leave no point at all.
+        fp8_modes = ", ".join(name for name, mode in MODES.items() if mode.fp8)
+        raise _Bad("axes.fp8_weights", axes.fp8_weights,
+                   f"FP8 weights exist only under an FP8 mode ({fp8_modes}) and axes.modes lists none, "
+                   "so the matrix has no case (add an FP8 mode, or false to fp8_weights)")
     excluded = [Exclusion({k: v for k, v in rule.items() if k != "reason"}, rule.get("reason"), len(ids))
                 for rule, ids in zip(rules, removed)]
     return Expansion(list(kept.values()), excluded)
@@ -622,7 +697,7 @@ def _candidates(axes: _Axes, sizes: dict[str, Any], base: Settings) -> Iterator[
     for wl_name in axes.workloads:
         for size_name, dims in sizes[wl_name].items():
             spec, settings = _size(wl_name, size_name, dims, base)
-            dim_items = tuple(dataclasses.asdict(spec).items())
+            dim_items = _dims(spec)
             for mode_name, g, w, par in itertools.product(axes.modes, axes.graphs, axes.fp8_weights, axes.parallel):
                 mode = MODES[mode_name]
                 if w and not mode.fp8:
@@ -630,6 +705,15 @@ def _candidates(axes: _Axes, sizes: dict[str, Any], base: Settings) -> Iterator[
                 for n in (axes.nprocs if par != "single" else [1]):
                     for opts in (axes.fp8_points if mode.fp8 else [None]):
                         yield Case(wl_name, size_name, mode_name, dim_items, opts, g, w, par, n, settings)
+
+
+def _dims(size: Any) -> tuple[tuple[str, Any], ...]:
+    """A size's fields as (name, value) pairs: ``dataclasses.asdict``'s, without its deep copy for the
+    plain values every built-in size holds (it is the bulk of expanding a matrix of many sizes)."""
+    items = tuple((f.name, getattr(size, f.name)) for f in dataclasses.fields(size))
+    if all(isinstance(v, (int, float, str, type(None))) for _, v in items):
+        return items
+    return tuple(dataclasses.asdict(size).items())
 
 
 def reference_order(cases: list[Case]) -> list[Case]:

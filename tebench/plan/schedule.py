@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass
 from tebench.plan import shards as shard
 from tebench.plan.environment import Environment
@@ -22,14 +23,53 @@ class Planned:
 def select_cases(matrix: Matrix, only: list[str] | None = None,
                  shard_spec: tuple[int, int] | None = None) -> list[Case]:
     """The matrix's cases in run order, filtered and sharded."""
-    import fnmatch
-
     cases = reference_order(list(iter_cases(matrix)))
     if only:
         cases = [c for c in cases if any(fnmatch.fnmatchcase(c.id, pat) for pat in only)]
     if shard_spec:
         cases = shard.select(cases, *shard_spec)
     return cases
+
+
+def _repaired(glob: str, ids: list[str]) -> str | None:
+    """``glob`` with each literal part ("/"-separated, no wildcard) replaced by the closest part of a
+    case id, when that changes it and then matches: ``*/PT_AMP`` -> ``*/PT-AMP``."""
+    import difflib
+
+    parts = sorted({part for cid in ids for part in cid.split("/")})
+    fixed = []
+    for part in glob.split("/"):
+        if any(ch in part for ch in "*?[") or part in parts:
+            fixed.append(part)
+        else:
+            close = difflib.get_close_matches(part, parts, 1, 0.6)
+            fixed.append(close[0] if close else part)
+    out = "/".join(fixed)
+    return out if out != glob and any(fnmatch.fnmatchcase(cid, out) for cid in ids) else None
+
+
+def unmatched_only(cases: list[Case], only: list[str] | None) -> list[str]:
+    """One line for each ``--only`` glob that matches no id of ``cases``, naming it and close ids."""
+    import difflib
+
+    ids = [c.id for c in cases]
+    out = []
+    for glob in only or []:
+        if any(fnmatch.fnmatchcase(cid, glob) for cid in ids):
+            continue
+        hints = []
+        fixed = _repaired(glob, ids)
+        if fixed:
+            hits = sum(fnmatch.fnmatchcase(cid, fixed) for cid in ids)
+            hints.append(f"--only {fixed!r} would match {hits} case(s)")
+        close = difflib.get_close_matches(glob.replace("*", "").replace("?", ""), ids, 3, 0.5)
+        if close:
+            hints.append("close case ids: " + ", ".join(close))
+        if not hints:
+            hints.append(f"case ids look like {ids[0]}" if ids else "the matrix has no case")
+        out.append(f"no case of the matrix matches --only {glob!r} ({'; '.join(hints)}; tebench list shows "
+                   "every id)")
+    return out
 
 
 def plan(cases: list[Case], env: Environment, rounds: int) -> list[Planned]:

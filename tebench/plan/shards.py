@@ -19,6 +19,9 @@ from tebench.workloads import SPECS
 PROCESS_OVERHEAD_S = 15.0
 COMPILE_OVERHEAD_S = 45.0
 NOMINAL_FLOPS = 2e14
+MAX_SHARDS = 10_000
+"""Most shards a matrix is split into (--shard I/N), and so a merge joins: far beyond any real use,
+it bounds what a typo, or a damaged header's shard count, can make tebench allocate."""
 
 
 class ShardError(ValueError):

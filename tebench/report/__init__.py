@@ -29,8 +29,10 @@ from typing import Any, Callable
 
 import jinja2
 import pandas as pd
+from markupsafe import Markup
 
 import tebench
+from tebench.escape import for_terminal, visible
 from tebench.store import atomic
 from tebench.plan.environment import usable_cpus
 from tebench.plan.matrix import exclusion_text
@@ -87,16 +89,29 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#!~])")
 
 
 def md_escape(value: Any) -> str:
-    """Make any text safe inside a Markdown table cell: no markup, no HTML, no broken rows."""
-    text = str(value).replace("\r", " ").replace("\n", " ").replace("&", "&amp;")
+    """Make any text safe inside a Markdown table cell: no markup, no HTML, no broken rows.
+
+    Control and separator characters become visible escapes (``\\x1b``), so the text
+    is safe on a terminal too (``tebench compare`` prints its Markdown).
+    """
+    text = visible(str(value).replace("\r", " ").replace("\n", " ")).replace("&", "&amp;")
     text = _MD_SPECIAL.sub(lambda m: {"<": "&lt;", ">": "&gt;", "|": "\\|"}.get(m.group(1), "\\" + m.group(1)), text)
-    # GitHub turns bare URLs into links; an entity for '/' keeps them plain text.
-    return text.replace("://", ":&#47;&#47;").replace("www.", "www&#46;")
+    # GitHub turns bare URLs into links and @name into a notification; entities keep them plain text.
+    return text.replace("://", ":&#47;&#47;").replace("www.", "www&#46;").replace("@", "&#64;")
 
 
 def code_safe(value: Any) -> str:
-    """Text for inside a fenced code block: no backtick can close the fence early."""
-    return str(value).replace("`", "'").replace("\r", " ")
+    """Text for inside a fenced code block: no backtick can close the fence early, no control characters."""
+    return visible(str(value).replace("\r", " ").replace("\n", " ")).replace("`", "'")
+
+
+def html_finalize(value: Any) -> Any:
+    """Jinja2 ``finalize`` of the HTML templates: control characters of every value shown as
+    escapes (autoescape sees to the markup); markup built here (tables) keeps its newlines."""
+    if isinstance(value, str):
+        text = for_terminal(value, keep_newlines=True)
+        return Markup(text) if isinstance(value, Markup) else text
+    return value
 
 
 def md_table(df: pd.DataFrame) -> str:
@@ -548,7 +563,8 @@ def render(paths: list[str | Path], out: str | Path, assets_url: str | None = No
     for chart in ctx["charts"] + ctx["fp8_charts"] + ([ctx["cost_chart"]] if ctx["cost_chart"] else []):
         atomic.write_bytes(out / f"{chart.name}.png", chart.png)
     loader = jinja2.FileSystemLoader(str(templates_dir()))
-    html_env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined)
+    html_env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined,
+                                  finalize=html_finalize)
     md_env = jinja2.Environment(loader=loader, autoescape=False, undefined=jinja2.StrictUndefined,
                                 keep_trailing_newline=True)
     md_env.filters["md"] = md_escape

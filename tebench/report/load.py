@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tebench.store import run_records
+from tebench.store import bounded, run_records
 from tebench.store import reader as results
 from tebench.schema.version import RecordError
 from tebench.analysis import stats
@@ -47,14 +47,32 @@ class Source:
         return self.header.device
 
 
-def _is_pytest_benchmark(path: Path) -> bool:
-    if path.is_dir() or path.suffix != ".json":
-        return False
+_PB_WHAT = "pytest-benchmark JSON file"
+
+
+def _pytest_benchmark(path: Path) -> dict[str, Any] | None:
+    """The parsed file if ``path`` is pytest-benchmark output (a ``*.json`` object with ``benchmarks``
+    and ``machine_info``), else None (it is then read as a tebench results file).
+
+    Read with bounds: a FIFO or a device named ``*.json`` is refused (bounded.InputError), and a
+    file over the pytest-benchmark limit is parsed only if its start does not look like one.
+    """
+    if path.suffix != ".json" or path.is_dir():
+        return None
     try:
-        head = json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError):
-        return False
-    return isinstance(head, dict) and "benchmarks" in head and "machine_info" in head
+        st = bounded.check_file(path, "results file")
+    except FileNotFoundError:
+        return None  # the results reader says so, as for any other missing file
+    if st.st_size > bounded.BENCHMARK_JSON_MAX_BYTES:
+        head = bounded.read_head(path, _PB_WHAT, bounded.SNIFF_BYTES)
+        if b'"machine_info"' in head or b'"benchmarks"' in head:
+            bounded.check_file(path, _PB_WHAT, bounded.BENCHMARK_JSON_MAX_BYTES)  # raises: names the limit
+        return None
+    try:
+        data = json.loads(bounded.read_bytes(path, _PB_WHAT, bounded.BENCHMARK_JSON_MAX_BYTES))
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) and "benchmarks" in data and "machine_info" in data else None
 
 
 _PB_STATS = ("median", "mean", "min", "max", "q1", "q3", "iqr")
@@ -103,14 +121,13 @@ def _check_benchmark(bench: Any, where: str) -> None:
                 raise bad(f"stats.{key}", value, "must be a finite number (stats.data is empty)")
 
 
-def _from_pytest_benchmark(path: Path) -> Source:
+def _from_pytest_benchmark(path: Path, data: dict[str, Any]) -> Source:
     """Module benchmarks from ``pytest benchmarks/ --benchmark-json=FILE``.
 
     Each benchmark's ``extra_info`` (written by ``benchmarks/test_modules.py``)
     says which module, mode and shape it timed; its stats become a record.
     A malformed file is refused with SchemaError naming the entry and key.
     """
-    data = json.loads(path.read_text())
     if not isinstance(data.get("benchmarks"), list) or not isinstance(data.get("machine_info"), dict):
         raise SchemaError(f"{path}: pytest-benchmark file needs a 'benchmarks' array and a 'machine_info' object")
     for i, bench in enumerate(data["benchmarks"]):
@@ -173,8 +190,9 @@ def _from_pytest_benchmark(path: Path) -> Source:
 def load(path: str | Path) -> Source:
     """Load one results file, run directory or pytest-benchmark JSON file."""
     p = Path(path)
-    if _is_pytest_benchmark(p):
-        return _from_pytest_benchmark(p)
+    bench = _pytest_benchmark(p)
+    if bench is not None:
+        return _from_pytest_benchmark(p, bench)
     # Every round of each case (the report pools their samples), but only the
     # last record of a (case, round) pair; parity judged again over them.
     run = run_records.read(p)

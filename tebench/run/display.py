@@ -7,6 +7,7 @@ import threading
 import time
 from typing import Any
 from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, caught by the CLI)
+from tebench.escape import for_terminal
 from tebench.schema.records import CaseResult, Throughput
 
 
@@ -34,7 +35,8 @@ class Display:
             if phase in ("warmup", "measure") and step > 0:
                 eta = f" ETA {elapsed / step * (steps - step):.0f}s"
             self._clear()
-            self.stream.write(f"[{self.done + 1}/{self.total}] {label} {phase} {step}/{steps}{eta}"[:160])
+            line = f"[{self.done + 1}/{self.total}] {for_terminal(label)} {phase} {step}/{steps}{eta}"
+            self.stream.write(line[:160])
             self.stream.flush()
 
     def start(self, key: str) -> None:
@@ -45,7 +47,8 @@ class Display:
         with self.lock:
             self.done += 1
             self._clear()
-            self.stream.write(f"[{self.done}/{self.total}] {summary_line(record)}\n")
+            # A case's reason may quote a worker's or a plugin's output: shown, not obeyed.
+            self.stream.write(f"[{self.done}/{self.total}] {for_terminal(summary_line(record))}\n")
             self.stream.flush()
 
 

@@ -25,6 +25,7 @@ from tebench.store import reader as results
 from tebench.store.writer import Writer
 from tebench.plan.environment import Environment
 from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, caught by the CLI)
+from tebench.escape import for_terminal
 from tebench.plan.matrix import Case, Matrix, expand
 from tebench.plan.schedule import Planned, plan, select_cases
 from tebench.run.display import Display
@@ -112,7 +113,7 @@ def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[
         raise RunError(f"--compile-cache {opts.compile_cache}: cannot create it ({exc.strerror})") from None
     display = Display(len(todo), opts.live)
     if done:
-        sys.stderr.write(f"resuming run {run_id}: {len(done)} case-round(s) already recorded, {len(todo)} to go\n")
+        sys.stderr.write(f"resuming run {for_terminal(run_id)}: {len(done)} case-round(s) already recorded, {len(todo)} to go\n")
     try:
         writer = Writer(path)
         writer.append(header)

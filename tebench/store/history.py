@@ -10,13 +10,14 @@ each series, and compares the latest run with the recent ones before it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import time
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import pandas as pd
@@ -24,43 +25,24 @@ import pandas as pd
 from tebench.analysis import compare, stats
 from tebench.store import run_records
 from tebench.schema.records import CaseResult
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY,
-    created TEXT,
-    added TEXT,
-    device TEXT,
-    matrix TEXT,
-    git_commit TEXT,
-    header_json TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS cases (
-    run_id TEXT NOT NULL REFERENCES runs(run_id),
-    case_id TEXT NOT NULL,
-    round INTEGER NOT NULL,
-    device TEXT,
-    status TEXT,
-    median_ms REAL,
-    tokens_per_s REAL,
-    memory_bytes REAL,
-    final_loss REAL,
-    parity TEXT,
-    record_json TEXT NOT NULL,
-    PRIMARY KEY (run_id, case_id, round)
-);
-CREATE INDEX IF NOT EXISTS cases_by_case ON cases(case_id, device);
-"""
-BUSY_TIMEOUT_S = 120.0
+from tebench.store import bounded, history_db
+from tebench.store.history_db import HistoryError
 
 
-def connect(db: str | Path) -> sqlite3.Connection:
-    """Open (and create) a history database."""
-    conn = sqlite3.connect(str(db), timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-    conn.executescript(SCHEMA)
-    return conn
+def connect(db: str | Path, create: bool = False) -> sqlite3.Connection:
+    """Open tebench's history database ``db`` (made when ``create`` and missing); HistoryError for any
+    other file, before anything is written to it (see :mod:`tebench.store.history_db`)."""
+    return history_db.connect(db, create)
+
+
+@contextlib.contextmanager
+def _reading(db: str | Path) -> Iterator[sqlite3.Connection]:
+    """A connection for queries: a database damaged past its header is refused naming the file."""
+    try:
+        with closing(connect(db)) as conn:
+            yield conn
+    except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
+        raise HistoryError(f"{db}: a damaged history database ({exc})") from None
 
 
 @dataclass
@@ -73,42 +55,119 @@ class Added:
     total_cases: int
 
 
+_TEXT, _INTEGER, _REAL = "text", "integer", "real"
+_RUN_COLUMNS = (("run_id", _TEXT), ("created", _TEXT), ("added", _TEXT), ("device", _TEXT), ("matrix", _TEXT),
+                ("git_commit", _TEXT), ("header_json", _TEXT))
+_CASE_COLUMNS = (("run_id", _TEXT), ("case_id", _TEXT), ("round", _INTEGER), ("device", _TEXT),
+                 ("status", _TEXT), ("median_ms", _REAL), ("tokens_per_s", _REAL), ("memory_bytes", _REAL),
+                 ("final_loss", _REAL), ("parity", _TEXT), ("record_json", _TEXT))
+_FIELDS = {"created": "created", "matrix": "matrix.name", "git_commit": "env.git_commit", "device": "device",
+           "run_id": "run_id", "case_id": "case_id", "round": "round", "status": "status",
+           "median_ms": "timing.samples_ms (median)", "tokens_per_s": "throughput", "memory_bytes": "memory",
+           "final_loss": "loss.final", "parity": "parity.verdict"}
+"""Where in a record each column's value comes from, for messages."""
+
+
+def _sql_problem(value: Any, kind: str) -> str | None:
+    """Why ``value`` cannot be stored in a column of ``kind`` (None: it can)."""
+    if value is None:
+        return None
+    if kind == _TEXT:
+        return None if isinstance(value, str) else "must be a string"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "must be a number"
+    if kind == _INTEGER and not isinstance(value, int):
+        return "must be an integer"
+    if isinstance(value, int) and not -2**63 <= value < 2**63:
+        return "is beyond SQLite's 64-bit integers"
+    return None
+
+
+def _line_of(file: str, wanted: Any) -> int | None:
+    """The line of ``file`` whose record ``wanted(record)`` picks (the last such line), if one does."""
+    found = None
+    try:
+        for lineno, raw in bounded.iter_lines(file):
+            if raw is None:
+                continue
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and wanted(rec):
+                found = lineno
+                if rec.get("type") == "header":
+                    break  # the run's header is its first
+    except (OSError, bounded.InputError):
+        return None
+    return found
+
+
+def _checked(row: tuple[Any, ...], columns: tuple[tuple[str, str], ...], file: str, wanted: Any,
+             what: str) -> tuple[Any, ...]:
+    """``row`` if SQLite can store every value as declared; else HistoryError naming the results file
+    (``file:line`` where the record's line can be found), the field and the value."""
+    for value, (column, kind) in zip(row, columns):
+        why = _sql_problem(value, kind)
+        if why:
+            line = _line_of(file, wanted)
+            shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+            raise HistoryError(f"{file}{f':{line}' if line else ''}: {what} [{_FIELDS.get(column, column)}] = "
+                               f"{shown}: {why}; nothing of this file was stored")
+    return row
+
+
+def _rows(run: Any) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
+    """The run's row and its cases' rows, every value checked before the database is opened."""
+    env = compare.environment(run)
+    header_row = (run.run_id, run.header.created or "", time.strftime("%Y-%m-%dT%H:%M:%S%z"), env["device"],
+                  run.header.matrix_name, env.get("git_commit"), json.dumps(run.header.to_dict()))
+    _checked(header_row, _RUN_COLUMNS, run.path, lambda r: r.get("type") == "header", "header")
+    case_rows = []
+    for rec in run.cases:
+        rates = rec.rates(run.header.peak_tflops)
+        row = (run.run_id, rec.case_id, rec.round_no, rec.device.name if rec.device else None,
+               rec.status, rec.median_ms, rates.get("tokens_per_s"), rec.peak_memory,
+               rec.final_loss, rec.verdict, json.dumps(rec.to_dict()))
+        wanted = (lambda r, cid=rec.case_id, rnd=rec.round_no:
+                  r.get("type") == "case" and r.get("case_id") == cid and r.get("round", 0) == rnd)
+        case_rows.append(_checked(row, _CASE_COLUMNS, run.path, wanted, f"case {rec.case_id}"))
+    return header_row, case_rows
+
+
 def add(db: str | Path, path: str | Path) -> Added:
-    """Store a results file in the database; adding the same run again changes nothing."""
+    """Store a results file in the database; adding the same run again changes nothing.
+
+    Every value is checked before the database is opened: a results file that
+    cannot be stored is refused (HistoryError naming the file, the field and the
+    value) and the database is left as it was.
+    """
     # Parity judged again over the run, as the report and --strict judge it.
     run = run_records.read(path)
-    env = compare.environment(run)
-    created = run.header.created or ""
-    with closing(connect(db)) as conn:
-        conn.execute("BEGIN IMMEDIATE")  # one writer at a time; others wait (busy_timeout)
+    header_row, case_rows = _rows(run)
+    with closing(connect(db, create=True)) as conn:
         try:
-            cur = conn.execute(
-                "INSERT OR IGNORE INTO runs VALUES (?,?,?,?,?,?,?)",
-                (run.run_id, created, time.strftime("%Y-%m-%dT%H:%M:%S%z"), env["device"],
-                 run.header.matrix_name, env.get("git_commit"), json.dumps(run.header.to_dict())),
-            )
-            new_run = cur.rowcount == 1
-            new_cases = 0
-            for rec in run.cases:
-                rates = rec.rates(run.header.peak_tflops)
-                cur = conn.execute(
-                    "INSERT OR IGNORE INTO cases VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    (run.run_id, rec.case_id, rec.round_no, rec.device.name if rec.device else None,
-                     rec.status, rec.median_ms, rates.get("tokens_per_s"), rec.peak_memory,
-                     rec.final_loss, rec.verdict, json.dumps(rec.to_dict())),
-                )
-                new_cases += cur.rowcount
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        total = conn.execute("SELECT COUNT(*) FROM cases WHERE run_id=?", (run.run_id,)).fetchone()[0]
+            conn.execute("BEGIN IMMEDIATE")  # one writer at a time; others wait (busy_timeout)
+            try:
+                cur = conn.execute("INSERT OR IGNORE INTO runs VALUES (?,?,?,?,?,?,?)", header_row)
+                new_run = cur.rowcount == 1
+                new_cases = 0
+                for row in case_rows:
+                    new_cases += conn.execute("INSERT OR IGNORE INTO cases VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                                              row).rowcount
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            total = conn.execute("SELECT COUNT(*) FROM cases WHERE run_id=?", (run.run_id,)).fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"{db}: a damaged history database ({exc})") from None
     return Added(run.run_id, new_run, new_cases, total)
 
 
 def frame(db: str | Path) -> pd.DataFrame:
     """Every stored case row with its run's time and device, oldest run first."""
-    with closing(connect(db)) as conn:
+    with _reading(db) as conn:
         df = pd.read_sql_query(
             "SELECT c.run_id, r.created, r.git_commit, c.case_id, c.round, COALESCE(c.device, r.device) AS device, "
             "c.status, c.median_ms, c.tokens_per_s, c.memory_bytes, c.final_loss, c.parity "
@@ -120,9 +179,16 @@ def records(db: str | Path, run_ids: list[str]) -> list[CaseResult]:
     """The stored records of some runs."""
     if not run_ids:
         return []
-    with closing(connect(db)) as conn:
+    with _reading(db) as conn:
         q = f"SELECT record_json FROM cases WHERE run_id IN ({','.join('?' * len(run_ids))})"
-        return [CaseResult.from_dict(json.loads(row[0]), f"{db}: record") for row in conn.execute(q, run_ids)]
+        rows = conn.execute(q, run_ids).fetchall()
+    out = []
+    for (text,) in rows:
+        try:
+            out.append(CaseResult.from_dict(json.loads(text), f"{db}: record"))
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise HistoryError(f"{db}: a stored case record is damaged ({type(exc).__name__}: {exc})") from None
+    return out
 
 
 @dataclass
@@ -365,7 +431,7 @@ def report(db: str | Path, out: str | Path, window: int = 5, thresholds: dict[st
     """Render ``history.html`` and ``history.md`` (+ ``trends.png``) into ``out``."""
     import jinja2
 
-    from tebench.report import Chart, html_table, md_escape, md_table, png_bytes, templates_dir
+    from tebench.report import Chart, html_finalize, html_table, md_escape, md_table, png_bytes, templates_dir
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -400,7 +466,8 @@ def report(db: str | Path, out: str | Path, window: int = 5, thresholds: dict[st
                    "more runs); a segment a straight line fits as well as two levels is drift, not a step."),
     }
     loader = jinja2.FileSystemLoader(str(templates_dir()))
-    html_env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined)
+    html_env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined,
+                                  finalize=html_finalize)
     md_env = jinja2.Environment(loader=loader, autoescape=False, undefined=jinja2.StrictUndefined)
     md_env.filters["md"] = md_escape
     (out / "history.html").write_text(html_env.get_template("history.html.j2").render(**ctx), encoding="utf-8")

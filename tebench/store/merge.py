@@ -20,6 +20,7 @@ from tebench.store import run_records
 from tebench.store import reader as results
 from tebench.store.atomic import same_file
 from tebench.store.writer import write_all
+from tebench.plan.shards import MAX_SHARDS
 from tebench.schema.records import RunHeader
 
 
@@ -27,9 +28,14 @@ class MergeError(ValueError):
     """Shards that cannot be merged (exit status 2)."""
 
 
-def _shard(header: RunHeader) -> tuple[int, int]:
-    """``(I, N)`` of ``--shard I/N``; (1, 1) for a whole run."""
-    return tuple(header.shard or (1, 1))  # type: ignore[return-value]
+def _shard(header: RunHeader, path: str | Path) -> tuple[int, int]:
+    """``(I, N)`` of ``--shard I/N``; (1, 1) for a whole run. MergeError unless 1 <= I <= N <= MAX_SHARDS:
+    the missing shards are listed one by one, so N bounds what a merge allocates."""
+    i, n = tuple(header.shard or (1, 1))
+    if not 1 <= i <= n <= MAX_SHARDS:
+        raise MergeError(f"{path}: header [shard] = {list(header.shard or [])}: must be [I, N] with "
+                         f"1 <= I <= N <= {MAX_SHARDS}")
+    return i, n
 
 
 @dataclass
@@ -99,13 +105,13 @@ def join(paths: list[str | Path], out: str | Path) -> Merged:
             ("matrix", (head.matrix or {}).get("sha256"), (ref.matrix or {}).get("sha256")),
             ("tebench commit", head.environment.get("git_commit"), ref.environment.get("git_commit")),
             ("rounds", head.rounds, ref.rounds),
-            ("shard count", _shard(head)[1], _shard(ref)[1]),
+            ("shard count", _shard(head, path)[1], _shard(ref, paths[0])[1]),
         ]
         for what, mine, theirs in checks:
             if mine != theirs:
                 raise MergeError(f"{path}: {what} differs from {paths[0]} ({mine!r} vs {theirs!r}); "
                                  "only shards of one matrix, commit and round count can be merged")
-    shards = [_shard(r.header) for r in runs]
+    shards = [_shard(r.header, p) for p, r in zip(paths, runs)]
     seen: dict[int, str] = {}
     for path, (i, _) in zip(paths, shards):
         if i in seen:

@@ -1,0 +1,167 @@
+"""Opening a history database: only tebench's own, and nothing written before that is known.
+
+``--db`` may name any file. An SQLite database of another program must come
+out of ``tebench history`` byte for byte as it went in: no tables created,
+no switch to WAL, no header stamped. So an existing file is first read as
+bytes (is it SQLite at all, cut short, another program's ``application_id``),
+then through a read-only connection (its application id and tables); only a
+database tebench made is opened for writing. tebench stamps its databases with
+:data:`APPLICATION_ID`; one made before the stamp is recognised by its tables
+being exactly tebench's, and stamped on the way.
+
+Torch-, numpy- and pandas-free: the CLI checks ``--db`` with it before the
+heavier history module is imported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from pathlib import Path
+
+from tebench.errors import RunError
+from tebench.store import bounded
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+APPLICATION_ID = 0x74624831
+"""``PRAGMA application_id`` of a tebench history database: "tbH1" in ASCII."""
+BUSY_TIMEOUT_S = 120.0
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    created TEXT,
+    added TEXT,
+    device TEXT,
+    matrix TEXT,
+    git_commit TEXT,
+    header_json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cases (
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    case_id TEXT NOT NULL,
+    round INTEGER NOT NULL,
+    device TEXT,
+    status TEXT,
+    median_ms REAL,
+    tokens_per_s REAL,
+    memory_bytes REAL,
+    final_loss REAL,
+    parity TEXT,
+    record_json TEXT NOT NULL,
+    PRIMARY KEY (run_id, case_id, round)
+);
+CREATE INDEX IF NOT EXISTS cases_by_case ON cases(case_id, device);
+"""
+
+
+class HistoryError(RunError):
+    """A ``--db`` that is not a tebench history database, or a damaged one (exit status 2)."""
+
+
+def _tables(conn: sqlite3.Connection) -> dict[str, list[tuple[str, str]]]:
+    """Every table of a database (SQLite's own apart) with its columns' names and declared types."""
+    names = [row[0] for row in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+    return {name: [(col[1], col[2]) for col in conn.execute(f"PRAGMA table_info({_quoted(name)})")]
+            for name in names}
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def expected_tables() -> dict[str, list[tuple[str, str]]]:
+    """The tables :data:`SCHEMA` makes, as :func:`_tables` reads them."""
+    with contextlib.closing(sqlite3.connect(":memory:")) as conn:
+        conn.executescript(SCHEMA)
+        return _tables(conn)
+
+
+def _header_problem(head: bytes, size: int) -> str | None:
+    """Why the first 100 bytes of a non-empty file are not those of a whole SQLite database (None: they are)."""
+    if len(head) < 100 or not head.startswith(SQLITE_MAGIC):
+        return f"not an SQLite database (it starts with {head[:16]!r})"
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    if page_size < 512 or page_size & (page_size - 1):
+        return f"a damaged SQLite database (page size {page_size} in its header)"
+    pages = int.from_bytes(head[28:32], "big")
+    # The header's page count is valid when its "version-valid-for" equals the change counter.
+    if pages and head[92:96] == head[24:28] and size < pages * page_size:
+        return (f"a truncated SQLite database: its header counts {pages} pages of {page_size} bytes "
+                f"({pages * page_size} bytes), the file has {size}")
+    return None
+
+
+def check(db: str | Path) -> str:
+    """What ``db`` is: ``new`` (no file, or an empty one), ``ours`` (a tebench history database),
+    ``unstamped`` (one made before tebench stamped its databases). Anything else is refused with
+    HistoryError (bounded.InputError for a FIFO, a device or a directory), and nothing is written to it.
+    """
+    path = Path(db)
+    try:
+        st = bounded.check_file(path, "history database (SQLite file)")
+    except FileNotFoundError:
+        return "new"
+    if st.st_size == 0:
+        return "new"  # what SQLite itself makes of an empty file
+    head = bounded.read_head(path, "history database (SQLite file)", 100)
+    problem = _header_problem(head, st.st_size)
+    if problem:
+        raise HistoryError(f"{db}: {problem}; refused, and left as it is")
+    app = int.from_bytes(head[68:72], "big")
+    if app not in (0, APPLICATION_ID):
+        raise HistoryError(f"{db}: an SQLite database of another program (application_id 0x{app:08x}), not a "
+                           "tebench history database (left as it is)")
+    # A read-only connection: it waits for a writer's transaction and sees a consistent database,
+    # and cannot change the file.
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                                                timeout=BUSY_TIMEOUT_S)) as conn:
+            app = conn.execute("PRAGMA application_id").fetchone()[0]
+            tables = _tables(conn)
+    except sqlite3.DatabaseError as exc:
+        raise HistoryError(f"{db}: a damaged SQLite database ({exc}); not usable as a history database") from None
+    want = expected_tables()
+    if tables == want:
+        return "ours" if app == APPLICATION_ID else "unstamped"
+    shown = ", ".join(tables) or "none"
+    if app == APPLICATION_ID:
+        raise HistoryError(f"{db}: a tebench history database whose tables are not the ones this tebench makes "
+                           f"(tables: {shown}); damaged, or from another tebench version")
+    raise HistoryError(f"{db}: an SQLite database, but not a tebench history database (its tables: {shown}; "
+                       f"tebench's are {', '.join(want)}); left as it is")
+
+
+def connect(db: str | Path, create: bool = False) -> sqlite3.Connection:
+    """A connection to the tebench history database ``db``; made first when ``create`` and there is none.
+
+    HistoryError, before anything is written, for anything but tebench's own
+    database (see :func:`check`); for a missing one unless ``create``.
+    """
+    state = check(db)
+    if state == "new" and not create:
+        what = "an empty file, no history database yet" if os.path.exists(db) else "no such history database"
+        raise HistoryError(f"{db}: {what} (create it with 'tebench history add')")
+    conn = sqlite3.connect(str(db), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    try:
+        conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+        if state == "new":
+            # The stamp and the tables in one transaction: a concurrent `history add` that looks at
+            # the file meanwhile sees either an empty file or tebench's database, never half of one.
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            for statement in filter(str.strip, SCHEMA.split(";")):
+                conn.execute(statement)
+            conn.execute("COMMIT")
+            conn.execute("PRAGMA journal_mode=WAL")  # persistent; several jobs add at once
+        elif state == "unstamped":
+            with contextlib.suppress(sqlite3.OperationalError):  # a read-only file is still read
+                conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise HistoryError(f"{db}: cannot open the history database ({exc})") from None
+    return conn
+
