@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from tebench.schema.records import CaseResult, RunHeader
+from tebench.store import bounded
 from tebench.schema.validate import check_text
 from tebench.schema.version import SCHEMA, RecordError, SchemaError, check_version
 
@@ -139,48 +140,52 @@ def read(path: str | Path) -> Run:
     by a newer schema, is refused with SchemaError. OSError when it cannot be read.
     """
     file = results_path(path)
-    if not file.is_file():
+    if not file.exists():
         raise FileNotFoundError(f"{path}: no results file ({file} does not exist or is not a file)")
     run = Run(path=str(file))
     problems: list[str] = []
     seen_record = False
-    with file.open("rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            where = f"{file}:{lineno}"
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-                # A process killed mid-write leaves a partial line; the case it
-                # belonged to simply has no record and is re-run by --resume.
-                problems.append(f"{where}: {'not UTF-8 text' if isinstance(exc, UnicodeDecodeError) else 'not JSON'}")
-                continue
-            if not isinstance(record, dict) or record.get("schema") != SCHEMA:
-                if not seen_record:
-                    if isinstance(record, dict):
-                        check_version(record, where)  # raises: names the foreign schema
-                    raise SchemaError(f"{where}: not a tebench results record (a JSON {type(record).__name__})")
-                what = f"[schema] = {record.get('schema')!r}" if isinstance(record, dict) else f"a JSON {type(record).__name__}"
-                problems.append(f"{where}: not a tebench results record ({what})")
-                continue
-            version = record.get("schema_version")
-            if seen_record and (not isinstance(version, int) or isinstance(version, bool)):
-                # Damage on one line after a good one: that line is skipped, the file stays readable.
-                problems.append(f"{where}: [schema_version] = {version!r}: must be an integer")
-                continue
-            check_version(record, where)  # a newer schema refuses the whole file
-            seen_record = True
-            try:
-                _restore_non_finite(record)
-                check_record(record)
-            except RecordError as exc:
-                problems.append(f"{where}: {exc}")
-                continue
-            if record["type"] == "header":
-                run.headers.append(record)
-            else:
-                run.cases.append(record)
+    # Bounded: a FIFO, a device or a file past the size limit is refused (InputError, exit 2), and a
+    # line past the line limit is skipped without being held in memory.
+    for lineno, raw in bounded.iter_lines(file):
+        where = f"{file}:{lineno}"
+        if raw is None:
+            problems.append(f"{where}: a line longer than {bounded.RESULTS_LINE_MAX_BYTES >> 20} MiB, skipped unread")
+            continue
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            # A process killed mid-write leaves a partial line; the case it
+            # belonged to simply has no record and is re-run by --resume.
+            problems.append(f"{where}: {'not UTF-8 text' if isinstance(exc, UnicodeDecodeError) else 'not JSON'}")
+            continue
+        if not isinstance(record, dict) or record.get("schema") != SCHEMA:
+            if not seen_record:
+                if isinstance(record, dict):
+                    check_version(record, where)  # raises: names the foreign schema
+                raise SchemaError(f"{where}: not a tebench results record (a JSON {type(record).__name__})")
+            what = f"[schema] = {record.get('schema')!r}" if isinstance(record, dict) else f"a JSON {type(record).__name__}"
+            problems.append(f"{where}: not a tebench results record ({what})")
+            continue
+        version = record.get("schema_version")
+        if seen_record and (not isinstance(version, int) or isinstance(version, bool)):
+            # Damage on one line after a good one: that line is skipped, the file stays readable.
+            problems.append(f"{where}: [schema_version] = {version!r}: must be an integer")
+            continue
+        check_version(record, where)  # a newer schema refuses the whole file
+        seen_record = True
+        try:
+            _restore_non_finite(record)
+            check_record(record)
+        except RecordError as exc:
+            problems.append(f"{where}: {exc}")
+            continue
+        if record["type"] == "header":
+            run.headers.append(record)
+        else:
+            run.cases.append(record)
     run.skipped_lines = len(problems)
     run.problems = problems
     if problems:
