@@ -32,6 +32,11 @@ MAX_EXACT = 2**53
 """An integer given where a number belongs must convert to a float exactly."""
 
 
+# Type hints are few and reused for every value of a long record: their parts are looked up once.
+_origin = lru_cache(maxsize=None)(typing.get_origin)
+_args = lru_cache(maxsize=None)(typing.get_args)
+
+
 @lru_cache(maxsize=None)
 def declared(cls: type) -> tuple[tuple[str, Any, Any], ...]:
     """``(name, type hint, metadata)`` of each declared field of dataclass ``cls`` (bookkeeping fields left out).
@@ -75,11 +80,11 @@ def check(cls: type, data: Any, path: str = "") -> None:
 def value(hint: Any, v: Any, path: str, meta: Any = None) -> None:
     """RecordError unless ``v`` is of the declared type ``hint`` within the limits in ``meta``."""
     meta = meta or {}
-    origin = typing.get_origin(hint)
+    origin = _origin(hint)
     if hint is Any:
         return
     if origin in (Union, types.UnionType):
-        args = typing.get_args(hint)
+        args = _args(hint)
         if v is None:
             if type(None) in args:
                 return
@@ -120,14 +125,14 @@ def value(hint: Any, v: Any, path: str, meta: Any = None) -> None:
             raise RecordError(path, v, f"must be an array, not {_kind(v)}")
         if meta.get("nonempty") and not v:
             raise RecordError(path, v, "must hold at least one value")  # e.g. a round with no timed step
-        args = typing.get_args(hint)
+        args = _args(hint)
         if args:
             _items(args[0], v, path, meta)
         return
     if origin is dict or hint is dict:
         if not isinstance(v, dict):
             raise RecordError(path, v, f"must be an object, not {_kind(v)}")
-        args = typing.get_args(hint)
+        args = _args(hint)
         if args and args[1] is not Any:
             inner = {"finite": meta["finite"]} if "finite" in meta else None  # finiteness holds at every depth
             for key, item in v.items():
@@ -178,12 +183,12 @@ def _choices(v: Any, path: str, meta: Any) -> None:
 
 
 def _nullable(hint: Any) -> bool:
-    return hint is Any or (typing.get_origin(hint) in (Union, types.UnionType) and type(None) in typing.get_args(hint))
+    return hint is Any or (_origin(hint) in (Union, types.UnionType) and type(None) in _args(hint))
 
 
 def _kind_fits(hint: Any, v: Any) -> bool:
     """Whether ``v`` is of the basic kind ``hint`` declares (its limits not yet checked)."""
-    origin = typing.get_origin(hint) or hint
+    origin = _origin(hint) or hint
     if hint is Any:
         return True
     if origin is bool:
@@ -211,14 +216,17 @@ def _kind(v: Any) -> str:
 
 
 def _describe(hint: Any) -> str:
-    if typing.get_origin(hint) in (Union, types.UnionType):
-        args = typing.get_args(hint)
+    if _origin(hint) in (Union, types.UnionType):
+        args = _args(hint)
         words = " or ".join(_describe(a) for a in args if a is not type(None))
         return words + (" or null" if type(None) in args else "")
-    origin = typing.get_origin(hint) or hint
+    origin = _origin(hint) or hint
     return {bool: "true or false", str: "a string", int: "an integer", float: "a number", list: "an array",
             tuple: "an array", dict: "an object"}.get(origin, "an object" if dataclasses.is_dataclass(hint)
                                                       else str(hint))
+
+
+_TEXT_OR_CONTAINER = (str, dict, list)
 
 
 def check_text(obj: Any, path: str = "") -> None:
@@ -238,5 +246,8 @@ def check_text(obj: Any, path: str = "") -> None:
                                                         "surrogate)")
             check_text(item, where)
     elif isinstance(obj, list):
+        # Most lists are per-step numbers: only text and containers are walked (one call per number
+        # would make reading a long run's file take minutes).
         for i, item in enumerate(obj):
-            check_text(item, f"{path}[{i}]")
+            if type(item) in _TEXT_OR_CONTAINER:
+                check_text(item, f"{path}[{i}]")

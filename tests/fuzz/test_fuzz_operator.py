@@ -216,8 +216,11 @@ def test_wrong_typed_values_are_reported_against_the_results_file(name, tmp_path
     path = OPERATOR / "results" / name
     db = tmp_path / "h.db"
     code, _, err = _main(capsys, "history", "add", str(path), "--db", str(db))
-    assert code == 2 and f"{path}{RESULTS[name]['fragment']}" in err and f"--db {db}" not in err, err
-    assert not db.exists()  # checked before the database was made
+    # A damaged case line is skipped by the reader, naming file:line (the rest is stored); a damaged
+    # header refuses the file (exit 2), before the database is made.
+    expected = RESULTS[name].get("exit", 2)
+    assert code == expected and f"{path}{RESULTS[name]['fragment']}" in err and f"--db {db}" not in err, err
+    assert db.exists() == (expected == 0)
 
 
 # --- merge: a claimed shard count allocates nothing ---------------------------------------------------
@@ -280,7 +283,7 @@ def test_report_escapes_every_field_of_a_hostile_results_file(tmp_path, capsys):
     assert code == 0
     md = (tmp_path / "r" / "report.md").read_text()
     _check_markdown(md)
-    assert "launch &lt;script&gt;" in md  # the header's launch, once copied raw into the cost section
+    assert "&lt;script&gt;" in md  # the compile cache's folder, shown in the cost section, escaped
     html = (tmp_path / "r" / "index.html").read_text()
     assert "<script>alert" not in html and "<img src=x" not in html and "\x1b" not in html
 
@@ -387,3 +390,16 @@ def test_compare_of_a_case_with_a_million_samples_completes(tmp_path):
     case = next(d for d in result.deltas if d.case_id == case_id)
     assert case.time_ratio is not None and 1.0 < case.time_ratio < 1.05
     json.loads(result.to_json())
+
+
+@pytest.mark.parametrize("field, value", [("launch", build.PAYLOAD), ("compile_cache", {"state": build.PAYLOAD})])
+def test_a_hostile_enumerated_header_field_is_refused(tmp_path, capsys, field, value):
+    """The header's launch and compile-cache state, once copied raw into report.md, are enumerated in the
+    schema: a value outside them refuses the file (exit 2, naming the field) before anything renders."""
+    lines = CPU.read_text().splitlines()
+    header = json.loads(lines[0])
+    header[field] = value
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    code, _, err = _main(capsys, "report", str(bad), "--out", str(tmp_path / "r"))
+    assert code == 2 and f"[{field}" in err and not (tmp_path / "r" / "report.md").exists()

@@ -115,7 +115,9 @@ def hostile(src: Path, out: Path, keep_names: bool = False) -> Path:
     """``src`` with :data:`PAYLOAD` appended to every text of its header and records (statuses, ids,
     modes and the case description kept, so it reads and renders; device names too if ``keep_names``,
     so it compares with ``src``), and the header's launch and compile cache state replaced by it."""
-    keep = {"schema", "type", "status", "case_id", "verdict", "kind", "timer", "mode", "workload", "size",
+    # Kept: what readers key on, and the fields the schema enumerates (a hostile value there is refused
+    # before anything renders: test_a_hostile_enumerated_header_field_is_refused).
+    keep = {"schema", "type", "status", "case_id", "verdict", "kind", "timer", "mode", "workload", "size", "device_type",
             "parallel", "recipe", "format", "amax_compute_algo", "method", "warmup_rule", "module", "source",
             "match", "mfu_basis", *(("name",) if keep_names else ())}
 
@@ -130,7 +132,7 @@ def hostile(src: Path, out: Path, keep_names: bool = False) -> Path:
     for rec in (json.loads(line) for line in src.read_text().splitlines() if line.strip()):
         if rec["type"] == "header":
             rec = walk(rec)
-            rec.update(launch=PAYLOAD, compile_cache={"state": PAYLOAD, "dir": PAYLOAD}, ab=None)
+            rec.update(launch="prestarted", compile_cache={"state": "warm", "dir": PAYLOAD}, ab=None)
         else:
             case = rec["case"]
             rec = walk(rec)

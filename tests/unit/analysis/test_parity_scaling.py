@@ -1,0 +1,211 @@
+"""Parity re-judging finds references by grouping, in linear time, with the verdicts of the full scan.
+
+The oracle is the reference search as it was before grouping (every lookup
+scanned every record), kept here verbatim and swapped in for the grouped one;
+the rest of the judging is the same code either way, so any difference comes
+from which references a case is judged against.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import random
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from tebench.analysis import parity
+from tebench.store import reader as results
+from tebench.plan.modes import REFERENCE_MODES
+
+from conftest import ROOT  # noqa: E402
+STORED = sorted(ROOT.glob("reports/*/results.jsonl")) + sorted((ROOT / "tests" / "fixtures").glob("*.jsonl"))
+
+
+def _same_setup_before(case: dict[str, Any], other: dict[str, Any]) -> bool:
+    s, o = case["settings"], other["settings"]
+    return (all(other[k] == case[k] for k in ("workload", "size", "dims"))
+            and o["seed"] == s["seed"]
+            and o["steps"] + o["warmup"] == s["steps"] + s["warmup"]
+            and o["lr"] == s["lr"]
+            and o.get("lr_warmup", 0) == s.get("lr_warmup", 0))
+
+
+class QuadraticRuns(list):
+    """The reference search before grouping: ``_plain_runs`` and ``_reference_runs`` as they were."""
+
+    used = 0
+
+    def of(self, case: dict[str, Any], mode: str) -> list[dict[str, Any]]:
+        QuadraticRuns.used += 1
+        return [r for r in self
+                if r.get("status") == "ok" and r.get("loss") and r["case"]["mode"] == mode and not r["case"].get("graphs")
+                and r["case"].get("parallel", "single") == "single" and not r["case"].get("fp8")
+                and not (r.get("setup") or {}).get("test_mutation") and _same_setup_before(case, r["case"])]
+
+    def reference(self, case: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
+        for mode in REFERENCE_MODES:
+            runs = self.of(case, mode)
+            if runs:
+                return mode, runs
+        return None, []
+
+
+def _verdicts(records: list[dict[str, Any]], judge: Callable[[list[dict[str, Any]]], None]) -> list[str]:
+    """Every record's parity after ``judge`` on a deep copy, as exact JSON (NaN compares equal as text)."""
+    mine = copy.deepcopy(records)  # keeps a record listed twice one object, as in the original
+    judge(mine)
+    return [json.dumps(r.get("parity"), sort_keys=True) for r in mine]
+
+
+def _both(records: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[str]]:
+    new = _verdicts(records, parity.attach)
+    QuadraticRuns.used = 0
+    with monkeypatch.context() as m:
+        m.setattr(parity, "_Grouped", QuadraticRuns)
+        old = _verdicts(records, parity.attach)
+    assert QuadraticRuns.used, "the oracle was not used: attach no longer looks references up through _Grouped"
+    return new, old
+
+
+def _stored_cases(path: Path) -> list[dict[str, Any]]:
+    # Every record, superseded re-runs included: more references, and order matters (the first is the reference).
+    return results.read(path).cases
+
+
+@pytest.mark.parametrize("path", STORED, ids=[str(p.relative_to(ROOT)) for p in STORED])
+def test_stored_results_judge_as_before(path, monkeypatch):
+    records = _stored_cases(path)
+    new, old = _both(records, monkeypatch)
+    assert new == old
+    assert any(v != "null" for v in new)
+
+
+def test_all_stored_results_together_judge_as_before(monkeypatch):
+    """One list of every stored file: references from one file serve cases of another, as in a merge."""
+    records = [r for path in STORED for r in _stored_cases(path)]
+    new, old = _both(records, monkeypatch)
+    assert new == old
+
+
+def _curve(rng: random.Random, end: float, n: int = 24) -> list[float]:
+    return [4.0 * (end / 4.0) ** (i / (n - 1)) * (1.0 + rng.gauss(0.0, 0.01)) for i in range(n)]
+
+
+def _record(rng: random.Random, mode: str, round_: int = 0, end: float = 1.0, **case: Any) -> dict[str, Any]:
+    settings = {"seed": 1, "steps": 20, "warmup": 4, "lr": 1e-3, "lr_warmup": 0, "parity_rtol": 0.1,
+                "parity_atol": 0.05, **case.pop("settings", {})}
+    for key in case.pop("drop", ()):
+        del settings[key]
+    return {"case_id": f"{mode}-{round_}", "round": round_, "status": case.pop("status", "ok"),
+            "case": {"workload": "gpt", "size": "s", "mode": mode, "dims": {"d": 8, "l": 2}, "fp8": None,
+                     "graphs": False, "parallel": "single", **case, "settings": settings},
+            "loss": {"per_step": _curve(rng, end)},
+            "validation": {"metric": "greedy_accuracy", "greedy_accuracy": 0.9, "count": 64},
+            "setup": {}}
+
+
+# Each changes one thing _same_setup compares (or one it must not tell apart); "drop" removes settings.
+SETUPS: dict[str, dict[str, Any]] = {
+    "base": {},
+    "same total steps": {"settings": {"steps": 22, "warmup": 2}},
+    "other seed": {"settings": {"seed": 2}},
+    "other steps": {"settings": {"steps": 30}},
+    "other lr": {"settings": {"lr": 2e-3}},
+    "int lr": {"settings": {"lr": 1}},
+    "float lr equal to it": {"settings": {"lr": 1.0}},
+    "nan lr": {"settings": {"lr": math.nan}},
+    "no lr_warmup": {"drop": ["lr_warmup"]},
+    "lr_warmup": {"settings": {"lr_warmup": 5}},
+    "dims reordered": {"dims": {"l": 2, "d": 8}},
+    "other dims": {"dims": {"d": 16, "l": 2}},
+    "nested dims": {"dims": {"d": 8, "l": [2, {"x": 1}]}},
+    "other size": {"size": "m"},
+    "other workload": {"workload": "llama"},
+}
+
+
+def _edge_records(seed: int = 0) -> list[dict[str, Any]]:
+    """Every setup above with references, fallbacks, and runs that must not serve as a reference."""
+    rng = random.Random(seed)
+    out: list[dict[str, Any]] = []
+    for i, extra in enumerate(SETUPS.values()):
+        def rec(mode: str, round_: int = 0, end: float = 1.0, **more: Any) -> dict[str, Any]:
+            return _record(rng, mode, round_, end, **copy.deepcopy(extra), **more)
+        group = [rec("PT-AMP", 0, 1.01), rec("PT-AMP", 1, 1.01), rec("TE-BF16", 0, 1.02),
+                 rec("TE-FP8", 0, 1.6, fp8={"recipe": "delayed"}), rec("PT-AMP+compile", 0, 1.0)]
+        if i % 3 != 2:  # every third setup has no PT-FP32: PT-AMP is its reference
+            group += [rec("PT-FP32", 0), rec("PT-FP32", 1), rec("PT-FP32", 2, 1.3)]
+        if i % 3 == 1:  # ... or a PT-FP32 that does not count
+            group += [rec("PT-FP32", 3, status="oom"), rec("PT-FP32", 4, graphs=True),
+                      rec("PT-FP32", 5, parallel="ddp"), rec("PT-FP32", 6, fp8={"recipe": "delayed"})]
+        mutated = rec("PT-FP32", 7)
+        mutated["setup"] = {"test_mutation": "frozen"}
+        diverged = rec("TE-BF16", 1, status="diverged")
+        diverged["loss"]["per_step"][-1] = math.nan
+        frozen = rec("TE-BF16", 2)
+        frozen["updates"] = {"unchanged": 3, "unchanged_names": ["w"]}
+        group += [mutated, diverged, frozen]
+        out += group
+    rng.shuffle(out)
+    out.append(out[3])  # one record listed twice
+    return out
+
+
+def test_edge_cases_judge_as_before(monkeypatch):
+    records = _edge_records()
+    new, old = _both(records, monkeypatch)
+    assert new == old
+    verdicts = {json.loads(v)["verdict"] for v in new if v != "null"}
+    assert {"reference", "pass", "fail", "n/a"} <= verdicts
+
+
+def test_judge_of_each_new_record_as_before(monkeypatch):
+    """The runner judges each new record against the ones before it: ``judge(records + [rec], rec)``."""
+    records = _edge_records(seed=1)
+    new = [json.dumps(parity.judge(records[:i + 1], r), sort_keys=True) for i, r in enumerate(records)]
+    with monkeypatch.context() as m:
+        m.setattr(parity, "_Grouped", QuadraticRuns)
+        old = [json.dumps(parity.judge(records[:i + 1], r), sort_keys=True) for i, r in enumerate(records)]
+    assert new == old
+
+
+def test_reference_for_as_before(monkeypatch):
+    records = _edge_records(seed=2)
+    new = [parity.reference_for(records, r["case"]) for r in records]
+    with monkeypatch.context() as m:
+        m.setattr(parity, "_Grouped", QuadraticRuns)
+        old = [parity.reference_for(records, r["case"]) for r in records]
+    assert new == old
+
+
+def _setups(n_setups: int) -> list[dict[str, Any]]:
+    rng = random.Random(0)
+    return [_record(rng, mode, round_, size=f"s{i}")
+            for i in range(n_setups) for mode in ("PT-FP32", "PT-AMP", "TE-BF16") for round_ in range(3)]
+
+
+def test_attach_compares_each_record_with_its_own_group_only(monkeypatch):
+    """Linear, counted rather than timed: four times the records, four times the setup comparisons."""
+    calls = 0
+    same_setup = parity._same_setup
+
+    def counted(case: dict[str, Any], other: dict[str, Any]) -> bool:
+        nonlocal calls
+        calls += 1
+        return same_setup(case, other)
+
+    monkeypatch.setattr(parity, "_same_setup", counted)
+    # Only the search is counted: the curves need no judging.
+    monkeypatch.setattr(parity, "evaluate", lambda *a, **k: {"verdict": "inconclusive", "reason": ""})
+    counts = []
+    for n_setups in (20, 80):
+        calls = 0
+        parity.attach(_setups(n_setups))
+        counts.append(calls)
+    # 9 records a setup, each compared with its setup's 3 PT-FP32 rounds (and 3 PT-AMP ones)
+    assert counts[0] <= 9 * 6 * 20
+    assert counts[1] == 4 * counts[0]
