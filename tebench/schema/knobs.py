@@ -55,6 +55,12 @@ def _types(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
+@lru_cache(maxsize=None)
+def fields_by_name(cls: type) -> dict[str, dataclasses.Field]:
+    """The dataclass fields of ``cls`` by name (looked up once: reading a long file checks every record's tables)."""
+    return {f.name: f for f in dataclasses.fields(cls)}
+
+
 def doc(cls: type, name: str) -> str:
     """The one-line documentation of a field."""
     return next(f.metadata.get("doc", "") for f in dataclasses.fields(cls) if f.name == name)
@@ -70,7 +76,7 @@ def check_value(cls: type, name: str, value: Any, limits: bool = True) -> Any:
     ``limits=False`` checks type and finiteness only (reading old records,
     whose values were valid under the limits of their day).
     """
-    fld = next(f for f in dataclasses.fields(cls) if f.name == name)
+    fld = fields_by_name(cls)[name]
     want = _types(cls)[name]
     meta = fld.metadata
     if want is bool:
@@ -113,7 +119,7 @@ def build(cls: type, data: dict[str, Any], *, require_all: bool = True, base: An
     names only ``vocab`` must not silently take the other dimensions from
     defaults). ``base``: an instance the table overrides (settings).
     """
-    known = [f.name for f in dataclasses.fields(cls)]
+    known = list(fields_by_name(cls))
     for key, value in data.items():
         if key not in known:
             raise FieldError(key, value, f"unknown key (known: {', '.join(known)})")

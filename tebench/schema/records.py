@@ -35,7 +35,7 @@ from tebench.plan.matrix import PARALLEL, Settings
 from tebench.plan.modes import MODES
 from tebench.plan.recipes import AMAX_ALGOS, FORMATS, RECIPES
 from tebench.schema import validate
-from tebench.schema.knobs import FieldError, check_value, knob
+from tebench.schema.knobs import FieldError, check_value, fields_by_name, knob
 from tebench.schema import version as versions
 from tebench.schema.version import SCHEMA, STATUSES, RecordError, check_version
 
@@ -64,8 +64,9 @@ class _Part:
     _keys: tuple[str, ...]
 
     @classmethod
-    def _names(cls) -> list[str]:
-        return [name for name, _, _ in validate.declared(cls)]
+    @functools.cache
+    def _names(cls) -> tuple[str, ...]:
+        return tuple(name for name, _, _ in validate.declared(cls))
 
     @classmethod
     @functools.cache
@@ -556,7 +557,7 @@ def _declared_values(cls: type, table: dict[str, Any], path: str, closed: bool) 
     Only the lower limits apply: a record was valid under the upper limits of its day. ``closed``:
     a key ``cls`` does not declare is refused (the matrix refuses it too).
     """
-    names = {f.name: f for f in dataclasses.fields(cls)}
+    names = fields_by_name(cls)
     for key, v in table.items():
         if key not in names:
             if closed:

@@ -58,113 +58,203 @@ def declared(cls: type) -> tuple[tuple[str, Any, Any], ...]:
 
 def check(cls: type, data: Any, path: str = "") -> None:
     """RecordError unless ``data`` is an object whose declared fields (of dataclass ``cls``) hold their types."""
-    if not isinstance(data, dict):
-        raise RecordError(path, data, f"must be an object, not {_kind(data)}")
-    for name, hint, meta in declared(cls):
-        where = f"{path}.{name}" if path else name
-        if name not in data or data[name] is None:
-            # A stored null is "not measured", as an absent key is; only a required field must hold a value.
-            if meta.get("required"):
-                raise RecordError(where, data.get(name), "missing")
-            continue
-        shape = meta.get("shape")
-        if shape is not None and isinstance(data[name], dict):
-            check(shape, data[name], where)  # a dict readers index, validated as the dataclass it serialises
-        else:
-            value(hint, data[name], where, meta)
-    rules = getattr(cls, "rules", None)
-    if rules is not None:
-        rules(data, path)  # what a type cannot say: checks across fields
+    _part_checker(cls)(data, path)
 
 
 def value(hint: Any, v: Any, path: str, meta: Any = None) -> None:
     """RecordError unless ``v`` is of the declared type ``hint`` within the limits in ``meta``."""
-    meta = meta or {}
+    _checker(hint, _freeze(meta))(v, path)
+
+
+# Each declaration becomes a checking function once (per type hint and limits), so that the
+# millions of values in a long file (per-step lists, FP8 state per layer and quantizer) cost
+# one call each, not a walk through the type hint each time.
+Checker = typing.Callable[[Any, str], None]
+
+
+def _freeze(meta: Any) -> tuple:
+    if not meta:
+        return ()
+    return tuple(sorted((k, tuple(v) if isinstance(v, (list, set, frozenset)) else v) for k, v in meta.items()))
+
+
+@lru_cache(maxsize=None)
+def _part_checker(cls: type) -> Checker:
+    fields = []
+    for name, hint, meta in declared(cls):
+        shape = meta.get("shape")
+        fields.append((name, bool(meta.get("required")), _part_checker(shape) if shape is not None else None,
+                       _checker(hint, _freeze(meta))))
+    rules = getattr(cls, "rules", None)
+
+    def check_part(data: Any, path: str) -> None:
+        if not isinstance(data, dict):
+            raise RecordError(path, data, f"must be an object, not {_kind(data)}")
+        for name, required, shape, checker in fields:
+            v = data.get(name)
+            where = f"{path}.{name}" if path else name
+            if v is None:
+                # A stored null is "not measured", as an absent key is; only a required field must hold a value.
+                if required:
+                    raise RecordError(where, v, "missing")
+                continue
+            if shape is not None and isinstance(v, dict):
+                shape(v, where)  # a dict readers index, validated as the dataclass it serialises
+            else:
+                checker(v, where)
+        if rules is not None:
+            rules(data, path)  # what a type cannot say: checks across fields
+
+    return check_part
+
+
+def _nothing(v: Any, path: str) -> None:
+    return None
+
+
+@lru_cache(maxsize=None)
+def _checker(hint: Any, frozen: tuple) -> Checker:
+    """The function that checks one value against ``hint`` and the limits ``frozen`` (a frozen knob metadata)."""
+    meta = dict(frozen)
     origin = _origin(hint)
     if hint is Any:
-        return
+        return _nothing
     if origin in (Union, types.UnionType):
-        args = _args(hint)
-        if v is None:
-            if type(None) in args:
-                return
-            raise RecordError(path, v, f"must be {_describe(hint)}, not null")
-        # The first option of the value's own kind decides (its limits apply); no such option: a wrong type.
-        option = next((a for a in args if a is not type(None) and _kind_fits(a, v)), None)
-        if option is None:
-            raise RecordError(path, v, f"must be {_describe(hint)}, not {_kind(v)}")
-        value(option, v, path, meta)
-        return
+        return _union(hint, frozen)
     if hint is bool:
-        if not isinstance(v, bool):
-            raise RecordError(path, v, f"must be true or false, not {_kind(v)}")
-        return
+        def check_bool(v: Any, path: str) -> None:
+            if not isinstance(v, bool):
+                raise RecordError(path, v, f"must be true or false, not {_kind(v)}")
+        return check_bool
     if hint is str:
-        if not isinstance(v, str):
-            raise RecordError(path, v, f"must be a string, not {_kind(v)}")
-        _choices(v, path, meta)
-        return
+        choices = meta.get("choices")
+
+        def check_str(v: Any, path: str) -> None:
+            if not isinstance(v, str):
+                raise RecordError(path, v, f"must be a string, not {_kind(v)}")
+            if choices is not None and v not in choices:
+                _choices(v, path, meta)
+        return check_str
     if hint is int:
-        if not isinstance(v, int) or isinstance(v, bool):
-            raise RecordError(path, v, f"must be an integer, not {_kind(v)}")
-        if abs(v) > MAX_INT:
-            raise RecordError(path, v, "is too large for an integer of a record (64 bits)")
-        _range(v, path, meta)
-        return
-    if hint is float:
-        if not isinstance(v, NUMBER) or isinstance(v, bool):
-            raise RecordError(path, v, f"must be a number, not {_kind(v)}")
-        if isinstance(v, int) and abs(v) > MAX_EXACT:
-            raise RecordError(path, v, "is too large to be a number of a record")
-        if meta.get("finite", True) and not math.isfinite(v):
-            raise RecordError(path, v, "must be a finite number")
-        _range(v, path, meta)
-        return
-    if origin in (list, tuple) or hint in (list, tuple):
-        if not isinstance(v, list):
-            raise RecordError(path, v, f"must be an array, not {_kind(v)}")
-        if meta.get("nonempty") and not v:
-            raise RecordError(path, v, "must hold at least one value")  # e.g. a round with no timed step
-        args = _args(hint)
-        if args:
-            _items(args[0], v, path, meta)
-        return
-    if origin is dict or hint is dict:
-        if not isinstance(v, dict):
-            raise RecordError(path, v, f"must be an object, not {_kind(v)}")
-        args = _args(hint)
-        if args and args[1] is not Any:
-            inner = {"finite": meta["finite"]} if "finite" in meta else None  # finiteness holds at every depth
-            for key, item in v.items():
-                value(args[1], item, f"{path}.{key}", inner)
-        return
-    if dataclasses.is_dataclass(hint):
-        check(hint, v, path)
-        return
-    raise TypeError(f"{path}: no validation rule for declared type {hint!r}")  # a declaration this module lacks
+        limited = any(k in meta for k in ("min", "max", "choices"))
 
-
-def _items(hint: Any, items: list, path: str, meta: Any) -> None:
-    # The long lists (per-step times and losses, FP8 amax histories) are numbers: checked in
-    # one pass rather than one call per element.
+        def check_int(v: Any, path: str) -> None:
+            if type(v) is not int:
+                if not isinstance(v, int) or isinstance(v, bool):
+                    raise RecordError(path, v, f"must be an integer, not {_kind(v)}")
+            if abs(v) > MAX_INT:
+                raise RecordError(path, v, "is too large for an integer of a record (64 bits)")
+            if limited:
+                _range(v, path, meta)
+        return check_int
     if hint is float:
         finite = meta.get("finite", True)
-        for i, v in enumerate(items):
-            if type(v) is float:
-                if finite and not math.isfinite(v):
-                    raise RecordError(f"{path}[{i}]", v, "must be a finite number")
-            elif type(v) is not int or abs(v) > MAX_EXACT:
-                value(float, v, f"{path}[{i}]")  # raises, naming what is wrong
+        limited = any(k in meta for k in ("min", "max", "choices"))
+
+        def check_float(v: Any, path: str) -> None:
+            t = type(v)
+            if t is not float:
+                if not isinstance(v, NUMBER) or isinstance(v, bool):
+                    raise RecordError(path, v, f"must be a number, not {_kind(v)}")
+                if isinstance(v, int) and abs(v) > MAX_EXACT:
+                    raise RecordError(path, v, "is too large to be a number of a record")
+            if finite and not math.isfinite(v):
+                raise RecordError(path, v, "must be a finite number")
+            if limited:
+                _range(v, path, meta)
+        return check_float
+    if origin in (list, tuple) or hint in (list, tuple):
+        return _list(hint, frozen)
+    if origin is dict or hint is dict:
+        return _dict(hint, frozen)
+    if dataclasses.is_dataclass(hint):
+        return _part_checker(hint)
+    raise TypeError(f"no validation rule for declared type {hint!r}")  # a declaration this module lacks
+
+
+def _union(hint: Any, frozen: tuple) -> Checker:
+    args = _args(hint)
+    nullable = type(None) in args
+    options = tuple((a, _checker(a, frozen)) for a in args if a is not type(None))
+    if len(options) == 1:
+        (only, only_check), = options
+
+    def check_union(v: Any, path: str) -> None:
+        if v is None:
+            if nullable:
+                return
+            raise RecordError(path, v, f"must be {_describe(hint)}, not null")
+        if len(options) == 1:
+            if not _kind_fits(only, v):
+                raise RecordError(path, v, f"must be {_describe(hint)}, not {_kind(v)}")
+            only_check(v, path)
+            return
+        # The first option of the value's own kind decides (its limits apply); no such option: a wrong type.
+        for option, option_check in options:
+            if _kind_fits(option, v):
+                option_check(v, path)
+                return
+        raise RecordError(path, v, f"must be {_describe(hint)}, not {_kind(v)}")
+    return check_union
+
+
+def _list(hint: Any, frozen: tuple) -> Checker:
+    meta = dict(frozen)
+    nonempty = meta.get("nonempty")
+    args = _args(hint)
+    item = args[0] if args else None
+    if item is float:
+        finite = meta.get("finite", True)
         lo = meta.get("items_min")
-        if lo is not None and items and min(items) < lo:  # NaN compares false: judged above
-            i = next(i for i, v in enumerate(items) if v < lo)
-            raise RecordError(f"{path}[{i}]", items[i], f"must be at least {lo}")
-        return
-    inner = {k: meta[k] for k in ("finite",) if k in meta} or None
+
+        # The long lists (per-step times and losses, FP8 amax histories) are numbers: checked in
+        # one pass rather than one call per element.
+        def check_floats(v: Any, path: str) -> None:
+            if not isinstance(v, list):
+                raise RecordError(path, v, f"must be an array, not {_kind(v)}")
+            if nonempty and not v:
+                raise RecordError(path, v, "must hold at least one value")  # e.g. a round with no timed step
+            for i, x in enumerate(v):
+                if type(x) is float:
+                    if finite and not math.isfinite(x):
+                        raise RecordError(f"{path}[{i}]", x, "must be a finite number")
+                elif type(x) is not int or abs(x) > MAX_EXACT:
+                    value(float, x, f"{path}[{i}]")  # raises, naming what is wrong
+            if lo is not None and v and min(v) < lo:  # NaN compares false: judged above
+                i = next(i for i, x in enumerate(v) if x < lo)
+                raise RecordError(f"{path}[{i}]", v[i], f"must be at least {lo}")
+        return check_floats
+    inner: dict[str, Any] = {k: meta[k] for k in ("finite",) if k in meta}
     if "items_min" in meta:
-        inner = {**(inner or {}), "min": meta["items_min"]}
-    for i, v in enumerate(items):
-        value(hint, v, f"{path}[{i}]", inner)
+        inner["min"] = meta["items_min"]
+    check_item = _checker(item, _freeze(inner)) if item is not None else None
+
+    def check_list(v: Any, path: str) -> None:
+        if not isinstance(v, list):
+            raise RecordError(path, v, f"must be an array, not {_kind(v)}")
+        if nonempty and not v:
+            raise RecordError(path, v, "must hold at least one value")
+        if check_item is not None:
+            for i, x in enumerate(v):
+                check_item(x, f"{path}[{i}]")
+    return check_list
+
+
+def _dict(hint: Any, frozen: tuple) -> Checker:
+    meta = dict(frozen)
+    args = _args(hint)
+    check_item = None
+    if args and args[1] is not Any:
+        inner = {"finite": meta["finite"]} if "finite" in meta else {}  # finiteness holds at every depth
+        check_item = _checker(args[1], _freeze(inner))
+
+    def check_dict(v: Any, path: str) -> None:
+        if not isinstance(v, dict):
+            raise RecordError(path, v, f"must be an object, not {_kind(v)}")
+        if check_item is not None:
+            for key, x in v.items():
+                check_item(x, f"{path}.{key}")
+    return check_dict
 
 
 def _range(v: float, path: str, meta: Any) -> None:

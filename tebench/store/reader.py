@@ -13,6 +13,7 @@ written as strict JSON: a NaN or inf becomes null, listed in the record's
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,17 +65,20 @@ def results_path(path: str | Path) -> Path:
     return p / RESULTS_NAME if p.is_dir() else p
 
 
-def check_record(record: Any) -> None:
+def check_record(record: Any, *, text: bool = True) -> None:
     """Raise RecordError when a (schema-checked) record lacks the shape its declarations give.
 
     Every field is checked at every depth against its declaration in
     :mod:`tebench.schema.records` (type and limits), text anywhere must be valid
     Unicode, and a case record's ``case`` is normalised in place (its settings
-    completed with their defaults: readers index them directly).
+    completed with their defaults: readers index them directly). ``text=False``
+    leaves out the Unicode walk, for a record decoded from a line that
+    :func:`may_hold_surrogate` clears.
     """
     if not isinstance(record, dict):
         raise RecordError("", record, f"not a JSON object but {type(record).__name__}")
-    check_text(record)
+    if text:
+        check_text(record)
     for key in [k for k, v in record.items() if v is None and k in _PARTS]:
         # Readers write record.get("timing", {}): an explicit null must read as absent.
         del record[key]
@@ -86,6 +90,19 @@ def check_record(record: Any) -> None:
         record["case"] = _normal_case(record["case"])
     else:
         raise RecordError("type", kind, "unknown record type (known: header, case)")
+
+
+_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def may_hold_surrogate(raw: bytes) -> bool:
+    """Whether JSON text decoded from strict UTF-8 ``raw`` can hold a lone surrogate.
+
+    Strict UTF-8 cannot encode one, so only a ``\\udXXX`` escape (X from 8) can
+    produce it: a line without one needs no walk through its text, which on a
+    long file is most of the checking time.
+    """
+    return _ESCAPED_SURROGATE.search(raw) is not None
 
 
 _PARTS = {*CaseResult.parts(), *RunHeader.parts()}
@@ -178,7 +195,7 @@ def read(path: str | Path) -> Run:
         seen_record = True
         try:
             _restore_non_finite(record)
-            check_record(record)
+            check_record(record, text=may_hold_surrogate(raw))
         except RecordError as exc:
             problems.append(f"{where}: {exc}")
             continue
