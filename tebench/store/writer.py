@@ -34,14 +34,31 @@ def sanitize(obj: Any, path: tuple = (), notes: list[dict[str, Any]] | None = No
 
 def dumps_strict(obj: Any, **kwargs: Any) -> str:
     """Strict JSON text (RFC 8259): NaN and inf become null."""
-    return json.dumps(sanitize(obj), allow_nan=False, default=_jsonable, **kwargs)
+    return _dumps(obj, None, **kwargs)
+
+
+def _dumps(obj: Any, notes: list[dict[str, Any]] | None, **kwargs: Any) -> str:
+    # Most records hold no NaN: the encoder refuses one (ValueError) and only then is the record
+    # walked, which on a long file would otherwise be most of the writing time.
+    try:
+        return json.dumps(obj, allow_nan=False, default=_jsonable, **kwargs)
+    except ValueError:
+        clean = sanitize(obj, (), notes)
+        if notes:
+            clean["non_finite"] = notes
+        return json.dumps(clean, allow_nan=False, default=_jsonable, **kwargs)
 
 
 class Writer:
-    """Appends records durably: each line is flushed and fsync'd before the next case starts."""
+    """Appends records durably: each line is flushed and fsync'd before the next case starts.
 
-    def __init__(self, path: Path):
+    ``durable=False`` leaves the fsync to the caller (:func:`write_all` syncs a
+    whole file once before its rename: the file does not exist for readers until then).
+    """
+
+    def __init__(self, path: Path, durable: bool = True):
         self.path = path
+        self.durable = durable
         path.parent.mkdir(parents=True, exist_ok=True)
         # A previous run killed mid-line would glue our first record to its
         # fragment; start on a fresh line instead.
@@ -52,20 +69,21 @@ class Writer:
 
     def append(self, record: dict[str, Any]) -> None:
         """Write one record as a line of strict JSON and fsync it. OSError (e.g. ENOSPC) propagates."""
-        notes: list[dict[str, Any]] = []
-        clean = sanitize({"schema": versions.SCHEMA, "schema_version": versions.SCHEMA_VERSION, **record}, (), notes)
-        if notes:
-            clean["non_finite"] = notes
-        line = json.dumps(clean, allow_nan=False, default=_jsonable) + "\n"
+        line = _dumps({"schema": versions.SCHEMA, "schema_version": versions.SCHEMA_VERSION, **record}, []) + "\n"
         try:
             self._fh.write(line)
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+            if self.durable:
+                self.sync()
         except OSError:
             # The line may be on disk in part; the next writer starts a fresh
             # line (see __init__) and readers skip the fragment.
             self._failed = True
             raise
+
+    def sync(self) -> None:
+        """Flush and fsync what was written. OSError propagates."""
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
 
     def close(self) -> None:
         try:
@@ -99,9 +117,10 @@ def write_all(path: Path, records: Iterable[dict[str, Any]]) -> None:
     """Write a complete results file atomically (used by merge): a temp file, then a rename."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with Writer(tmp) as w:
+        with Writer(tmp, durable=False) as w:
             for record in records:
                 w.append({k: v for k, v in record.items() if k not in ("schema", "schema_version")})
+            w.sync()
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
