@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tebench.analysis import parity, stats
+from tebench.analysis import breakdown, parity, stats
 from tebench.plan.environment import Environment
+from tebench.plan.modes import MODES
 from tebench.plan.schedule import Planned
 from tebench.schema.records import CaseResult, Device, Measurements, Summary, Throughput
 from tebench.schema.version import RecordError
@@ -54,6 +55,8 @@ def build_record(p: Planned, raw: Measurements, env: Environment, run_id: str, s
         if summary.get("median"):
             record.throughput = Throughput.from_dict(
                 stats.throughput(summary["median"], tokens, flops, env.peak_tflops, case.nproc))
+            derive_breakdown(record, env.peak_tflops, wl.flops_per_step(size))
+    prove_fp8(record)
     if record.loss:
         losses = record.loss.per_step
         if record.status == "ok":
@@ -63,3 +66,44 @@ def build_record(p: Planned, raw: Measurements, env: Environment, run_id: str, s
         record.loss.first = losses[0] if losses else None
         record.loss.final = parity.final_loss(losses)
     return record
+
+
+def high_precision(record: CaseResult) -> str:
+    """The GEMM precision a case's non-FP8 matmuls run in: fp32 without autocast, else bf16 (fp16 counts as bf16)."""
+    mode = MODES.get(record.mode)
+    return "bf16" if mode is None or mode.amp or mode.family == "te" else "fp32"
+
+
+def derive_breakdown(record: CaseResult, peak: dict[str, Any] | None, flops: float | None) -> None:
+    """``time_breakdown`` from the record's profiled kernels and its median step (nothing without kernels).
+
+    ``flops``: the model FLOPs of one step on one rank (the census counts one rank's layers).
+    """
+    if record.kernels is None or not record.timing or not record.timing.samples_ms:
+        return
+    setup = record.setup
+    record.time_breakdown = breakdown.time_breakdown(
+        record.kernels, record.timing.summary.median or 0.0, flops, record.modules, high_precision(record),
+        peak, setup.tf32_matmul if setup is not None else None)
+
+
+def is_fp8_case(record: CaseResult) -> bool:
+    """Whether the case's mode quantizes its GEMMs (TE-FP8 and any FP8 mode)."""
+    mode = MODES.get(record.mode)
+    return bool(mode is not None and mode.fp8 and record.case.get("fp8"))
+
+
+def prove_fp8(record: CaseResult) -> None:
+    """An FP8 case whose GEMMs all ran in high precision is not an FP8 result: it is failed, saying what ran.
+
+    Evidence comes from the profiled extra steps (every CUDA case profiles at
+    least one); a case with none (a CPU, a crash before it) gets no proof.
+    """
+    if not is_fp8_case(record) or (record.kernels is None and record.modules is None):
+        return
+    proof = breakdown.fp8_proof(record.kernels, record.modules)
+    record.fp8_proof = proof
+    if proof.verdict == "no-fp8" and record.status == "ok":
+        record.status = "failed"
+        record.reason = (f"not an FP8 result: {proof.note}. It is kept out of every FP8 figure "
+                         "(a workload that builds torch.nn layers, or calls TE layers outside FP8 autocast?)")

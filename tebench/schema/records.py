@@ -242,6 +242,13 @@ class Memory(_Part):
     peak_reserved_bytes: float | None = knob(None, "torch.cuda.max_memory_reserved over the timed steps.", min=0)
     peak_rss_bytes: float | None = knob(None, "The process's peak resident set (CPU).", min=0)
     param_count: int | None = knob(None, "Parameters of the model trained.", min=0)
+    # What the memory held between steps is made of (CUDA; each storage counted once):
+    between_steps_bytes: float | None = knob(None, "torch.cuda.memory_allocated after the last timed step.", min=0)
+    params_bytes: float | None = knob(None, "Parameters kept in high precision.", min=0)
+    fp8_weight_bytes: float | None = knob(None, "FP8 weights (fp8_weights) and TE's cached FP8 copies and "
+                                                "transposes of weights.", min=0)
+    grads_bytes: float | None = knob(None, "Gradients (and TE's main_grad buffers).", min=0)
+    optimizer_bytes: float | None = knob(None, "The optimizer's state (moments, master weights).", min=0)
 
     @property
     def peak_bytes(self) -> float | None:
@@ -295,6 +302,44 @@ class GpuBusy(_Part):
     method: str | None = knob(None, "How it was measured.")
     profiled_steps: int | None = knob(None, "Extra steps profiled (never timed ones).", min=0)
     kernels_seen: int | None = knob(None, "Kernel and copy intervals in the profile.", min=0)
+
+
+@_part
+class KernelTime(_Part):
+    """One kernel name's GPU time in the profiled extra steps."""
+
+    name: str = knob("", "The kernel's name as the profiler gives it (kernels, Memcpy …, Memset …).", required=True)
+    ms: float = knob(0.0, "Milliseconds per profiled step, durations summed.", min=0, required=True)
+    calls: float = knob(0.0, "Launches per profiled step.", min=0, required=True)
+
+
+@_part
+class Kernels(_Part):
+    """The GPU kernels of the profiled extra steps by name: what the time breakdown and the FP8 proof are
+    derived from (the parent classifies them: :mod:`tebench.analysis.kernel_rules`)."""
+
+    profiled_steps: int = knob(1, "Extra steps profiled (never timed ones).", min=1, required=True)
+    union_ms: float = knob(0.0, "Per step, the union of all kernel intervals (concurrent streams counted once).",
+                           min=0, required=True)
+    kernels: list[KernelTime] = knob(list, "The kernels by time, longest first (at most the 200 longest names).",
+                                     required=True)
+    rest_ms: float | None = knob(None, "Per step, the kernels past the names kept.", min=0)
+    rest_calls: float | None = knob(None, "Their launches per step.", min=0)
+    why: str | None = knob(None, "Why these steps were profiled.")
+
+
+@_part
+class ModuleCensus(_Part):
+    """Which modules ran their forward in the profiled steps, and in which precision (forward hooks)."""
+
+    observed: bool = knob(False, "False where hooks see nothing (CUDA graphs, torch.compile): counts unknown.",
+                          required=True)
+    te_fp8: int | None = knob(None, "TE modules that ran under an FP8 recipe.", min=0)
+    te_high_precision: int | None = knob(None, "TE modules that ran without one.", min=0)
+    te_outside_fp8: list[str] | None = knob(None, "The first 20 of those, by name.")
+    linear_flops: dict[str, float] | None = knob(None, "Per step, the linear layers' GEMM FLOPs (forward and "
+                                                       "backward) by the precision they ran in.")
+    note: str | None = None
 
 
 @_part
@@ -441,6 +486,8 @@ class Measurements(_Part):
     loss: Loss | None = None
     validation: Validation | None = None
     gpu_busy: GpuBusy | None = None
+    kernels: Kernels | None = None
+    modules: ModuleCensus | None = None
     fp8_state: FP8State | None = None
     setup: Setup | None = None
     phases: Phases | None = None
@@ -454,6 +501,48 @@ class Measurements(_Part):
     def measured() -> tuple[str, ...]:
         """The fields a worker fills: what the runner copies into the case record."""
         return tuple(Measurements._names())
+
+
+# --- derived by the parent from the measurements ----------------------------------------------------
+
+
+@_part
+class TimeBreakdown(_Part):
+    """Where one step's GPU time went, by kernel category (derived from ``kernels`` by
+    :mod:`tebench.analysis.breakdown`; the categories are :data:`tebench.analysis.kernel_rules.CATEGORIES`)."""
+
+    step_ms: float = knob(0.0, "The median timed step.", min=0, required=True)
+    categories_ms: dict[str, float] = knob(dict, "Per step, each category's kernel time (durations summed).",
+                                           required=True)
+    idle_ms: float = knob(0.0, "The step minus the union of kernel time: the GPU waiting on the host.", min=0,
+                          required=True)
+    gemm_ms: dict[str, float] | None = knob(None, "Per step, GEMM time by precision (fp32, bf16, fp8, fp4, unknown).")
+    gemm_calls: dict[str, float] | None = knob(None, "Per step, GEMM launches by precision.")
+    unclassified: list[KernelTime] | None = knob(None, "The longest kernels no rule names (to extend the table).")
+    flops: dict[str, float] | None = knob(None, "Per step, the model's FLOPs by the precision of the GEMM that ran "
+                                                "them.")
+    mfu_mixed: float | None = knob(None, "Model FLOPs time at each precision's peak, over the step.", min=0)
+    rules: str | None = knob(None, "The version of the kernel-name rules that classified it.")
+
+
+@_part
+class FP8Proof(_Part):
+    """For a case in an FP8 mode: whether its GEMMs ran in FP8 (kernels) and its TE modules under a recipe."""
+
+    verdict: str = knob("unproven", "fp8, no-fp8 (the case is failed) or unproven (the evidence is missing).",
+                        choices=("fp8", "no-fp8", "unproven"), required=True)
+    fp8_gemm_ms: float | None = knob(None, "Per step, GEMM time in FP8 kernels.", min=0)
+    gemm_ms: float | None = knob(None, "Per step, all GEMM time.", min=0)
+    fp8_gemm_calls: float | None = knob(None, "FP8 GEMM launches per step.", min=0)
+    gemm_calls: float | None = knob(None, "GEMM launches per step.", min=0)
+    te_fp8: int | None = knob(None, "TE modules that ran under an FP8 recipe.", min=0)
+    te_high_precision: int | None = knob(None, "TE modules that ran without one.", min=0)
+    note: str | None = knob(None, "What the evidence says, in words.")
+
+    @property
+    def fp8_share(self) -> float | None:
+        """The share of GEMM time spent in FP8 kernels."""
+        return self.fp8_gemm_ms / self.gemm_ms if self.gemm_ms and self.fp8_gemm_ms is not None else None
 
 
 # --- the verdict -------------------------------------------------------------------------------
@@ -651,6 +740,8 @@ class CaseResult(Measurements):
     duration_s: float | None = knob(None, "The case's wall-clock seconds, start-up to record.", min=0)
     log: str | None = knob(None, "Its log, relative to the run directory.")
     throughput: Throughput | None = None
+    time_breakdown: TimeBreakdown | None = None
+    fp8_proof: FP8Proof | None = None
     parity: Parity | None = None
     shard_run_id: str | None = None
     """The run id of the shard a merged record came from (``run_id`` is then the merged run's)."""

@@ -1,4 +1,4 @@
-"""Run one case: build, warm up, time, then memory, GPU-busy fraction and validation.
+"""Run one case: build, warm up, time, then memory, the profiled extra steps and validation.
 
 This runs inside the case's own process (see :mod:`tebench.worker.main`). It
 returns raw measurements only; statistics, throughput, MFU and parity are
@@ -9,19 +9,20 @@ from __future__ import annotations
 
 import inspect
 import math
-import resource
 import statistics
-import sys
 import time
 from typing import Any, Callable
 import torch
 from tebench.worker.fp8state import ScalingRecorder
 from tebench.plan.matrix import Case
-from tebench.schema.records import (FP8State, GpuBusy, Loss, Measurements, Memory, Phases, Setup, Timing, Updates,
-                                    Validation, Warmup)
-from tebench.worker.train import build_trainer
+from tebench.plan.modes import MODES
+from tebench.schema.records import (FP8State, GpuBusy, Kernels, Loss, Measurements, Memory, ModuleCensus, Phases,
+                                    Setup, Timing, Updates, Validation, Warmup)
+from tebench.worker import memory as worker_memory
+from tebench.worker.census import Census
+from tebench.worker.train import Trainer, build_trainer
 from tebench.worker.hooks.slowdown import injected_slowdown
-from tebench.worker.profile import gpu_busy
+from tebench.worker.profile import device_events, gpu_busy, kernel_table
 from tebench.worker.timing import sync, timed_steps, warm_up
 
 
@@ -62,16 +63,26 @@ def frozen_parameters(before: tuple[list[str], torch.Tensor], model: torch.nn.Mo
     return {"tensors": len(names), "unchanged": len(same), "unchanged_names": same[:20]}
 
 
-def _memory(device: torch.device) -> dict[str, Any]:
-    if device.type == "cuda":
-        return {
-            "kind": "cuda",
-            "peak_allocated_bytes": torch.cuda.max_memory_allocated(device),
-            "peak_reserved_bytes": torch.cuda.max_memory_reserved(device),
-        }
-    # ru_maxrss is in kilobytes on Linux and bytes on macOS.
-    scale = 1 if sys.platform == "darwin" else 1024
-    return {"kind": "cpu", "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale}
+def profiled_steps(trainer: Trainer, batches: list, step_ms: float, profile_steps: int) -> dict[str, Any]:
+    """GPU busy, kernels and module census from extra steps after the timed ones (CUDA only).
+
+    Every CUDA case profiles at least one extra step: the time breakdown and the
+    proof that an FP8 case ran FP8 GEMMs come from it. ``profile_steps`` > 0
+    asks for that many, and for the GPU-busy fraction.
+    """
+    steps = max(1, profile_steps)
+    window = batches[: min(steps, len(batches))]
+    case = trainer.case
+    hooks_blind = ("CUDA graphs replay without Python forwards" if case.graphs else
+                   "torch.compile: hooks would recompile the model" if MODES[case.mode].compile else None)
+    census = Census(trainer.eager, len(window))
+    events = device_events(trainer, window, around=None if hooks_blind else census.watching)
+    why = "profile_steps" if profile_steps > 0 else "one extra step for the time breakdown and the FP8 proof"
+    return {
+        "gpu_busy": GpuBusy.from_dict(gpu_busy(events, len(window), step_ms)) if profile_steps > 0 else None,
+        "kernels": Kernels.from_dict(kernel_table(events, len(window), why)),
+        "modules": ModuleCensus.from_dict(census.summary(observed=hooks_blind is None, note=hooks_blind)),
+    }
 
 
 def draw_batches(wl: Any, case: Case, count: int, device: torch.device, data_seed: int | None = None) -> list:
@@ -141,16 +152,16 @@ def run_case(case: Case, device: torch.device, progress: Progress,
     samples = timed_steps(trainer, batches, warm["steps"], total, losses, after_step)
     wall = time.perf_counter() - t
     phases["measure_s"] = wall
-    memory = _memory(device)
+    memory = worker_memory.peaks(device, trainer.eager, trainer.optimizer)
     memory["param_count"] = params
     updates = frozen_parameters(initial, trainer.eager)
     loss_values = torch.stack(losses).float().cpu().tolist()
 
-    busy = None
-    if device.type == "cuda" and st.profile_steps > 0:
+    profiled: dict[str, Any] = {}
+    if device.type == "cuda":
         progress("profile", total, total)
         t = time.perf_counter()
-        busy = gpu_busy(trainer, batches[: min(st.profile_steps, len(batches))], statistics.median(samples))
+        profiled = profiled_steps(trainer, batches, statistics.median(samples), st.profile_steps)
         phases["profile_s"] = time.perf_counter() - t
 
     validation: dict[str, Any] = {}
@@ -168,7 +179,7 @@ def run_case(case: Case, device: torch.device, progress: Progress,
         memory=Memory.from_dict(memory),
         loss=Loss(per_step=loss_values, warmup_steps=warm["steps"]),
         validation=Validation.from_dict(validation),  # a workload's own keys ride along
-        gpu_busy=GpuBusy.from_dict(busy) if busy else None,
+        **profiled,
         # A case with no FP8 layer to record (a module without a GEMM) has no state.
         fp8_state=FP8State.from_dict(state) if recorder and (state := recorder.summary()) else None,
         setup=Setup.from_dict(trainer.setup),

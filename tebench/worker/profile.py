@@ -1,12 +1,23 @@
-"""What the profiler sees in a few extra (never the timed) steps: how busy the GPU was."""
+"""What the profiler sees in a few extra (never the timed) steps: how busy the GPU was, and which kernels ran.
+
+The kernels are kept by name with their time and launch count per step; the
+parent classifies them (:mod:`tebench.analysis.kernel_rules`), so a better rule
+table re-reads stored records without re-running anything.
+"""
 
 from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from collections import defaultdict
+from typing import Any, Callable
 from tebench.worker.train import Trainer
 from tebench.worker.timing import sync
+
+KERNELS_KEPT = 200
+"""Kernel names kept per record, longest total time first; the rest is summed (rest_ms)."""
+NAME_MAX = 1000
+"""A kernel name past this many characters is cut (C++ template names can run to thousands)."""
 
 
 def union_length(spans: list[tuple[float, float]]) -> float:
@@ -25,14 +36,35 @@ def union_length(spans: list[tuple[float, float]]) -> float:
     return total
 
 
-def gpu_busy(trainer: Trainer, batches: list, step_ms: float) -> dict[str, Any]:
-    """Fraction of the step the GPU spends in kernels (and copies).
+def kernel_table(events: list[tuple[str, float, float]], steps: int, why: str) -> dict[str, Any]:
+    """The ``kernels`` part from ``(name, start_us, end_us)`` device events of ``steps`` profiled steps."""
+    time_us: dict[str, float] = defaultdict(float)
+    calls: dict[str, int] = defaultdict(int)
+    for name, start, end in events:
+        name = name if len(name) <= NAME_MAX else name[: NAME_MAX - 1] + "…"
+        time_us[name] += max(0.0, end - start)
+        calls[name] += 1
+    ranked = sorted(time_us, key=lambda n: (-time_us[n], n))
+    kept, rest = ranked[:KERNELS_KEPT], ranked[KERNELS_KEPT:]
+    return {
+        "profiled_steps": steps,
+        "union_ms": union_length([(s, e) for _, s, e in events]) / 1000.0 / steps,
+        "kernels": [{"name": n, "ms": time_us[n] / 1000.0 / steps, "calls": calls[n] / steps} for n in kept],
+        "rest_ms": sum(time_us[n] for n in rest) / 1000.0 / steps if rest else None,
+        "rest_calls": sum(calls[n] for n in rest) / steps if rest else None,
+        "why": why,
+    }
 
-    The kernels of a few extra steps are collected with the profiler, their
-    time intervals merged (so overlapping streams count once), and divided by
-    the median step time of the *unprofiled* timed steps: the profiler's own
-    CPU overhead would otherwise make every case look more CPU-bound than it is.
+
+def device_events(trainer: Trainer, batches: list, around: Callable[[], Any] | None = None
+                  ) -> list[tuple[str, float, float]]:
+    """``(name, start_us, end_us)`` of every CUDA kernel, copy and memset in ``len(batches)`` extra steps.
+
+    ``around``: a context manager factory entered around the profiled steps
+    (the module census rides on the same steps).
     """
+    import contextlib
+
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
@@ -41,16 +73,30 @@ def gpu_busy(trainer: Trainer, batches: list, step_ms: float) -> dict[str, Any]:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            for batch in batches:
-                trainer.step(batch)
-            sync(device)
-    spans = [(e.time_range.start, e.time_range.end) for e in prof.events() if e.device_type == DeviceType.CUDA]
-    kernel_ms = union_length(spans) / 1000.0 / len(batches)
+            with (around() if around else contextlib.nullcontext()):
+                for batch in batches:
+                    trainer.step(batch)
+                sync(device)
+    # A record_function region (Optimizer.step#AdamW.step) has a span on the GPU timeline too:
+    # it is no kernel, and counting it would fill the gaps between the optimizer's kernels.
+    return [(e.name, e.time_range.start, e.time_range.end) for e in prof.events()
+            if e.device_type == DeviceType.CUDA and not getattr(e, "is_user_annotation", False)]
+
+
+def gpu_busy(events: list[tuple[str, float, float]], steps: int, step_ms: float) -> dict[str, Any]:
+    """Fraction of the step the GPU spends in kernels (and copies).
+
+    The kernels of a few extra steps are collected with the profiler, their
+    time intervals merged (so overlapping streams count once), and divided by
+    the median step time of the *unprofiled* timed steps: the profiler's own
+    CPU overhead would otherwise make every case look more CPU-bound than it is.
+    """
+    kernel_ms = union_length([(s, e) for _, s, e in events]) / 1000.0 / steps
     return {
         "kernel_ms_per_step": kernel_ms,
         "busy_fraction": min(1.0, kernel_ms / step_ms) if step_ms > 0 else None,
-        "profiled_steps": len(batches),
-        "kernels_seen": len(spans),
+        "profiled_steps": steps,
+        "kernels_seen": len(events),
         "method": "union of CUDA kernel/memcpy intervals from torch.profiler over extra steps, "
                   "divided by the median unprofiled step time",
     }

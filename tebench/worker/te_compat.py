@@ -33,6 +33,16 @@ def fp8_autocast(recipe: Any, group: Any = None) -> contextlib.AbstractContextMa
     raise _missing("autocast", "fp8_autocast")
 
 
+def fp8_disabled() -> contextlib.AbstractContextManager:
+    """TE's autocast with FP8 off: modules called inside run in high precision, whatever encloses them."""
+    te = _te()
+    if hasattr(te, "autocast"):
+        return te.autocast(enabled=False)
+    if hasattr(te, "fp8_autocast"):
+        return te.fp8_autocast(enabled=False)
+    raise _missing("autocast", "fp8_autocast")
+
+
 def quantized_init(recipe: Any) -> contextlib.AbstractContextManager:
     """Create TE modules with FP8 (quantized) weights."""
     te = _te()

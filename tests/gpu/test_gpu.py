@@ -342,3 +342,44 @@ def test_unmutated_te_modes_pass(te_judged, name):
 def test_every_te_mutation_fails(te_judged, name):
     assert te_judged[name]["setup"].get("test_mutation"), "the mutation was not applied"
     assert te_judged[name]["parity"]["verdict"] == "fail", te_judged[name]["parity"]["reason"]
+
+
+# --- the FP8 proof: an FP8 case whose GEMMs all ran in BF16 is refused -------------------------
+
+FP8_PROOF_RECIPES = [FP8Options("delayed", "HYBRID", 16, "max"), FP8Options("current", "HYBRID")]
+
+
+def _built(case: Case, raw) -> "CaseResult":  # noqa: F821
+    from tebench.plan.environment import Environment
+    from tebench.plan.schedule import Planned
+    from tebench.run.records import build_record
+
+    env = Environment(device_type="cuda")
+    return build_record(Planned(case, 0, None), raw, env, "gpu-test", 0.0, 1.0, None)
+
+
+@pytest.mark.parametrize("fp8", FP8_PROOF_RECIPES, ids=lambda f: f.recipe)
+@pytest.mark.parametrize("mutation", [None, "fp8-bypass"])
+def test_fp8_proof_refuses_a_case_that_ran_no_fp8(fp8, mutation, monkeypatch):
+    """profile_steps = 0 (the nightly's): the one extra step still proves or refuses FP8."""
+    import dataclasses
+
+    from tebench.worker.case import run_case
+    from tebench.worker.hooks import faults
+
+    case = Case("gpt", "tiny", "TE-FP8", tuple(dataclasses.asdict(TE_MUTATION_SIZE).items()), fp8=fp8,
+                settings=Settings(steps=8, warmup=2, lr=3e-3, profile_steps=0, validate=False))
+    if mutation:
+        monkeypatch.setenv(faults.FAULT_ENV, f"{case.id}={mutation}")
+    else:
+        monkeypatch.delenv(faults.FAULT_ENV, raising=False)
+    record = _built(case, run_case(case, torch.device("cuda"), lambda *a: None))
+    proof = record.fp8_proof
+    assert proof is not None and record.time_breakdown is not None
+    if mutation is None:
+        assert record.status == "ok", record.reason
+        assert proof.verdict == "fp8" and proof.fp8_gemm_calls > 0 and proof.te_fp8 > 0, proof.note
+    else:
+        assert record.status == "failed" and proof.verdict == "no-fp8", proof.note
+        assert "not an FP8 result" in record.reason and "bf16" in record.reason
+        assert proof.fp8_gemm_calls == 0 and proof.te_fp8 == 0 and proof.te_high_precision > 0

@@ -65,6 +65,24 @@ def _pin_fp8_scales(model: nn.Module) -> Callable[..., None]:
     return hook
 
 
+def _bypass_fp8(model: nn.Module) -> None:
+    """Run every TE module's forward with FP8 disabled: the mistake of a layer called outside the autocast."""
+    from tebench.worker import te_compat
+    from tebench.worker.census import is_te_module
+
+    def outside_fp8(module: nn.Module) -> None:
+        inner = module.forward
+
+        def forward(*args: Any, **kwargs: Any) -> Any:
+            with te_compat.fp8_disabled():
+                return inner(*args, **kwargs)
+        module.forward = forward
+
+    for module in model.modules():
+        if is_te_module(module):
+            outside_fp8(module)
+
+
 def apply(kind: str, model: nn.Module, workload: Any, family: str, case: Any) -> str:
     """Mutate ``model`` in place (before the optimizer is built); returns what was done.
 
@@ -83,6 +101,10 @@ def apply(kind: str, model: nn.Module, workload: Any, family: str, case: Any) ->
         mutate = getattr(workload, "mutate", None)
         if mutate is None or not mutate(model, kind, family):
             raise RuntimeError(f"workload {workload.name!r} cannot express mutation {kind!r}")
+    elif kind == "fp8-bypass":
+        if family != "te" or getattr(case, "fp8", None) is None:
+            raise RuntimeError("mutation 'fp8-bypass' needs a TE-FP8 case")
+        _bypass_fp8(model)
     elif kind == "fp8-scale-one":
         fp8 = getattr(case, "fp8", None)
         if family != "te" or fp8 is None or fp8.recipe != "delayed":

@@ -58,6 +58,8 @@ def _valid(hint, meta) -> object:
     origin = typing.get_origin(plain) or plain
     if origin is list:
         return [_valid(typing.get_args(plain)[0], {})] if typing.get_args(plain) else []
+    if dataclasses.is_dataclass(plain):  # a list of parts: each item with its own required fields
+        return {n: _valid(h, m) for n, h, m in validate.declared(plain) if m.get("required")}
     return {str: "x", int: 1, float: 1.0, bool: True, dict: {}}.get(origin, {})
 
 

@@ -61,7 +61,8 @@ def test_union_length_matches_counting_covered_unit_slots(raw):
 
 
 class _Event:
-    def __init__(self, start: float, end: float, device_type=DeviceType.CUDA):
+    def __init__(self, start: float, end: float, device_type=DeviceType.CUDA, name: str = "kernel"):
+        self.name = name
         self.time_range = SimpleNamespace(start=start, end=end)
         self.device_type = device_type
 
@@ -95,14 +96,20 @@ def test_gpu_busy_merges_overlapping_kernels_and_ignores_cpu_events(monkeypatch)
     steps = []
     trainer = SimpleNamespace(step=steps.append)
     batches = [SimpleNamespace(inputs=torch.zeros(1)), SimpleNamespace(inputs=torch.zeros(1))]
-    busy = profile.gpu_busy(trainer, batches, step_ms=16.0)
+    device_events = profile.device_events(trainer, batches)
     assert steps == batches  # every profiled batch was stepped once
+    busy = profile.gpu_busy(device_events, len(batches), step_ms=16.0)
     assert busy["kernel_ms_per_step"] == pytest.approx(8.0)  # (6 + 2) ms per step, not (4 + 4 + 2)
     assert busy["busy_fraction"] == pytest.approx(0.5)
     assert busy["kernels_seen"] == 6 and busy["profiled_steps"] == 2
     # A profiled step slower than the timed median never reads as more than fully busy.
-    assert profile.gpu_busy(trainer, batches, step_ms=4.0)["busy_fraction"] == 1.0
-    assert profile.gpu_busy(trainer, batches, step_ms=0.0)["busy_fraction"] is None
+    assert profile.gpu_busy(device_events, 2, step_ms=4.0)["busy_fraction"] == 1.0
+    assert profile.gpu_busy(device_events, 2, step_ms=0.0)["busy_fraction"] is None
+    # The same events by name: the kernel table the breakdown is derived from.
+    table = profile.kernel_table(device_events, 2, "test")
+    assert table["union_ms"] == pytest.approx(8.0)
+    assert sum(k["ms"] for k in table["kernels"]) == pytest.approx(10.0)  # durations summed, overlaps too
+    assert sum(k["calls"] for k in table["kernels"]) == pytest.approx(3.0)
 
 
 # --- fp8state.ScalingRecorder: flags over fake fp8_meta ----------------------------------------

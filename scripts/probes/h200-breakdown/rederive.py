@@ -1,0 +1,43 @@
+"""Re-derive ``time_breakdown`` and ``fp8_proof`` of a results file from its stored kernels, with today's rules.
+
+usage: python scripts/probes/h200-breakdown/rederive.py IN.jsonl OUT.jsonl
+
+The records of 2026-12-02's H200 runs were built with the kernel-name rules of
+that morning, before the fixture review that followed them, and by a build
+that wrote ``time_breakdown.unclassified`` as text. Their measurements
+(kernels, module census, timing) are untouched; only the two derived parts
+are computed again, as ``tebench report`` does for its tables. Status is left
+as recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from tebench.run.records import derive_breakdown, is_fp8_case
+from tebench.analysis.breakdown import fp8_proof
+from tebench.schema.records import CaseResult, RunHeader
+
+
+def main(src: str, dst: str) -> int:
+    peak = None
+    with open(src) as fh, open(dst, "w") as out:
+        for line in fh:
+            d = json.loads(line)
+            if d.get("type") == "header":
+                peak = RunHeader.from_dict(d).environment.get("peak_tflops")
+            elif d.get("kernels"):
+                rec = CaseResult.from_dict({k: v for k, v in d.items() if k not in ("time_breakdown", "fp8_proof")})
+                nproc = rec.case.get("nproc") or 1
+                flops = rec.throughput.flops_per_step / nproc if rec.throughput and rec.throughput.flops_per_step else None
+                derive_breakdown(rec, peak, flops)
+                d["time_breakdown"] = rec.time_breakdown.to_dict() if rec.time_breakdown else None
+                if is_fp8_case(rec):
+                    d["fp8_proof"] = fp8_proof(rec.kernels, rec.modules).to_dict()
+            out.write(json.dumps(d) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:3]))

@@ -1,0 +1,145 @@
+"""Why a step takes its time: the time breakdown, the FLOP split and the proof that an FP8 case ran FP8.
+
+Derived in the parent from what the worker measured in its profiled extra
+steps (``kernels``: every kernel by name, ``modules``: which modules ran under
+FP8) and from the median of the timed steps; nothing here reads a timed step's
+profile, because no timed step is profiled.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tebench.analysis import kernel_rules as rules
+from tebench.schema.records import FP8Proof, KernelTime, Kernels, ModuleCensus, TimeBreakdown
+
+UNCLASSIFIED_KEPT = 10
+
+HIGH_PRECISION = {"bf16": "bf16", "fp16": "bf16", "fp32": "fp32"}
+"""A census precision -> the GEMM precision bucket (and peak) it is counted under."""
+
+
+def _kernels(kernels: Kernels) -> list[KernelTime]:
+    # A list of parts reads back as the JSON objects it holds; typed here.
+    return [k if isinstance(k, KernelTime) else KernelTime.from_dict(k) for k in kernels.kernels]
+
+
+def time_breakdown(kernels: Kernels, step_ms: float, flops_per_step: float | None = None,
+                   census: ModuleCensus | None = None, high_precision: str = "bf16",
+                   peak: dict[str, Any] | None = None, tf32: bool | None = None) -> TimeBreakdown:
+    """Each category's GPU milliseconds per step, the GEMMs by precision, idle time, FLOPs and mixed MFU.
+
+    ``high_precision``: the bucket the model's FLOPs outside its linear layers
+    (attention's matmuls) are counted in. ``peak``: the device's dense peaks
+    (``bf16``, ``fp8``, ``fp32``); ``tf32``: whether fp32 matmuls ran as TF32, for
+    which no peak is known (no mixed MFU then).
+    """
+    categories = {key: 0.0 for key, _, _ in rules.CATEGORIES}
+    gemm_ms = {p: 0.0 for p in rules.GEMM_PRECISIONS}
+    gemm_calls = {p: 0.0 for p in rules.GEMM_PRECISIONS}
+    unclassified: list[dict[str, Any]] = []
+    for k in _kernels(kernels):
+        key = rules.classify(k.name)
+        if key == rules.ANNOTATION:
+            continue
+        categories[key] += k.ms
+        if key.startswith("gemm_"):
+            gemm_ms[key[5:]] += k.ms
+            gemm_calls[key[5:]] += k.calls
+        elif key == "other" and len(unclassified) < UNCLASSIFIED_KEPT:
+            unclassified.append({"name": k.name, "ms": k.ms, "calls": k.calls})  # a list holds JSON objects
+    if kernels.rest_ms:
+        categories["other"] += kernels.rest_ms  # past the names kept: not classifiable
+    flops = flop_split(flops_per_step, census, high_precision)
+    return TimeBreakdown(
+        step_ms=step_ms,
+        categories_ms={k: v for k, v in categories.items() if v > 0},
+        idle_ms=max(0.0, step_ms - kernels.union_ms),
+        gemm_ms={k: v for k, v in gemm_ms.items() if v > 0} or None,
+        gemm_calls={k: v for k, v in gemm_calls.items() if v > 0} or None,
+        unclassified=unclassified or None,
+        flops=flops,
+        mfu_mixed=mixed_mfu(flops, step_ms, peak, tf32),
+        rules=rules.RULES_VERSION,
+    )
+
+
+def flop_split(flops_per_step: float | None, census: ModuleCensus | None, high_precision: str
+               ) -> dict[str, float] | None:
+    """The model's FLOPs per step by GEMM precision: the linear layers' as the census saw them run, the
+    rest (attention's matmuls) in the case's high precision. None where the census saw nothing."""
+    if not flops_per_step or census is None or not census.observed or not census.linear_flops:
+        return None
+    out: dict[str, float] = {}
+    for precision, flops in census.linear_flops.items():
+        bucket = HIGH_PRECISION.get(precision, precision)
+        out[bucket] = out.get(bucket, 0.0) + flops
+    rest = flops_per_step - sum(out.values())
+    if rest > 0:
+        out[high_precision] = out.get(high_precision, 0.0) + rest
+    return out
+
+
+def mixed_mfu(flops: dict[str, float] | None, step_ms: float, peak: dict[str, Any] | None,
+              tf32: bool | None) -> float | None:
+    """The time the FLOPs would take at each precision's dense peak, over the step: MFU against the mix."""
+    if not flops or not peak or step_ms <= 0:
+        return None
+    ideal_s = 0.0
+    for precision, n in flops.items():
+        rate = None if (precision == "fp32" and tf32) else peak.get(precision)
+        if not rate:
+            return None  # a precision without a known peak: no honest mixed figure
+        ideal_s += n / (rate * 1e12)
+    return ideal_s / (step_ms / 1000.0)
+
+
+def fp8_proof(kernels: Kernels | None, census: ModuleCensus | None) -> FP8Proof:
+    """Whether a case in an FP8 mode ran FP8 (or FP4) GEMMs, from its kernels and its module census.
+
+    ``no-fp8`` needs evidence: GEMMs whose names all say a high precision, or
+    TE modules seen running without an FP8 recipe and none with one. GEMM
+    names no rule knows (another GPU's kernels) with TE modules under FP8 stay
+    ``unproven``, never refused.
+    """
+    te_fp8 = census.te_fp8 if census is not None and census.observed else None
+    te_high = census.te_high_precision if census is not None and census.observed else None
+    modules = (f"; TE modules under an FP8 recipe: {te_fp8} of {te_fp8 + (te_high or 0)}"
+               if te_fp8 is not None else "")
+    if census is not None and census.observed and census.te_outside_fp8:
+        modules += f" (without one: {', '.join(census.te_outside_fp8[:5])}" + \
+                   (" …)" if len(census.te_outside_fp8) > 5 else ")")
+    if kernels is None:
+        verdict = "no-fp8" if (te_fp8 == 0 and te_high) else "unproven"
+        return FP8Proof(verdict=verdict, te_fp8=te_fp8, te_high_precision=te_high,
+                        note="no kernels profiled" + modules)
+    ms = {p: 0.0 for p in rules.GEMM_PRECISIONS}
+    calls = {p: 0.0 for p in rules.GEMM_PRECISIONS}
+    for k in _kernels(kernels):
+        key = rules.classify(k.name)
+        if key.startswith("gemm_"):
+            ms[key[5:]] += k.ms
+            calls[key[5:]] += k.calls
+    low_ms, low_calls = ms["fp8"] + ms["fp4"], calls["fp8"] + calls["fp4"]
+    gemm_ms, gemm_calls = sum(ms.values()), sum(calls.values())
+    ran = ", ".join(f"{calls[p]:g} {p}" for p in rules.GEMM_PRECISIONS if calls[p]) or "none"
+    if low_calls > 0:
+        verdict = "fp8"
+        note = f"{low_calls:g} of {gemm_calls:g} GEMM launches per step in FP8/FP4 ({ran})"
+    elif gemm_calls and (calls["unknown"] == 0 or te_fp8 == 0):
+        verdict = "no-fp8"
+        note = f"no GEMM ran in FP8: GEMM launches per step {ran}"
+    elif te_fp8 == 0 and te_high:
+        verdict = "no-fp8"
+        note = "no TE module ran under an FP8 recipe"
+    else:
+        verdict = "unproven"
+        note = (f"no GEMM kernel name says FP8, but none says otherwise either ({ran})" if gemm_calls
+                else "no GEMM kernel in the profiled steps")
+    return FP8Proof(verdict=verdict, fp8_gemm_ms=low_ms, gemm_ms=gemm_ms, fp8_gemm_calls=low_calls,
+                    gemm_calls=gemm_calls, te_fp8=te_fp8, te_high_precision=te_high, note=note + modules)
+
+
+def amdahl(gemm_share: float, gemm_speedup: float) -> float:
+    """End-to-end speedup when a step's GEMMs (``gemm_share`` of it) run ``gemm_speedup`` times faster."""
+    return 1.0 / ((1.0 - gemm_share) + gemm_share / gemm_speedup)

@@ -1,0 +1,165 @@
+"""The report's "why": where each case's step went, what its peak memory is made of, and a sentence per size.
+
+Built from the stored kernels of the profiled extra steps, re-classified with
+today's rules (:mod:`tebench.analysis.kernel_rules`), so an improved rule table
+explains old runs too. Nothing here exists for a record without kernels (a CPU
+run, a record from before kernels were kept): the section is then left out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from tebench.analysis import breakdown, kernel_rules, memory
+from tebench.plan.modes import MODES
+from tebench.report import tables
+from tebench.report.load import Source
+from tebench.schema.records import CaseResult
+
+IDLE = ("idle", "idle (GPU waits on the host)", "#ffffff")
+LAUNCH_BOUND_FROM = 0.5
+"""A step idle for at least this share is launch- or CPU-bound: FP8 GEMMs cannot shorten it much."""
+FP8_GEMM_PEAK_GAIN = 2.0
+"""The datasheet ratio of dense FP8 to BF16 tensor-core peaks (Hopper, Blackwell): the most FP8 can
+make a GEMM faster."""
+CHART_SIZES = 12
+"""Sizes drawn in the breakdown chart at most (the table has them all)."""
+
+
+def _high_precision(rec: CaseResult) -> str:
+    mode = MODES.get(rec.mode)
+    return "bf16" if mode is None or mode.amp or mode.family == "te" else "fp32"
+
+
+def derived(rec: CaseResult, src: Source) -> Any:
+    """The record's time breakdown under today's rules (None without kernels or timed steps)."""
+    if rec.kernels is None or not rec.timing or not rec.timing.samples_ms:
+        return None
+    nproc = rec.case.get("nproc") or 1
+    flops = (rec.throughput.flops_per_step / nproc) if rec.throughput and rec.throughput.flops_per_step else None
+    peak = src.env.get("peak_tflops") if isinstance(src.env, dict) else None
+    tf32 = rec.setup.tf32_matmul if rec.setup is not None else None
+    return breakdown.time_breakdown(rec.kernels, rec.timing.summary.median or 0.0, flops, rec.modules,
+                                    _high_precision(rec), peak, tf32)
+
+
+def frame(sources: list[Source]) -> pd.DataFrame:
+    """One row per case (its last record) with kernels: the categories' ms, idle, MFU, FP8 proof and memory parts."""
+    rows = []
+    multi = len(sources) > 1
+    for src in sources:
+        last: dict[str, CaseResult] = {}
+        for rec in src.records:
+            last[rec.case_id] = rec
+        for rec in last.values():
+            tb = derived(rec, src)
+            if tb is None:
+                continue
+            row: dict[str, Any] = {
+                "source": src.label if multi else src.label, "case_id": rec.case_id, "workload": rec.workload,
+                "size": rec.size, "mode": rec.mode, "status": rec.status, "step_ms": tb.step_ms,
+                "idle_ms": tb.idle_ms, "mfu": rec.throughput.mfu if rec.throughput else None,
+                "mfu_mixed": tb.mfu_mixed,
+                "fp8_proof": rec.fp8_proof.verdict if rec.fp8_proof is not None else None,
+                "fp8_share": rec.fp8_proof.fp8_share if rec.fp8_proof is not None else None,
+            }
+            for key, _, _ in kernel_rules.CATEGORIES:
+                row[key] = tb.categories_ms.get(key, 0.0)
+            row["gemm_ms"] = sum(tb.categories_ms.get(k, 0.0) for k in tb.categories_ms if k.startswith("gemm_"))
+            parts = memory.composition(rec.memory)
+            for key, _, _ in memory.PARTS:
+                row[f"mem_{key}"] = parts[key] if parts else None
+            row["mem_peak"] = rec.memory.peak_allocated_bytes if parts else None
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _share(part: float, whole: float) -> str:
+    return tables.fmt(part / whole, "pct") if whole > 0 else "–"
+
+
+def sentences(df: pd.DataFrame) -> list[str]:
+    """Per machine, workload and size: where the baseline's step goes, what FP8 did to it, and the Amdahl bound."""
+    out = []
+    if df.empty:
+        return out
+    for (source, workload, size), g in df.groupby(["source", "workload", "size"], sort=False):
+        ok = g[g["status"] == "ok"]
+        base = ok[ok["mode"] == tables.BASELINE]
+        fp8 = ok[(ok["fp8_proof"] == "fp8")].sort_values("step_ms")
+        where = f"{workload}/{size}" + (f" on {source}" if df["source"].nunique() > 1 else "")
+        if base.empty:
+            continue
+        b = base.iloc[0]
+        text = (f"{where}: GEMMs are {_share(b['gemm_ms'], b['step_ms'])} of {tables.BASELINE}'s "
+                f"{tables.fmt(b['step_ms'], 'ms')} ms step, attention {_share(b['attention'], b['step_ms'])}, "
+                f"the GPU idles {_share(b['idle_ms'], b['step_ms'])}")
+        if not fp8.empty:
+            f = fp8.iloc[0]
+            gain = b["gemm_ms"] / f["gemm_ms"] if f["gemm_ms"] > 0 else None
+            share = b["gemm_ms"] / b["step_ms"] if b["step_ms"] > 0 else 0.0
+            bound = breakdown.amdahl(share, FP8_GEMM_PEAK_GAIN)
+            text += (f". {f['case_id'].split('/', 2)[2]} made the GEMMs {tables.fmt(gain, 'x')} faster "
+                     f"({tables.fmt(b['gemm_ms'], 'ms')} → {tables.fmt(f['gemm_ms'], 'ms')} ms); its FP8 casts, "
+                     f"transposes and amax took {tables.fmt(f['fp8_cast'], 'ms')} ms "
+                     f"({_share(f['fp8_cast'], b['step_ms'])} of {tables.BASELINE}'s step); end to end "
+                     f"{tables.fmt(b['step_ms'] / f['step_ms'], 'x')} measured. Amdahl: with GEMMs "
+                     f"{_share(b['gemm_ms'], b['step_ms'])} of the step, FP8 GEMMs at twice BF16's speed "
+                     f"could give at most {tables.fmt(bound, 'x')}")
+            idle = f["idle_ms"] / f["step_ms"] if f["step_ms"] > 0 else 0.0
+        else:
+            idle = b["idle_ms"] / b["step_ms"] if b["step_ms"] > 0 else 0.0
+        if idle >= LAUNCH_BOUND_FROM:
+            text += (f". The GPU idles {tables.fmt(idle, 'pct')} of the step: launch-bound, so FP8 cannot help "
+                     "until the step is larger (or CUDA graphs take the launches away)")
+        out.append(text + ".")
+    return out
+
+
+TIME_COLUMNS = [("case_id", "case", ""), ("source", "machine", ""), ("step_ms", "step ms", "ms"),
+                *((key, f"{label} ms", "ms") for key, label, _ in kernel_rules.CATEGORIES),
+                ("idle_ms", "idle ms", "ms"), ("fp8_proof", "FP8 proof", ""), ("fp8_share", "FP8 share of GEMM time", "pct"),
+                ("mfu", "MFU (dense BF16)", "pct"), ("mfu_mixed", "MFU (at each GEMM's precision)", "pct")]
+MEMORY_COLUMNS = [("case_id", "case", ""), ("source", "machine", ""), ("mem_peak", "peak", "bytes"),
+                  *((f"mem_{key}", label, "bytes") for key, label, _ in memory.PARTS)]
+
+
+def time_columns(df: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """The time table's columns, without categories that are zero in every case."""
+    return [c for c in TIME_COLUMNS if c[0] not in COLORS_BY_KEY or (df[c[0]] > 0).any()]
+
+
+COLORS_BY_KEY = {key: color for key, _, color in kernel_rules.CATEGORIES}
+
+
+def chart(df: pd.DataFrame) -> Figure | None:
+    """Per size, one stacked bar per case: each category's ms per step, then idle."""
+    if df.empty:
+        return None
+    groups = list(df.groupby(["source", "workload", "size"], sort=False))[:CHART_SIZES]
+    keys = [k for k, _, _ in kernel_rules.CATEGORIES if (df[k] > 0).any()]
+    heights = [max(1, len(g)) for _, g in groups]
+    fig = Figure(figsize=(10, 1.0 + 0.42 * sum(heights) + 0.5 * len(groups)))
+    axes = fig.subplots(len(groups), 1, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0]
+    for ax, ((source, workload, size), g) in zip(axes, groups):
+        g = g.iloc[::-1]
+        left = [0.0] * len(g)
+        for key in [*keys, "idle_ms"]:
+            values = g[key].tolist()
+            color = COLORS_BY_KEY.get(key, IDLE[2])
+            label = kernel_rules.LABELS.get(key, IDLE[1])
+            ax.barh(range(len(g)), values, left=left, color=color, edgecolor="#555555" if key == "idle_ms" else None,
+                    hatch="//" if key == "idle_ms" else None, linewidth=0.5, label=label)
+            left = [a + b for a, b in zip(left, values)]
+        ax.set_yticks(range(len(g)), [c.split("/", 2)[2] + ("" if s == "ok" else f" ({s})")
+                                      for c, s in zip(g["case_id"], g["status"])], fontsize=8)
+        title = f"{workload}/{size}" + (f" — {source}" if df["source"].nunique() > 1 else "")
+        ax.set_title(title, fontsize=9, loc="left")
+        ax.set_xlabel("ms per step", fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=4, fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.9 / fig.get_figheight()))
+    return fig
