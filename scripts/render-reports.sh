@@ -49,3 +49,5 @@ render h200x2-distributed    tests/fixtures/h200x2-distributed.jsonl
 render h200-modules          tests/fixtures/h200-modules-benchmark.json
 render cpu-smoke             tests/fixtures/cpu-smoke.jsonl
 render h200-harness-cost     reports/h200-harness-cost/nightly-depth4.jsonl
+render h200-breakdown        reports/h200-breakdown/kernels.jsonl reports/h200-breakdown/d4096.jsonl \
+                             reports/h200-breakdown/bypass.jsonl reports/h200-breakdown/graphs.jsonl

@@ -40,6 +40,7 @@ from tebench.plan.modes import FP8_MODES
 from tebench.schema import validate
 from tebench.schema.records import CaseResult, Phases, RunHeader
 from tebench.report import charts, harness_cost as phases, tables
+from tebench.report import why as why_mod
 from tebench.report.load import Source, load_all
 
 FP8 = " or ".join(FP8_MODES)
@@ -368,7 +369,7 @@ ChartJob = tuple[str, str, str, Callable[[], Any]]
 
 
 def _chart_jobs(sources: list[Source], df: pd.DataFrame, cost: pd.DataFrame,
-                chosen: list[tuple[Source, CaseResult, str]]) -> list[ChartJob]:
+                chosen: list[tuple[Source, CaseResult, str]], why_df: pd.DataFrame | None = None) -> list[ChartJob]:
     """Every chart the report may show, in drawing order; none without a case."""
     if df.empty:
         return []
@@ -400,6 +401,12 @@ def _chart_jobs(sources: list[Source], df: pd.DataFrame, cost: pd.DataFrame,
                  "build (model, data, optimizer), warm-up (untimed steps: compilation, autotuning), "
                  "measured steps, profile, validate, and other (result hand-off, process exit).",
                  lambda: phases.chart(cost)))
+    if why_df is not None and not why_df.empty:
+        jobs.append(("why", "Where the step's time went", "GPU time per step by kernel category, from the profiled "
+                     "extra steps (never the timed ones), and idle: the median timed step minus the union of kernel "
+                     "time, when the GPU waits for the host to launch work. Kernels on concurrent streams count in "
+                     f"each category. At most {why_mod.CHART_SIZES} sizes are drawn.",
+                     lambda: why_mod.chart(why_df)))
     for i, (src, rec, why) in enumerate(chosen):
         jobs.append((f"fp8_state_{i}", rec.case_id, why + (f"; {src.label}" if multi else ""),
                      lambda rec=rec, why=why: charts.fp8_state(rec, note=why)))
@@ -412,7 +419,8 @@ def _draw_charts(jobs: list[ChartJob]) -> dict[str, Any]:
     drawn = [Chart(name, title, caption, png) for (name, title, caption, _), png in zip(jobs, pngs)
              if png is not None]
     return {
-        "charts": [c for c in drawn if not c.name.startswith("fp8_state_") and c.name != "phases"],
+        "charts": [c for c in drawn if not c.name.startswith("fp8_state_") and c.name not in ("phases", "why")],
+        "why_chart": next((c for c in drawn if c.name == "why"), None),
         "cost_chart": next((c for c in drawn if c.name == "phases"), None),
         "fp8_charts": [c for c in drawn if c.name.startswith("fp8_state_")],
     }
@@ -486,13 +494,30 @@ def _table_context(df: pd.DataFrame, sources: list[Source], multi: bool, cost: p
     }
 
 
+def _why_context(why_df: pd.DataFrame, multi: bool) -> dict[str, Any]:
+    """The "why" section: a sentence per size, the time breakdown and memory tables (CUDA records with kernels)."""
+    if why_df.empty:
+        return {"has_why": False}
+    mem = why_df[why_df["mem_peak"].notna()]
+    return {
+        "has_why": True,
+        "why_frame": why_df,
+        "why_sentences": why_mod.sentences(why_df),
+        "why_time": _both(why_df, why_mod.time_columns(why_df), multi),
+        "why_memory": _both(mem, why_mod.MEMORY_COLUMNS, multi),
+        "has_why_memory": not mem.empty,
+        "why_unproven": [r["case_id"] for _, r in why_df.iterrows() if r["fp8_proof"] in ("unproven", "no-fp8")],
+    }
+
+
 def build_context(sources: list[Source], out: Path, assets_url: str | None = None) -> dict[str, Any]:
     """Everything both templates show, computed once (each chart drawn once, used by HTML and Markdown)."""
     df = tables.case_frame(sources)
     multi = len(sources) > 1
     chosen, fp8_total = _fp8_selection(sources, df)
     cost = phases.frame(sources)
-    drawn = _draw_charts(_chart_jobs(sources, df, cost, chosen))
+    why_df = why_mod.frame(sources)
+    drawn = _draw_charts(_chart_jobs(sources, df, cost, chosen, why_df))
     return {
         "title": ", ".join(dict.fromkeys((s.header.matrix or {}).get("name", "results") for s in sources)),
         "generated": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
@@ -505,6 +530,7 @@ def build_context(sources: list[Source], out: Path, assets_url: str | None = Non
         **_parity_context(df, multi),
         **_table_context(df, sources, multi, cost),
         **drawn,
+        **_why_context(why_df, multi),
         "fp8_total": fp8_total,
         "fp8_flags": [(s.label, r.case_id, flag) for s in sources for r in s.records
                       if r.fp8_state for flag in r.fp8_state.get("flags", [])],
@@ -560,7 +586,8 @@ def render(paths: list[str | Path], out: str | Path, assets_url: str | None = No
     sources = load_all(list(paths))
     ctx = build_context(sources, out, assets_url)
     # Atomic writes: a full disk leaves the previous file (or none), never half of one.
-    for chart in ctx["charts"] + ctx["fp8_charts"] + ([ctx["cost_chart"]] if ctx["cost_chart"] else []):
+    extra = [c for c in (ctx["cost_chart"], ctx["why_chart"]) if c is not None]
+    for chart in ctx["charts"] + ctx["fp8_charts"] + extra:
         atomic.write_bytes(out / f"{chart.name}.png", chart.png)
     loader = jinja2.FileSystemLoader(str(templates_dir()))
     html_env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined,
@@ -574,4 +601,7 @@ def render(paths: list[str | Path], out: str | Path, assets_url: str | None = No
     atomic.write_text(out / "report.md", fit_markdown(lambda c: md_template.render(**c), ctx))
     frame = ctx["frame"].drop(columns=["dims", "round_medians_ms"], errors="ignore")
     atomic.write_text(out / "cases.csv", frame.to_csv(index=False))
+    if ctx["has_why"]:
+        # Milliseconds per step by category and the memory parts in bytes, one row per case.
+        atomic.write_text(out / "breakdown.csv", ctx["why_frame"].to_csv(index=False))
     return out

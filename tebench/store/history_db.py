@@ -95,6 +95,22 @@ def _header_problem(head: bytes, size: int) -> str | None:
     return None
 
 
+def _header_problem_locked(path: Path) -> str | None:
+    """The header's problem read under SQLite's shared lock: "" when it has none there, None when no lock
+    could be taken (not SQLite, or still busy after the timeout)."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                                                timeout=BUSY_TIMEOUT_S)) as conn:
+            conn.execute("BEGIN")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # takes the shared lock
+            head = bounded.read_head(path, "history database (SQLite file)", 100)
+            problem = _header_problem(head, path.stat().st_size)
+            conn.execute("COMMIT")
+    except sqlite3.DatabaseError:
+        return None
+    return problem or ""
+
+
 def check(db: str | Path) -> str:
     """What ``db`` is: ``new`` (no file, or an empty one), ``ours`` (a tebench history database),
     ``unstamped`` (one made before tebench stamped its databases). Anything else is refused with
@@ -109,6 +125,13 @@ def check(db: str | Path) -> str:
         return "new"  # what SQLite itself makes of an empty file
     head = bounded.read_head(path, "history database (SQLite file)", 100)
     problem = _header_problem(head, st.st_size)
+    if problem:
+        # Another `history add` may be committing the database's first pages right now: read the
+        # header again under a shared lock, which waits for that commit (a foreign file fails to lock
+        # and keeps its problem).
+        locked = _header_problem_locked(path)
+        if locked is not None:
+            problem = locked or None
     if problem:
         raise HistoryError(f"{db}: {problem}; refused, and left as it is")
     app = int.from_bytes(head[68:72], "big")
