@@ -34,7 +34,7 @@ from tebench.store import reader as results
 from tebench.store.writer import Writer
 from tebench.run import runner
 from tebench.plan import schedule as plan_schedule
-from tebench.run.display import Display
+from tebench.run.display import Display, SideDisplay
 from tebench.run.executor import Executor
 from tebench.run.options import RunOptions, resolve_options
 from tebench.run.outdir import OutLock
@@ -245,7 +245,7 @@ def _run_sides(matrix: Matrix, opts: ABOptions, cases: list, sides: dict[str, _S
             writer = stack.enter_context(Writer(s.out / results.RESULTS_NAME))
             ropts = _run_options(s, opts)
             writer.append(_header(s, matrix, cases, ropts, opts, ab_id))
-            executors[name] = Executor(ropts, s.env, s.run_id, writer, [], display)
+            executors[name] = Executor(ropts, s.env, s.run_id, writer, [], SideDisplay(display, name, opts.rounds))
         try:
             order = schedule([c.id for c in cases], opts.rounds)
             for i, (r, case_id, name) in enumerate(order):

@@ -11,8 +11,10 @@ replication is the round (one process), not the step:
   own (autocorrelated) steps gives. With fewer than ``min_rounds`` rounds a
   side's step time is ``inconclusive``. p-values are adjusted across cases
   (Holm by default); a regression needs an adjusted p below alpha *and* a
-  change beyond the threshold. ``unchanged`` means the whole interval lies
-  within the threshold; everything in between is ``inconclusive``.
+  change beyond the threshold. ``slower``/``faster``: significant but within the
+  threshold (counted and named, not failing the gate). ``unchanged`` means the
+  whole interval lies within the threshold; everything in between is
+  ``inconclusive`` (it fails the gate only with ``fail_on_inconclusive``).
 * memory: the change must exceed the spread of the memory peaks across rounds;
 * loss: the final loss must rise by more than the loss threshold, or parity
   must go from pass to fail or inconclusive (inconclusive never counts as pass).
@@ -59,7 +61,7 @@ LAUNCH_BOUND_BUSY = 0.5
 IGNORED_SETTINGS = ("timeout_s", "parity_rtol", "parity_atol", "profile_steps", "validate")
 """Case settings that do not change what is measured, so may differ between the sides."""
 FAILING = ("regressed", "status-changed", "invalid")
-VERDICTS = ("regressed", "status-changed", "invalid", "improved", "unchanged", "inconclusive",
+VERDICTS = ("regressed", "status-changed", "invalid", "slower", "improved", "faster", "unchanged", "inconclusive",
             "not-measured", "not-comparable", "missing-in-head", "new-in-head")
 UNMEASURED = ("not-measured", "not-comparable", "missing-in-head", "new-in-head")
 """Verdicts of cases that were not measured on both sides: no evidence either way."""
@@ -130,6 +132,8 @@ class Options:
     """Count time regressions of launch-bound cases (GPU busy < 50%) instead of showing them as advisory."""
     fail_on_missing: bool = False
     """A case in base but not in head fails the gate."""
+    fail_on_inconclusive: bool = False
+    """An inconclusive case fails the gate (a gate that must not pass blind)."""
     count_env_changes: bool = False
 
     def __post_init__(self) -> None:
@@ -200,8 +204,8 @@ class Delta:
     case_id: str
     device: str
     verdict: str
-    """regressed | status-changed | invalid | improved | unchanged | inconclusive | not-comparable |
-    missing-in-head | new-in-head"""
+    """regressed | status-changed | invalid | slower | improved | faster | unchanged | inconclusive |
+    not-measured | not-comparable | missing-in-head | new-in-head"""
     why: list[str] = field(default_factory=list)
     counted: bool = True
     """Whether a failing verdict fails the gate (False: advisory, see ``flags``)."""
@@ -290,6 +294,7 @@ def judge(case_id: str, device: str, b: Side, h: Side, opts: Options | None = No
     regressed: list[tuple[str, str]] = []  # (metric, text)
     improved: list[str] = []
     uncertain: list[str] = []
+    small: list[tuple[str, str]] = []  # ("slower" | "faster", text): significant, within the threshold
     if b.status != h.status:
         worse = b.status == "ok" or (b.status == "skipped" and h.status not in ("ok", "skipped"))
         d.why.append(f"status {b.status} → {h.status}" + (f" ({h.reason})" if h.reason and worse else ""))
@@ -331,6 +336,10 @@ def judge(case_id: str, device: str, b: Side, h: Side, opts: Options | None = No
                 regressed.append(("time", change))
             elif significant and time.ratio < 1 - thr["time"]:
                 improved.append(change)
+            elif significant and time.ratio != 1:
+                # Real but small (asv#752's complaint: "~" hid it): named, not failing the gate.
+                small.append(("slower" if time.ratio > 1 else "faster",
+                              change + f": beyond noise, within the {thr['time']:.0%} threshold"))
             elif not (1 - thr["time"] <= time.lo and time.hi <= 1 + thr["time"]):
                 uncertain.append(change + ": the interval reaches beyond the threshold")
         if b.tokens_per_s and h.tokens_per_s:
@@ -366,6 +375,9 @@ def judge(case_id: str, device: str, b: Side, h: Side, opts: Options | None = No
     elif improved:
         d.verdict = "improved"
         d.why = improved + d.why
+    elif small:
+        d.verdict = small[0][0]
+        d.why = [text for _, text in small] + d.why
     elif uncertain:
         d.verdict = "inconclusive"
         d.why = uncertain + d.why
@@ -479,6 +491,8 @@ class Comparison:
         out = [d for d in self.deltas if d.failing and d.counted]
         if self.options.fail_on_missing:
             out += [d for d in self.deltas if d.verdict == "missing-in-head"]
+        if self.options.fail_on_inconclusive:
+            out += [d for d in self.deltas if d.verdict == "inconclusive"]
         return out
 
     @property
@@ -574,17 +588,49 @@ def _pct(value: float | None) -> str:
     return "–" if value is None or not math.isfinite(value) else f"{value - 1:+.1%}"
 
 
+def headline(c: Comparison, title: str = "tebench compare") -> list[str]:
+    """The first line(s) of a comparison: what is known, in words a reader acts on in ten seconds.
+
+    🔴 a counted failure; 🟡 advisory regressions, or changes beyond noise within the threshold
+    (``slower``); ⚪ when something could not be told (``inconclusive``) or nothing was measured;
+    🟢 only when every judged case is unchanged, improved or faster.
+    """
+    fails, n_reg = c.failures, len(c.regressions)
+    inconclusive, slower = c.count("inconclusive"), c.count("slower")
+    if fails and c.counted:
+        icon = "🔴"
+    elif n_reg or fails or slower:
+        icon = "🟡"
+    elif inconclusive or not c.measured:
+        icon = "⚪"
+    else:
+        icon = "🟢"
+    counts = [f"{n_reg} regression(s)"] + [f"{c.count(v)} {v}" for v in ("slower", "improved", "faster")
+                                            if c.count(v) or v == "improved"]
+    counts += [f"{c.count('unchanged')} unchanged", f"{inconclusive} inconclusive"]
+    lines = [f"### {icon} {title}: " + ", ".join(counts)]
+    if slower:
+        lines.append(f"{slower} case(s) are slower beyond noise but within the {c.thresholds['time']:.0%} "
+                     "threshold: not failing the gate, but real (listed below).")
+    if inconclusive:
+        few = len(c.too_few_rounds)
+        what = (f"{few} of them have too few rounds for a verdict: run with `--rounds 5` or more"
+                if few else "their intervals reach beyond the threshold: more rounds, or a quieter machine, "
+                            "narrow them")
+        gate = ("they fail the gate (--fail-on-inconclusive)" if c.options.fail_on_inconclusive
+                else "this gate passes without knowing (`--fail-on-inconclusive` makes them fail it)")
+        lines.append(f"Can't tell for {inconclusive} case(s): {what}; {gate}.")
+    return lines
+
+
 def to_markdown(c: Comparison, title: str = "tebench compare") -> str:
     """GitHub-flavoured Markdown: headline, what changed, everything in <details>."""
     from tebench.report import md_escape as esc, md_table
     import pandas as pd
 
-    fails, n_reg = c.failures, len(c.regressions)
     advisory = [d for d in c.deltas if d.failing and not d.counted]
     lines = []
-    icon = "🔴" if (fails and c.counted) else ("🟡" if (n_reg or fails) else ("🟢" if c.measured else "⚪"))
-    lines.append(f"### {icon} {title}: {n_reg} regression(s), {c.count('improved')} improvement(s), "
-                 f"{c.count('unchanged')} unchanged, {c.count('inconclusive')} inconclusive")
+    lines += headline(c, title)
     extra = [f"{c.count(v)} {v}" for v in UNMEASURED if c.count(v)]
     if not c.measured:
         extra.insert(0, "no case was measured on both sides, so this comparison cannot pass (exit 2)")
@@ -630,11 +676,12 @@ def to_markdown(c: Comparison, title: str = "tebench compare") -> str:
                 "Δ final loss": "–" if d.loss_change is None else f"{d.loss_change:+.4g}",
                 "why": "; ".join(d.why + d.flags)}
 
-    changed = [d for d in c.deltas if d.verdict not in ("unchanged", "inconclusive")]
+    changed = [d for d in c.deltas if d.verdict != "unchanged"]
+    if c.measured and all(d.verdict in ("unchanged", *UNMEASURED) for d in c.deltas):
+        lines.append("Nothing changed beyond thresholds and noise" + (
+            " in the cases measured on both sides." if changed else "."))
     if changed:
         lines.append(md_table(pd.DataFrame([row(d) for d in changed])))
-    else:
-        lines.append("Nothing changed beyond thresholds and noise.")
     o = c.options
     lines += ["", f"<details><summary>All {len(c.deltas)} cases</summary>", "",
               md_table(pd.DataFrame([row(d) for d in c.deltas])), "", "</details>", "",

@@ -195,7 +195,8 @@ def compare_options(args: argparse.Namespace, count_env_changes: bool):
     try:
         return Options(thresholds=thresholds(args.threshold), alpha=args.alpha, correction=args.correction,
                        min_rounds=args.min_rounds, gate_launch_bound=args.gate_launch_bound,
-                       fail_on_missing=args.fail_on_missing, count_env_changes=count_env_changes)
+                       fail_on_missing=args.fail_on_missing, count_env_changes=count_env_changes,
+                       fail_on_inconclusive=getattr(args, "fail_on_inconclusive", False))
     except CompareError as exc:
         raise UsageError(str(exc)) from None
 
@@ -215,6 +216,8 @@ def add_gate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gate-launch-bound", action="store_true",
                    help="count step-time regressions of launch-bound cases (GPU busy < 50%%), advisory by default")
     p.add_argument("--fail-on-missing", action="store_true", help="a case in base but not in head fails the gate")
+    p.add_argument("--fail-on-inconclusive", action="store_true",
+                   help="an inconclusive case (too few rounds, an interval beyond the threshold) fails the gate")
     p.add_argument("--format", choices=("markdown", "json"), default="markdown")
 
 

@@ -14,7 +14,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     from tebench.plan.environment import probe
     from tebench.plan.gates import gate_case
     from tebench.plan.matrix import exclusion_text, expand
-    from tebench.plan.shards import estimate_cost
+    from tebench.plan.shards import estimate_seconds
 
     # The matrix is validated before the hardware is probed: bad input fails fast.
     mat = None if is_auto(args) else load_matrix(args)
@@ -24,15 +24,22 @@ def cmd_list(args: argparse.Namespace) -> int:
     if mat is None:
         mat = load_matrix(args, env)
         cases = select(mat, args.only, shard_spec)
-    runs = 0
+    runs, total_s = 0, 0.0
     # Names, reasons and paths come from the matrix (and plugins): shown, never obeyed by the terminal.
     print(safe(f"matrix {mat.name} ({mat.source}), {len(cases)} case(s) on {env.device_name}"))
     for case in cases:
         reason = gate_case(case, env)
         runs += reason is None
         status = "run " if reason is None else "skip"
-        print(safe(f"  {status} {case.id:<60} ~{estimate_cost(case):5.0f}s" + (f"  {reason}" if reason else "")))
-    print(f"{runs} to run, {len(cases) - runs} skipped")
+        if reason is None:
+            seconds = estimate_seconds(case, env)
+            total_s += seconds
+            estimate = f"~{_duration(seconds):>6}"
+        else:
+            estimate = f"{'':>7}"  # a skipped case costs nothing
+        print(safe(f"  {status} {case.id:<60} {estimate}" + (f"  {reason}" if reason else "")))
+    print(f"{runs} to run, {len(cases) - runs} skipped; about {_duration(total_s)} in all, estimated from "
+          f"{_rate_basis(env)} (a rough guide: start-up and compilation dominate small cases)")
     excluded = expand(mat).excluded
     if excluded:
         print(f"excluded by the matrix's [[exclude]] rules ({sum(e.cases for e in excluded)} case(s)):")
@@ -40,6 +47,24 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(f"  - {safe(exclusion_text(rule.to_dict()))}")
     return 0
 
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _rate_basis(env: Any) -> str:
+    from tebench.plan.shards import CPU_EFFICIENCY, GPU_EFFICIENCY
+
+    if env.device_type == "cuda" and env.peak_tflops:
+        return f"{GPU_EFFICIENCY:.0%} of the GPU's datasheet peak ({env.peak_tflops.get('bf16')} TFLOP/s BF16)"
+    if env.device_type == "cpu" and env.cpu_gflops:
+        return f"{CPU_EFFICIENCY:.0%} of this CPU's measured matmul rate ({env.cpu_gflops:.0f} GFLOP/s)"
+    return "a nominal 200 TFLOP/s (this machine's rate is unknown)"
 
 
 def add_parser(sub: Any) -> None:

@@ -87,6 +87,9 @@ class Environment:
     platform: str = ""
     cpu: str = ""
     cpu_count: int = field(default=0, metadata={"min": 0})
+    cpu_gflops: float | None = field(default=None, metadata={"min": 0})
+    """fp32 matmul GFLOP/s this CPU reached in the probe (a fraction of a second of 512x512
+    matmuls): what ``tebench list`` estimates CPU cases from."""
     hostname: str = ""
     gpu_clocks: dict[str, dict[str, str | None]] = field(default_factory=dict)
     """Per GPU index, nvidia-smi's clock and power fields (text, as nvidia-smi prints them)."""

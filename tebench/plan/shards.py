@@ -9,10 +9,14 @@ case runs twice.
 from __future__ import annotations
 
 import heapq
+from typing import TYPE_CHECKING
 
 from tebench.plan.matrix import Case
 from tebench.plan.modes import MODES
 from tebench.workloads import SPECS
+
+if TYPE_CHECKING:
+    from tebench.plan.environment import Environment
 
 # Rough constants: only the *relative* cost of cases matters for balance, and
 # the same numbers must be used on every machine, so they are not measured.
@@ -46,6 +50,39 @@ def estimate_cost(case: Case) -> float:
     cost = PROCESS_OVERHEAD_S + wl.flops_per_step(case.size_spec) * steps / NOMINAL_FLOPS
     if MODES[case.mode].compile:
         cost += COMPILE_OVERHEAD_S
+    return cost
+
+
+GPU_EFFICIENCY = 0.4
+"""Share of the datasheet peak a training step reaches, for time estimates (0.5-0.6 measured at d2048-d4096 on
+an H200; small cases reach far less, and their start-up dominates anyway)."""
+CPU_EFFICIENCY = 0.3
+"""Share of the probe's matmul rate a CPU training step reaches (element-wise work, small matmuls)."""
+CPU_PROCESS_S, CPU_COMPILE_S = 3.0, 4.0
+"""A CPU case's start-up and torch.compile's extra, as the smoke preset measured them on the 2-core
+development CPU (tests/fixtures/cpu-smoke.jsonl: 3.1-3.2 s a case, 7.1 s compiled)."""
+
+
+def estimate_seconds(case: Case, env: "Environment") -> float:
+    """Seconds ``case`` may take on ``env``, from the machine's probe (a rough guide, shown by ``tebench list``).
+
+    Unlike :func:`estimate_cost` (the same numbers on every machine, for sharding) this uses what the
+    probe knows: the GPU's datasheet peak (fp32 for PT-FP32), or the CPU's measured matmul rate.
+    """
+    wl = SPECS[case.workload]
+    steps = case.settings.steps + case.settings.warmup
+    peak = env.peak_tflops or {}
+    if env.device_type == "cuda" and peak:
+        key = "fp32" if not (MODES[case.mode].amp or MODES[case.mode].family == "te") else "bf16"
+        rate = peak[key] * 1e12 * GPU_EFFICIENCY
+    elif env.device_type == "cpu" and env.cpu_gflops:
+        rate = env.cpu_gflops * 1e9 * CPU_EFFICIENCY
+    else:
+        rate = NOMINAL_FLOPS
+    cpu = env.device_type == "cpu"
+    cost = (CPU_PROCESS_S if cpu else PROCESS_OVERHEAD_S) + wl.flops_per_step(case.size_spec) * steps / rate
+    if MODES[case.mode].compile:
+        cost += CPU_COMPILE_S if cpu else COMPILE_OVERHEAD_S
     return cost
 
 

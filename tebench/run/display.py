@@ -43,13 +43,34 @@ class Display:
         with self.lock:
             self.started[key] = time.monotonic()
 
-    def finish(self, record: dict[str, Any]) -> None:
+    def finish(self, record: dict[str, Any], prefix: str = "") -> None:
         with self.lock:
             self.done += 1
             self._clear()
             # A case's reason may quote a worker's or a plugin's output: shown, not obeyed.
-            self.stream.write(f"[{self.done}/{self.total}] {for_terminal(summary_line(record))}\n")
+            self.stream.write(f"[{self.done}/{self.total}] {prefix}{for_terminal(summary_line(record))}\n")
             self.stream.flush()
+
+
+class SideDisplay:
+    """One side's view of a shared :class:`Display` (``tebench ab``): every line names the side and round,
+    since each case runs once per side and round."""
+
+    def __init__(self, display: Display, side: str, rounds: int):
+        self.display, self.side, self.rounds = display, side, rounds
+
+    def _prefix(self, round_: int | None) -> str:
+        return f"{self.side}, round {(round_ or 0) + 1}/{self.rounds}: "
+
+    def start(self, key: str) -> None:
+        self.display.start(key)
+
+    def update(self, key: str, label: str, phase: str, step: int, steps: int) -> None:
+        self.display.update(key, f"{self.side}: {label}", phase, step, steps)
+
+    def finish(self, record: dict[str, Any]) -> None:
+        # The round is in the prefix; the summary line would repeat it.
+        self.display.finish({**record, "round": None}, prefix=self._prefix(record.get("round")))
 
 
 def summary_line(record: dict[str, Any]) -> str:

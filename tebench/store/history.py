@@ -10,6 +10,8 @@ each series, and compares the latest run with the recent ones before it.
 
 from __future__ import annotations
 
+import textwrap
+
 import contextlib
 import json
 import sqlite3
@@ -317,6 +319,33 @@ def _pending(v: np.ndarray, start: int, threshold: float, min_side: int) -> Step
     return None
 
 
+def history_headline(deltas: list[compare.Delta], earlier: list[int]) -> str:
+    """The history page's first line: the same words as ``compare`` (🟢 only when every judged case is
+    unchanged, ⚪ when it cannot tell), against the number of earlier runs there really were."""
+    counts = {v: sum(d.verdict == v for d in deltas) for v in compare.VERDICTS}
+    failing = sum(d.failing and d.counted for d in deltas)
+    judged = sum(d.verdict not in compare.UNMEASURED for d in deltas)
+    if failing:
+        icon = "🔴"
+    elif counts["slower"] or any(d.failing for d in deltas):
+        icon = "🟡"
+    elif counts["inconclusive"] or not judged:
+        icon = "⚪"
+    else:
+        icon = "🟢"
+    n = max(earlier) if earlier else 0
+    against = ("no earlier run to compare with" if n == 0 else
+               f"against the {n} run{'s' if n != 1 else ''} before it")
+    words = [f"{failing} regression(s)"] + [f"{counts[v]} {v}" for v in ("slower", "improved", "faster") if counts[v]]
+    words += [f"{counts['unchanged']} unchanged", f"{counts['inconclusive']} inconclusive"]
+    line = f"{icon} tebench history: the latest run {against}: " + ", ".join(words)
+    if counts["inconclusive"]:
+        line += (f". Can't tell for {counts['inconclusive']} case(s)"
+                 + (f": {n} earlier run(s), a verdict needs at least {compare.Options().min_rounds}"
+                    if 0 < n < compare.Options().min_rounds else "") + ".")
+    return line
+
+
 def latest_vs_recent(db: str | Path, window: int = 5, thresholds: dict[str, float] | None = None,
                      opts: compare.Options | None = None) -> tuple[list[compare.Delta], dict[str, Any]]:
     """The newest run of each device against the ``window`` runs of that device before it.
@@ -381,6 +410,7 @@ def _by_case(recs: list[CaseResult]) -> dict[str, list[CaseResult]]:
 def trend_figure(df: pd.DataFrame, threshold: float = 0.05, confirm: int = 3):
     """Median step time per run for every case, one panel per (device, workload/size); step changes marked."""
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     from tebench.report.charts import color
 
@@ -416,13 +446,16 @@ def trend_figure(df: pd.DataFrame, threshold: float = 0.05, confirm: int = 3):
                                 "after_ms": change.after, "change": change.ratio - 1})
         ax.set_title(f"{group} — {device}", fontsize=10)
         ax.set_xlabel("run (oldest → newest)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # runs are counted, never 0.2 of one
         ax.set_ylabel("median step time (ms)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6.5)
     for ax in axes[len(panels):]:
         ax.set_visible(False)
-    fig.suptitle("Trends: median step time per run (dotted: step change; dashed '?': possible change awaiting "
-                 "more runs; shaded: drift)")
+    # Wrapped to the figure's width: a one-line title was clipped on both sides of a one-panel figure.
+    fig.suptitle(textwrap.fill("Trends: median step time per run (dotted: step change; dashed '?': possible "
+                               "change awaiting more runs; shaded: drift)", width=90 * cols),
+                 fontsize=10)
     return fig, changes
 
 
@@ -452,8 +485,10 @@ def report(db: str | Path, out: str | Path, window: int = 5, thresholds: dict[st
     if not steps.empty:
         steps["change"] = steps["change"].map(lambda v: f"{v:+.1%}")
         steps[["before_ms", "after_ms"]] = steps[["before_ms", "after_ms"]].round(3)
+    earlier = [len(v["baseline_runs"]) for v in info.values()]
     ctx = {
         "db": str(db), "window": window, "info": info, "chart": chart,
+        "headline": history_headline(deltas, earlier),
         "n_regressions": sum(d.failing and d.counted for d in deltas),
         "regressions": {"html": html_table(regress), "md": md_table(regress)},
         "steps": {"html": html_table(steps), "md": md_table(steps)},

@@ -100,6 +100,20 @@ def _te_support(env: Environment) -> None:
         setattr(env, attr, Support(bool(ok), "" if ok else str(why)))
 
 
+def cpu_matmul_gflops(seconds: float = 0.2) -> float | None:
+    """fp32 GFLOP/s of 512x512 matmuls on this CPU for about ``seconds`` (the machine's own rate, load included)."""
+    import torch
+
+    a = torch.randn(512, 512)
+    b = torch.randn(512, 512)
+    torch.mm(a, b)  # first call: thread pool start-up, not counted
+    n, start = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < seconds:
+        torch.mm(a, b)
+        n += 1
+    return 2 * 512**3 * n / elapsed / 1e9 if n else None
+
+
 def detect() -> Environment:
     """Detect the machine in this process. Initializes CUDA: call it in a child."""
     import torch
@@ -115,6 +129,7 @@ def detect() -> Environment:
     env.time = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     env.env_vars = {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)}
     env.git_commit, env.git_dirty = _git_state()
+    env.cpu_gflops = cpu_matmul_gflops()
     if torch.cuda.is_available():
         env.device_type = "cuda"
     # TE first: once torch has loaded its own cuDNN, TE can pick up a second,

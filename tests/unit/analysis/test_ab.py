@@ -69,6 +69,10 @@ def test_ab_end_to_end(tmp_path, tebench_cli):
     assert data == json.loads((out / "compare.json").read_text())
     assert (out / "compare.md").read_text().startswith("### ")
     assert data["paired"] is True and data["exit_code"] == proc.returncode
+    # Each case runs once per side and round: every progress line says which.
+    for side in ("base", "head"):
+        for rnd in (1, 3):
+            assert f"] {side}, round {rnd}/3: " in proc.stderr, proc.stderr
     assert any("TEBENCH_TEST_SLOWDOWN: 1.0 → 10" in x for x in data["environment_differences"])
     assert {c["case_id"] for c in data["cases"]} == {"gpt/micro/PT-FP32", "gpt/micro/PT-AMP"}
     for case in data["cases"]:

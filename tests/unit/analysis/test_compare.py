@@ -108,10 +108,11 @@ def test_change_within_run_to_run_noise_is_not_a_regression(tmp_path):
     assert "beyond the threshold" in delta(result).why[0]
 
 
-def test_change_below_threshold_is_unchanged_unless_the_threshold_is_lower(tmp_path):
+def test_change_below_threshold_is_slower_not_failing_unless_the_threshold_is_lower(tmp_path):
+    # Beyond noise but within the threshold: "slower" (named, exit 0), no longer "unchanged".
     base = multi_round(tmp_path, "base.jsonl", seed=1, round_sd=0.002, step_sd=0.002)
     head = multi_round(tmp_path, "head.jsonl", seed=2, round_sd=0.002, step_sd=0.002, factor={AMP: 1.03})
-    assert verdicts(compare(base, head))[AMP] == "unchanged"
+    assert verdicts(compare(base, head))[AMP] == "slower" and compare(base, head).exit_code == 0
     assert verdicts(compare(base, head, {"time": 0.01}))[AMP] == "regressed"
 
 
@@ -383,3 +384,52 @@ def test_compare_cli_says_why_it_exits_2_on_nothing_measured(tmp_path, tebench_c
     proc = tebench_cli("compare", str(base), str(base))
     assert proc.returncode == 2
     assert "no case was measured on both sides" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# --- headlines that say what is known ------------------------------------------------------------
+
+def _first(md: str) -> str:
+    return md.splitlines()[0]
+
+
+def test_headline_green_only_when_every_judged_case_is_unchanged(tmp_path):
+    base = multi_round(tmp_path, "base.jsonl", rounds=6, round_sd=0.002, step_sd=0.003)
+    head = multi_round(tmp_path, "head.jsonl", rounds=6, round_sd=0.002, step_sd=0.003, seed=1)
+    result = compare(base, head)
+    assert set(verdicts(result).values()) <= {"unchanged", "not-measured"}
+    md = to_markdown(result)
+    assert _first(md).startswith("### 🟢") and "Nothing changed beyond thresholds and noise" in md
+
+
+def test_headline_is_neutral_for_cant_tell_and_fail_on_inconclusive_fails(tmp_path):
+    # One round each: every step time inconclusive. Not green, says why and what to do.
+    result = compare(CPU, CPU)
+    md = to_markdown(result)
+    assert _first(md).startswith("### ⚪") and "Can't tell for" in md and "--rounds 5" in md
+    assert "Nothing changed" not in md and result.exit_code == 0
+    strict = compare(CPU, CPU, opts=Options(fail_on_inconclusive=True))
+    assert strict.exit_code == 1 and "fail the gate (--fail-on-inconclusive)" in to_markdown(strict)
+
+
+def test_a_significant_change_within_the_threshold_is_slower_not_nothing(tmp_path):
+    # +3% with tight rounds: beyond noise, within the 5% threshold.
+    base = multi_round(tmp_path, "base.jsonl", rounds=8, round_sd=0.002, step_sd=0.003)
+    head = multi_round(tmp_path, "head.jsonl", rounds=8, round_sd=0.002, step_sd=0.003, seed=1,
+                       factor={AMP: 1.03})
+    result = compare(base, head)
+    d = delta(result)
+    assert d.verdict == "slower" and "within the 5% threshold" in d.why[0]
+    assert result.exit_code == 0  # named, not failing by default
+    md = to_markdown(result)
+    assert _first(md).startswith("### 🟡") and "1 slower" in _first(md) and AMP in md
+    faster = compare(head, base)
+    assert delta(faster).verdict == "faster" and not _first(to_markdown(faster)).startswith("### 🟡")
+
+
+def test_a_regression_beyond_the_threshold_is_red(tmp_path):
+    base = multi_round(tmp_path, "base.jsonl", rounds=6, round_sd=0.002, step_sd=0.003)
+    head = multi_round(tmp_path, "head.jsonl", rounds=6, round_sd=0.002, step_sd=0.003, seed=1,
+                       factor={AMP: 1.2})
+    result = compare(base, head)
+    assert delta(result).verdict == "regressed" and result.exit_code == 1
+    assert _first(to_markdown(result)).startswith("### 🔴")

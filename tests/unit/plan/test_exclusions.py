@@ -79,7 +79,7 @@ def test_exclusion_text():
 def test_list_shows_each_rule_after_the_cases(path, stub_cli):
     lines = stub_cli("list", str(path), check=True).stdout.splitlines()
     at = lines.index("excluded by the matrix's [[exclude]] rules (4 case(s)):")
-    assert lines[at - 1].endswith("skipped")  # after the cases and their summary
+    assert " skipped; about " in lines[at - 1]  # after the cases and their summary (with the total)
     assert lines[at + 1:] == [
         "  - recipe=current: 2 case(s) (current scaling runs in another matrix)",
         "  - mode=TE-FP8 format=HYBRID: 2 case(s) (no reason given)",

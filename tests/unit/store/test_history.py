@@ -145,3 +145,18 @@ def test_cli_history(tmp_path, tebench_cli):
     tebench_cli("history", "report", "--db", str(db), "--out", str(tmp_path / "rep"), check=True)
     missing = tebench_cli("history", "report", "--db", str(tmp_path / "none.db"), "--out", str(tmp_path / "x"))
     assert missing.returncode == 2 and "no such history database" in missing.stderr
+
+
+def test_history_headline_counts_the_runs_there_are_and_says_inconclusive(tmp_path):
+    db = tmp_path / "h.db"
+    for path in nightly(tmp_path, 2):
+        history.add(db, path)
+    first = (history.report(db, tmp_path / "hist") / "history.md").read_text().splitlines()[0]
+    # One earlier run: not "the 5 before it", and not a green "nothing": it cannot tell.
+    assert "against the 1 run before it" in first and first.startswith("### ⚪")
+    assert "inconclusive" in first and "Can't tell" in first and "at least 3" in first
+    db1 = tmp_path / "h1.db"
+    (tmp_path / "one").mkdir()
+    history.add(db1, nightly(tmp_path / "one", 1)[0])
+    alone = (history.report(db1, tmp_path / "hist1") / "history.md").read_text().splitlines()[0]
+    assert "no earlier run to compare with" in alone and not alone.startswith("### 🟢")
