@@ -135,7 +135,7 @@ def html_table(df: pd.DataFrame, cls: str = "") -> str:
 HEADLINE_COLUMNS = [
     ("source", "machine", ""), ("workload", "workload", ""), ("size", "size", ""),
     ("fastest", "fastest mode", ""), ("step_ms", "step ms", "ms"), ("speedup_vs_amp", f"vs {tables.BASELINE}", "x"),
-    ("speedup_vs_compile", f"vs {tables.COMPILED}", "x"),
+    ("speedup_vs_compile", f"vs {tables.COMPILED}", "x"), ("noise", "noise", ""),
     ("memory_saving_vs_amp", f"memory saved vs {tables.BASELINE}", "pct"),
     ("best_fp8", f"best {FP8}", ""), ("fp8_speedup_vs_amp", f"{FP8} vs {tables.BASELINE}", "x"),
     ("parity", "loss parity", ""), ("not_ok", "not ok", ""),
@@ -180,7 +180,8 @@ def _sentence(row: pd.Series) -> str:
     fmt = tables.fmt
     text = f"{row['workload']}/{row['size']} on {row['source']}: fastest is {row['fastest']} at {fmt(row['step_ms'], 'ms')} ms/step"
     if pd.notna(row["speedup_vs_amp"]):
-        text += f" ({fmt(row['speedup_vs_amp'], 'x')} vs {tables.BASELINE})"
+        text += f" ({fmt(row['speedup_vs_amp'], 'x')} vs {tables.BASELINE}" + (
+            ", within noise: the steps' spread is larger than the lead" if row.get("noise") else "") + ")"
     if row.get("best_fp8") and pd.notna(row["fp8_speedup_vs_amp"]):
         text += f"; best {FP8} ({row['best_fp8']}) is {fmt(row['fp8_speedup_vs_amp'], 'x')} vs {tables.BASELINE}"
     saving = row["memory_saving_vs_amp"]
@@ -525,6 +526,8 @@ def build_context(sources: list[Source], out: Path, assets_url: str | None = Non
         "sources": [{"label": s.label, "kind": s.kind, "notes": s.notes, "env": _environment(s),
                      "reproduce": _reproduce(s), "matrix": (s.header.matrix or {}).get("data")} for s in sources],
         "multi": multi,
+        "cpu_only": bool(sources) and all(s.env.get("device_type") == "cpu" for s in sources
+                                          if s.kind == "tebench") and any(s.kind == "tebench" for s in sources),
         "envs_differ": len({(s.device, s.env.get("torch"), s.env.get("te"), s.env.get("cuda"))
                             for s in sources}) > 1,
         **_parity_context(df, multi),

@@ -179,6 +179,7 @@ def headline(df: pd.DataFrame) -> pd.DataFrame:
         best = ok.loc[ok["median_ms"].idxmin()]
         fp8 = ok[ok["mode"].isin(modes.FP8_MODES)]
         best_fp8 = fp8.loc[fp8["median_ms"].idxmin()] if not fp8.empty else None
+        amp = ok[ok["variant"] == BASELINE]
         rows.append({
             "source": source, "workload": workload, "size": size,
             "fastest": best["variant"],
@@ -188,10 +189,24 @@ def headline(df: pd.DataFrame) -> pd.DataFrame:
             "memory_saving_vs_amp": 1 - best["memory_vs_amp"] if pd.notna(best["memory_vs_amp"]) else np.nan,
             "best_fp8": best_fp8["variant"] if best_fp8 is not None else None,
             "fp8_speedup_vs_amp": best_fp8["speedup_vs_amp"] if best_fp8 is not None else np.nan,
+            "noise": within_noise(best, amp.iloc[0] if not amp.empty else None),
             "parity": verdict_text(g),
             "not_ok": int((g["status"] != "ok").sum() - (g["status"] == "skipped").sum()),
         })
     return pd.DataFrame(rows)
+
+
+def within_noise(best: pd.Series, base: pd.Series | None) -> str:
+    """"within noise" when the fastest mode's lead over the baseline is smaller than either one's
+    interquartile spread (relative to its median): one run cannot tell them apart. "" otherwise."""
+    if base is None or best["variant"] == base["variant"]:
+        return ""
+    spreads = [r["iqr_ms"] / r["median_ms"] for r in (best, base)
+               if pd.notna(r.get("iqr_ms")) and r.get("median_ms")]
+    speedup = best.get("speedup_vs_amp")
+    if not spreads or speedup is None or pd.isna(speedup) or speedup <= 0:
+        return ""
+    return "within noise" if abs(math.log(speedup)) < max(spreads) else ""
 
 
 def short_reason(reason: Any, limit: int = 60) -> str:
