@@ -274,12 +274,23 @@ def _summary(s: Side) -> dict[str, Any]:
             if f.name not in ("rounds", "settings")}
 
 
+@dataclass
+class _Findings:
+    """What each metric of one case says, before they are weighed into one verdict."""
+
+    regressed: list[tuple[str, str]] = field(default_factory=list)
+    """(metric, text)"""
+    improved: list[str] = field(default_factory=list)
+    uncertain: list[str] = field(default_factory=list)
+    small: list[tuple[str, str]] = field(default_factory=list)
+    """("slower" | "faster", text): significant, within the threshold."""
+
+
 def judge(case_id: str, device: str, b: Side, h: Side, opts: Options | None = None,
           time: stats.TimeTest | None = None, p_adjusted: float | None = None) -> Delta:
     """Judge one case. ``time`` is its step-time test (computed here, unpaired, when not given);
     ``p_adjusted`` its p-value after correction across cases (the raw p-value when not given)."""
     opts = opts or Options()
-    thr = opts.thresholds
     d = Delta(case_id, device, "unchanged", base=_summary(b), head=_summary(h))
     diff = _settings_diff(b.settings, h.settings) if (b.settings and h.settings) else []
     if diff:
@@ -291,18 +302,33 @@ def judge(case_id: str, device: str, b: Side, h: Side, opts: Options | None = No
         d.verdict = "invalid"
         d.why.extend(bad)
         return d
-    regressed: list[tuple[str, str]] = []  # (metric, text)
-    improved: list[str] = []
-    uncertain: list[str] = []
-    small: list[tuple[str, str]] = []  # ("slower" | "faster", text): significant, within the threshold
+    found = _Findings()
+    _judge_status(b, h, d, found)
+    advisory = _advisory(b, h, opts, d)
+    _judge_time(b, h, opts, d, found, time if time is not None else time_test(b, h, opts), p_adjusted)
+    _judge_memory(b, h, opts, d, found)
+    _judge_loss(b, h, opts, d, found)
+    if b.status == h.status and b.status != "ok":
+        d.why.append(f"{b.status} in both")
+    _weigh(d, found, advisory)
+    if d.verdict == "unchanged" and b.status != "ok" and h.status != "ok":
+        # Failed (or skipped) on both sides: nothing was measured, so nothing is "unchanged".
+        d.verdict = "not-measured"
+    return d
+
+
+def _judge_status(b: Side, h: Side, d: Delta, found: _Findings) -> None:
     if b.status != h.status:
         worse = b.status == "ok" or (b.status == "skipped" and h.status not in ("ok", "skipped"))
         d.why.append(f"status {b.status} → {h.status}" + (f" ({h.reason})" if h.reason and worse else ""))
         if h.status == "ok" and b.status != "ok":
-            improved.append("now ok")
+            found.improved.append("now ok")
         elif worse:
-            regressed.append(("status", "status"))
-    # Flags that make the time verdict advisory.
+            found.regressed.append(("status", "status"))
+
+
+def _advisory(b: Side, h: Side, opts: Options, d: Delta) -> list[str]:
+    """Flags that make the time verdict advisory (also added to ``d.flags``)."""
     advisory: list[str] = []
     if b.gpu_uuids and h.gpu_uuids and b.gpu_uuids != h.gpu_uuids:
         advisory.append(f"different physical GPU ({', '.join(b.gpu_uuids)} → {', '.join(h.gpu_uuids)})")
@@ -319,74 +345,85 @@ def judge(case_id: str, device: str, b: Side, h: Side, opts: Options | None = No
         else:
             advisory.append(text)
     d.flags.extend(advisory)
+    return advisory
+
+
+def _judge_time(b: Side, h: Side, opts: Options, d: Delta, found: _Findings, time: stats.TimeTest | None,
+                p_adjusted: float | None) -> None:
+    thr = opts.thresholds
     if time is None:
-        time = time_test(b, h, opts)
-    if time is not None:
-        d.time_ratio, d.rounds, d.paired, d.p_value = time.ratio, time.rounds, time.paired, time.p
-        d.time_ci = (time.lo, time.hi) if time.lo is not None else None
-        d.p_adjusted = p_adjusted if p_adjusted is not None else time.p
-        if not time.enough:
-            uncertain.append(f"step time {time.ratio - 1:+.1%}: {time.note}" if math.isfinite(time.ratio)
-                             else f"step time: {time.note}")
-        else:
-            change = (f"step time {time.ratio - 1:+.1%} ({1 - opts.alpha:.0%} CI {time.lo - 1:+.1%} … "
-                      f"{time.hi - 1:+.1%}, adjusted p {d.p_adjusted:.2g})")
-            significant = d.p_adjusted < opts.alpha
-            if significant and time.ratio > 1 + thr["time"]:
-                regressed.append(("time", change))
-            elif significant and time.ratio < 1 - thr["time"]:
-                improved.append(change)
-            elif significant and time.ratio != 1:
-                # Real but small (asv#752's complaint: "~" hid it): named, not failing the gate.
-                small.append(("slower" if time.ratio > 1 else "faster",
-                              change + f": beyond noise, within the {thr['time']:.0%} threshold"))
-            elif not (1 - thr["time"] <= time.lo and time.hi <= 1 + thr["time"]):
-                uncertain.append(change + ": the interval reaches beyond the threshold")
-        if b.tokens_per_s and h.tokens_per_s:
-            d.tokens_ratio = h.tokens_per_s / b.tokens_per_s
-    if b.memory and h.memory:
-        bm, hm = float(np.median(b.memory)), float(np.median(h.memory))
-        d.memory_ratio = hm / bm
-        spread = max(np.ptp(b.memory) if len(b.memory) > 1 else 0.0, np.ptp(h.memory) if len(h.memory) > 1 else 0.0)
-        change = f"peak memory {d.memory_ratio - 1:+.1%}"
-        if hm > bm * (1 + thr["memory"]) and hm - bm > spread:
-            regressed.append(("memory", change))
-        elif hm < bm * (1 - thr["memory"]) and bm - hm > spread:
-            improved.append(change)
+        return
+    d.time_ratio, d.rounds, d.paired, d.p_value = time.ratio, time.rounds, time.paired, time.p
+    d.time_ci = (time.lo, time.hi) if time.lo is not None else None
+    d.p_adjusted = p_adjusted if p_adjusted is not None else time.p
+    if not time.enough:
+        found.uncertain.append(f"step time {time.ratio - 1:+.1%}: {time.note}" if math.isfinite(time.ratio)
+                               else f"step time: {time.note}")
+    else:
+        change = (f"step time {time.ratio - 1:+.1%} ({1 - opts.alpha:.0%} CI {time.lo - 1:+.1%} … "
+                  f"{time.hi - 1:+.1%}, adjusted p {d.p_adjusted:.2g})")
+        significant = d.p_adjusted < opts.alpha
+        if significant and time.ratio > 1 + thr["time"]:
+            found.regressed.append(("time", change))
+        elif significant and time.ratio < 1 - thr["time"]:
+            found.improved.append(change)
+        elif significant and time.ratio != 1:
+            # Real but small (asv#752's complaint: "~" hid it): named, not failing the gate.
+            found.small.append(("slower" if time.ratio > 1 else "faster",
+                                change + f": beyond noise, within the {thr['time']:.0%} threshold"))
+        elif not (1 - thr["time"] <= time.lo and time.hi <= 1 + thr["time"]):
+            found.uncertain.append(change + ": the interval reaches beyond the threshold")
+    if b.tokens_per_s and h.tokens_per_s:
+        d.tokens_ratio = h.tokens_per_s / b.tokens_per_s
+
+
+def _judge_memory(b: Side, h: Side, opts: Options, d: Delta, found: _Findings) -> None:
+    if not (b.memory and h.memory):
+        return
+    bm, hm = float(np.median(b.memory)), float(np.median(h.memory))
+    d.memory_ratio = hm / bm
+    spread = max(np.ptp(b.memory) if len(b.memory) > 1 else 0.0, np.ptp(h.memory) if len(h.memory) > 1 else 0.0)
+    change = f"peak memory {d.memory_ratio - 1:+.1%}"
+    if hm > bm * (1 + opts.thresholds["memory"]) and hm - bm > spread:
+        found.regressed.append(("memory", change))
+    elif hm < bm * (1 - opts.thresholds["memory"]) and bm - hm > spread:
+        found.improved.append(change)
+
+
+def _judge_loss(b: Side, h: Side, opts: Options, d: Delta, found: _Findings) -> None:
     if b.final_loss is not None and h.final_loss is not None and math.isfinite(b.final_loss):
         d.loss_change = h.final_loss - b.final_loss
         rel = d.loss_change / abs(b.final_loss) if b.final_loss else 0.0
-        if not math.isfinite(h.final_loss) or rel > thr["loss"]:
-            regressed.append(("loss", f"final loss {b.final_loss:.4g} → {h.final_loss:.4g}"))
-        elif rel < -thr["loss"]:
-            improved.append(f"final loss {b.final_loss:.4g} → {h.final_loss:.4g}")
+        if not math.isfinite(h.final_loss) or rel > opts.thresholds["loss"]:
+            found.regressed.append(("loss", f"final loss {b.final_loss:.4g} → {h.final_loss:.4g}"))
+        elif rel < -opts.thresholds["loss"]:
+            found.improved.append(f"final loss {b.final_loss:.4g} → {h.final_loss:.4g}")
     # "inconclusive" is never a pass: losing a pass is a regression, gaining one from it is not an improvement.
     if b.parity == "pass" and h.parity in ("fail", "inconclusive"):
-        regressed.append(("parity", f"loss parity pass → {h.parity}"))
+        found.regressed.append(("parity", f"loss parity pass → {h.parity}"))
     elif b.parity in ("fail", "inconclusive") and h.parity == "pass":
-        improved.append(f"loss parity {b.parity} → pass")
-    if b.status == h.status and b.status != "ok":
-        d.why.append(f"{b.status} in both")
-    if regressed:
-        d.verdict = "status-changed" if regressed[0][0] == "status" else "regressed"
-        d.why = [text for _, text in regressed] + d.why
+        found.improved.append(f"loss parity {b.parity} → pass")
+
+
+def _weigh(d: Delta, found: _Findings, advisory: list[str]) -> None:
+    """One verdict from the metrics' findings: a regression outweighs an improvement, which outweighs a
+    small change, which outweighs what could not be told."""
+    if found.regressed:
+        d.verdict = "status-changed" if found.regressed[0][0] == "status" else "regressed"
+        d.why = [text for _, text in found.regressed] + d.why
         # Advisory flags concern the step time only; any other regression still counts.
-        d.counted = not (advisory and all(metric == "time" for metric, _ in regressed))
-    elif improved:
+        d.counted = not (advisory and all(metric == "time" for metric, _ in found.regressed))
+    elif found.improved:
         d.verdict = "improved"
-        d.why = improved + d.why
-    elif small:
-        d.verdict = small[0][0]
-        d.why = [text for _, text in small] + d.why
-    elif uncertain:
+        d.why = found.improved + d.why
+    elif found.small:
+        d.verdict = found.small[0][0]
+        d.why = [text for _, text in found.small] + d.why
+    elif found.uncertain:
         d.verdict = "inconclusive"
-        d.why = uncertain + d.why
-    if d.verdict != "inconclusive" and uncertain:
-        d.why += uncertain
-    if d.verdict == "unchanged" and b.status != "ok" and h.status != "ok":
-        # Failed (or skipped) on both sides: nothing was measured, so nothing is "unchanged".
-        d.verdict = "not-measured"
-    return d
+        d.why = found.uncertain + d.why
+    if d.verdict != "inconclusive" and found.uncertain:
+        d.why += found.uncertain
 
 
 def judge_cases(pairs: list[tuple[str, str, Side, Side]], opts: Options, paired: bool = False) -> list[Delta]:
