@@ -138,3 +138,13 @@ def test_prediction_interval_includes_the_new_runs_own_variance():
     assert slower.p < 0.01 and slower.lo > 1.0
     # A confidence interval of the mean would be narrower: the prediction interval is sqrt(1 + 1/n) wider.
     assert not stats.prediction_test(levels[:1], 11.0).enough
+
+
+def test_bootstrap_ratio_with_many_rounds_resamples_round_medians():
+    rng = np.random.default_rng(5)
+    base = [list(10 * (1 + rng.normal(0, 0.01)) + rng.normal(0, 0.1, 30)) for _ in range(300)]
+    head = [list(11 * (1 + rng.normal(0, 0.01)) + rng.normal(0, 0.1, 30)) for _ in range(300)]
+    point, lo, hi = stats.bootstrap_ratio(base, head)
+    assert lo < point < hi and 1.09 < lo and hi < 1.11
+    few_point, few_lo, few_hi = stats.bootstrap_ratio(base[:3], head[:3])  # the two-level resample
+    assert few_lo <= few_point <= few_hi
