@@ -173,7 +173,8 @@ def _raw_log(values: Sequence[float], floor: float, n: int) -> np.ndarray:
 
 
 def measure_noise(losses: Sequence[float], ref_curves: Sequence[Sequence[float]],
-                  companions: Sequence[Sequence[float]], geo: Geometry, floor: float) -> tuple[np.ndarray, Noise]:
+                  companions: Sequence[Sequence[float]], geo: Geometry, floor: float,
+                  cache: dict | None = None, key: tuple = ()) -> tuple[np.ndarray, Noise]:
     """The reference's centre curve (smoothed log loss) and the noise sources around it.
 
     Sources: the spread of the reference's rounds; PT-AMP against PT-FP32; and
@@ -184,16 +185,25 @@ def measure_noise(losses: Sequence[float], ref_curves: Sequence[Sequence[float]]
     for. A systematic difference (a wrong model) is not jitter and stays outside.
     """
     n = geo.n
-    logs = np.array([write_log(c[:n], floor, geo.width) for c in ref_curves])
-    center = logs.mean(axis=0)
-    sources: dict[str, np.ndarray] = {}
-    if len(ref_curves) > 1:
-        sources["reference rounds"] = logs.std(axis=0, ddof=1)
-    if companions:
-        other = np.mean([write_log(c[:n], floor, geo.width) for c in companions], axis=0)
-        sources["PT-AMP vs PT-FP32"] = np.abs(other - center)
+
+    def reference_part() -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        logs = np.array([write_log(c[:n], floor, geo.width) for c in ref_curves])
+        center = logs.mean(axis=0)
+        sources: dict[str, np.ndarray] = {}
+        if len(ref_curves) > 1:
+            sources["reference rounds"] = logs.std(axis=0, ddof=1)
+        if companions:
+            other = np.mean([write_log(c[:n], floor, geo.width) for c in companions], axis=0)
+            sources["PT-AMP vs PT-FP32"] = np.abs(other - center)
+        return center, sources
+
+    # The companions passed are those long enough for n: n is part of the key.
+    center, shared = _memo(cache, ("noise", key, n, floor, geo.width), reference_part)
+    sources = dict(shared)
     if geo.width > 1:
-        paired = _raw_log(losses, floor, n) - np.mean([_raw_log(r, floor, n) for r in ref_curves], axis=0)
+        ref_raw = _memo(cache, ("raw", key[:1], n, floor),
+                        lambda: np.mean([_raw_log(r, floor, n) for r in ref_curves], axis=0))
+        paired = _raw_log(losses, floor, n) - ref_raw
         jitter = (paired - smooth(paired, geo.width))[n // 2:]
         if jitter.size > 1:
             sources["paired step-to-step noise"] = np.full(n, float(np.std(jitter, ddof=1)) / math.sqrt(geo.width))
@@ -220,20 +230,35 @@ def _downsample(*arrays: np.ndarray) -> list[list[float]]:
     return [idx.tolist()] + [[float(v) for v in a[idx]] for a in arrays]
 
 
+def _memo(cache: dict | None, key: tuple, compute: Any) -> Any:
+    # What depends on the reference alone is the same for every case judged against it: with
+    # hundreds of rounds, recomputing it per case made judging quadratic in the rounds.
+    if cache is None:
+        return compute()
+    if key not in cache:
+        cache[key] = compute()
+    return cache[key]
+
+
 def evaluate(losses: Sequence[float], ref_curves: Sequence[Sequence[float]], reference_mode: str,
-             rtol: float, atol: float, companions: Sequence[Sequence[float]] = ()) -> dict[str, Any]:
+             rtol: float, atol: float, companions: Sequence[Sequence[float]] = (),
+             cache: dict | None = None) -> dict[str, Any]:
     """Judge one loss curve against the reference's curves (its rounds).
 
     ``companions`` are PT-AMP curves when the reference is PT-FP32: their
-    distance from it is noise a correct bf16 mode shows too.
+    distance from it is noise a correct bf16 mode shows too. ``cache``: a dict
+    kept across the cases of one judging pass (the curves must stay alive and
+    unchanged meanwhile), in which reference-only values are computed once.
     """
-    refs = [list(r) for r in ref_curves if r and all(math.isfinite(v) for v in r)]
+    ref_id = tuple(map(id, ref_curves))
+    refs = _memo(cache, ("refs", ref_id),
+                 lambda: [list(r) for r in ref_curves if r and all(math.isfinite(v) for v in r)])
     out: dict[str, Any] = {"reference_mode": reference_mode, "reference_rounds": len(refs),
                            "rtol": rtol, "atol": atol}
     if not refs or not losses:
         return {**out, "verdict": "n/a", "reason": "no finite reference loss curve"}
     case_final = final_loss(losses)
-    ref_final = float(np.mean([final_loss(r) for r in refs]))
+    ref_final = _memo(cache, ("final", ref_id), lambda: float(np.mean([final_loss(r) for r in refs])))
     out.update(final=case_final, reference_final=ref_final)
     if case_final is None or not all(math.isfinite(v) for v in losses):
         return {**out, "verdict": "fail", "reason": "the loss is not finite"}
@@ -241,13 +266,14 @@ def evaluate(losses: Sequence[float], ref_curves: Sequence[Sequence[float]], ref
     if n < MIN_STEPS:
         return {**out, "verdict": "inconclusive",
                 "reason": f"run too short to judge: {n} losses recorded, {MIN_STEPS} needed"}
-    learned, learn_reason = reference_learned([r[:n] for r in refs])
+    learned, learn_reason = _memo(cache, ("learned", ref_id, n), lambda: reference_learned([r[:n] for r in refs]))
     if not learned:
         return {**out, "verdict": "inconclusive", "reason": learn_reason}
 
     geo = Geometry.for_steps(n)
     floor = max(1e-12, min(atol, FLOOR_FRACTION * ref_final))
-    center, noise = measure_noise(losses, refs, [c for c in companions if len(c) >= n], geo, floor)
+    center, noise = measure_noise(losses, refs, [c for c in companions if len(c) >= n], geo, floor,
+                                  cache=cache, key=(ref_id, tuple(map(id, companions))))
     tau = noise.band(geo, rtol)
     hi = _window(center, geo.shift, np.max) + tau
     lo = _window(center, geo.shift, np.min) - tau
@@ -387,6 +413,7 @@ class _Grouped(list):
     def __init__(self, records: Sequence[dict[str, Any]]):
         super().__init__(records)
         self._groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        self._of: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for r in self:
             if _plain(r):
                 self._groups.setdefault((r["case"]["mode"], _setup_key(r["case"])), []).append(r)
@@ -395,8 +422,15 @@ class _Grouped(list):
         """The plain runs of ``mode`` with ``case``'s setup, in the records' order."""
         # The key only narrows the search: _same_setup still decides, so that values a key
         # cannot tell apart as == does (a NaN lr, a list against a tuple) are judged as before.
-        group = self._groups.get((mode, _setup_key(case)), [])
-        return [r for r in group if _same_setup(case, r["case"])]
+        s = case["settings"]
+        # Cases whose compared values have the same repr get the same answer (repr tells a list from a
+        # tuple and 1 from 1.0, which == does not): the filter runs once per setup, not once per round.
+        exact = (mode, repr((case["workload"], case["size"], case["dims"], s["seed"], s["steps"] + s["warmup"],
+                             s["lr"], s.get("lr_warmup", 0))))
+        if exact not in self._of:
+            group = self._groups.get((mode, _setup_key(case)), [])
+            self._of[exact] = [r for r in group if _same_setup(case, r["case"])]
+        return list(self._of[exact])
 
     def reference(self, case: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
         """The first of :data:`REFERENCE_MODES` with plain runs of ``case``'s setup, and those runs."""
@@ -427,13 +461,14 @@ def attach(records: list[dict[str, Any]]) -> None:
     """
     # Grouped once here; judge stays the one entry point (and the one a test may wrap).
     grouped = _Grouped(records)
+    cache: dict = {}
     for record in records:
         if record.get("loss") and record.get("status") in ("ok", "diverged"):
-            record["parity"] = judge(grouped, record)
+            record["parity"] = judge(grouped, record, cache)
 
 
-def judge(records: Sequence[dict[str, Any]], record: dict[str, Any]) -> dict[str, Any]:
-    """The verdict of one record against the best reference among ``records``."""
+def judge(records: Sequence[dict[str, Any]], record: dict[str, Any], cache: dict | None = None) -> dict[str, Any]:
+    """The verdict of one record against the best reference among ``records`` (``cache``: see :func:`evaluate`)."""
     case = record["case"]
     if case.get("parallel", "single") != "single":
         # Each rank trains on its own batch: the global batch is nproc times the
@@ -461,7 +496,7 @@ def judge(records: Sequence[dict[str, Any]], record: dict[str, Any]) -> dict[str
     settings = case["settings"]
     out = evaluate(record["loss"]["per_step"], [r["loss"]["per_step"] for r in others], ref_mode,
                    settings["parity_rtol"], settings["parity_atol"],
-                   [c["loss"]["per_step"] for c in companions])
+                   [c["loss"]["per_step"] for c in companions], cache=cache)
     if out["verdict"] in ("pass", "fail"):
         frozen = _frozen_beyond_reference(record, others)
         if frozen:
