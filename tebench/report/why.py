@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from tebench.analysis import breakdown, kernel_rules, memory
-from tebench.plan.modes import MODES
+from tebench.run.records import high_precision
 from tebench.report import tables
 from tebench.report.load import Source
 from tebench.schema.records import CaseResult
@@ -29,11 +29,6 @@ CHART_SIZES = 12
 """Sizes drawn in the breakdown chart at most (the table has them all)."""
 
 
-def _high_precision(rec: CaseResult) -> str:
-    mode = MODES.get(rec.mode)
-    return "bf16" if mode is None or mode.amp or mode.family == "te" else "fp32"
-
-
 def derived(rec: CaseResult, src: Source) -> Any:
     """The record's time breakdown under today's rules (None without kernels or timed steps)."""
     if rec.kernels is None or not rec.timing or not rec.timing.samples_ms:
@@ -43,7 +38,7 @@ def derived(rec: CaseResult, src: Source) -> Any:
     peak = src.env.get("peak_tflops") if isinstance(src.env, dict) else None
     tf32 = rec.setup.tf32_matmul if rec.setup is not None else None
     return breakdown.time_breakdown(rec.kernels, rec.timing.summary.median or 0.0, flops, rec.modules,
-                                    _high_precision(rec), peak, tf32)
+                                    high_precision(rec), peak, tf32)
 
 
 def frame(sources: list[Source]) -> pd.DataFrame:

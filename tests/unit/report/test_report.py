@@ -179,8 +179,8 @@ def _judged(monkeypatch, verdicts: dict[str, tuple[str, str]]):
 
     real = parity.judge
 
-    def judge(records, record):
-        out = real(records, record)
+    def judge(records, record, cache=None):
+        out = real(records, record, cache)
         if record["case_id"] in verdicts:
             verdict, reason = verdicts[record["case_id"]]
             out = dict(out, verdict=verdict, reason=reason)
