@@ -24,6 +24,18 @@ def _kernels(kernels: Kernels) -> list[KernelTime]:
     return [k if isinstance(k, KernelTime) else KernelTime.from_dict(k) for k in kernels.kernels]
 
 
+def _gemm_totals(kernels: Kernels) -> tuple[dict[str, float], dict[str, float]]:
+    """GEMM milliseconds and launches per step by precision (every precision present, zero when none ran)."""
+    ms = {p: 0.0 for p in rules.GEMM_PRECISIONS}
+    calls = {p: 0.0 for p in rules.GEMM_PRECISIONS}
+    for k in _kernels(kernels):
+        key = rules.classify(k.name)
+        if key.startswith("gemm_"):
+            ms[key[5:]] += k.ms
+            calls[key[5:]] += k.calls
+    return ms, calls
+
+
 def time_breakdown(kernels: Kernels, step_ms: float, flops_per_step: float | None = None,
                    census: ModuleCensus | None = None, high_precision: str = "bf16",
                    peak: dict[str, Any] | None = None, tf32: bool | None = None) -> TimeBreakdown:
@@ -35,18 +47,14 @@ def time_breakdown(kernels: Kernels, step_ms: float, flops_per_step: float | Non
     which no peak is known (no mixed MFU then).
     """
     categories = {key: 0.0 for key, _, _ in rules.CATEGORIES}
-    gemm_ms = {p: 0.0 for p in rules.GEMM_PRECISIONS}
-    gemm_calls = {p: 0.0 for p in rules.GEMM_PRECISIONS}
+    gemm_ms, gemm_calls = _gemm_totals(kernels)
     unclassified: list[dict[str, Any]] = []
     for k in _kernels(kernels):
         key = rules.classify(k.name)
         if key == rules.ANNOTATION:
             continue
         categories[key] += k.ms
-        if key.startswith("gemm_"):
-            gemm_ms[key[5:]] += k.ms
-            gemm_calls[key[5:]] += k.calls
-        elif key == "other" and len(unclassified) < UNCLASSIFIED_KEPT:
+        if key == "other" and len(unclassified) < UNCLASSIFIED_KEPT:
             unclassified.append({"name": k.name, "ms": k.ms, "calls": k.calls})  # a list holds JSON objects
     if kernels.rest_ms:
         categories["other"] += kernels.rest_ms  # past the names kept: not classifiable
@@ -113,13 +121,7 @@ def fp8_proof(kernels: Kernels | None, census: ModuleCensus | None) -> FP8Proof:
         verdict = "no-fp8" if (te_fp8 == 0 and te_high) else "unproven"
         return FP8Proof(verdict=verdict, te_fp8=te_fp8, te_high_precision=te_high,
                         note="no kernels profiled" + modules)
-    ms = {p: 0.0 for p in rules.GEMM_PRECISIONS}
-    calls = {p: 0.0 for p in rules.GEMM_PRECISIONS}
-    for k in _kernels(kernels):
-        key = rules.classify(k.name)
-        if key.startswith("gemm_"):
-            ms[key[5:]] += k.ms
-            calls[key[5:]] += k.calls
+    ms, calls = _gemm_totals(kernels)
     low_ms, low_calls = ms["fp8"] + ms["fp4"], calls["fp8"] + calls["fp4"]
     gemm_ms, gemm_calls = sum(ms.values()), sum(calls.values())
     ran = ", ".join(f"{calls[p]:g} {p}" for p in rules.GEMM_PRECISIONS if calls[p]) or "none"

@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from tebench.analysis import breakdown, kernel_rules, memory
-from tebench.run.records import high_precision
+from tebench.run.records import breakdown_of
 from tebench.report import tables
 from tebench.report.load import Source
 from tebench.schema.records import CaseResult
@@ -29,32 +29,21 @@ CHART_SIZES = 12
 """Sizes drawn in the breakdown chart at most (the table has them all)."""
 
 
-def derived(rec: CaseResult, src: Source) -> Any:
-    """The record's time breakdown under today's rules (None without kernels or timed steps)."""
-    if rec.kernels is None or not rec.timing or not rec.timing.samples_ms:
-        return None
-    nproc = rec.case.get("nproc") or 1
-    flops = (rec.throughput.flops_per_step / nproc) if rec.throughput and rec.throughput.flops_per_step else None
-    peak = src.env.get("peak_tflops") if isinstance(src.env, dict) else None
-    tf32 = rec.setup.tf32_matmul if rec.setup is not None else None
-    return breakdown.time_breakdown(rec.kernels, rec.timing.summary.median or 0.0, flops, rec.modules,
-                                    high_precision(rec), peak, tf32)
-
-
 def frame(sources: list[Source]) -> pd.DataFrame:
     """One row per case (its last record) with kernels: the categories' ms, idle, MFU, FP8 proof and memory parts."""
     rows = []
-    multi = len(sources) > 1
     for src in sources:
         last: dict[str, CaseResult] = {}
         for rec in src.records:
             last[rec.case_id] = rec
+        peak = src.env.get("peak_tflops") if isinstance(src.env, dict) else None
         for rec in last.values():
-            tb = derived(rec, src)
+            # Re-derived with today's kernel rules: the stored time_breakdown is the run's.
+            tb = breakdown_of(rec, peak)
             if tb is None:
                 continue
             row: dict[str, Any] = {
-                "source": src.label if multi else src.label, "case_id": rec.case_id, "workload": rec.workload,
+                "source": src.label, "case_id": rec.case_id, "workload": rec.workload,
                 "size": rec.size, "mode": rec.mode, "status": rec.status, "step_ms": tb.step_ms,
                 "idle_ms": tb.idle_ms, "mfu": rec.throughput.mfu if rec.throughput else None,
                 "mfu_mixed": tb.mfu_mixed,
@@ -124,10 +113,7 @@ MEMORY_COLUMNS = [("case_id", "case", ""), ("source", "machine", ""), ("mem_peak
 
 def time_columns(df: pd.DataFrame) -> list[tuple[str, str, str]]:
     """The time table's columns, without categories that are zero in every case."""
-    return [c for c in TIME_COLUMNS if c[0] not in COLORS_BY_KEY or (df[c[0]] > 0).any()]
-
-
-COLORS_BY_KEY = {key: color for key, _, color in kernel_rules.CATEGORIES}
+    return [c for c in TIME_COLUMNS if c[0] not in kernel_rules.COLORS or (df[c[0]] > 0).any()]
 
 
 def chart(df: pd.DataFrame) -> Figure | None:
@@ -144,7 +130,7 @@ def chart(df: pd.DataFrame) -> Figure | None:
         left = [0.0] * len(g)
         for key in [*keys, "idle_ms"]:
             values = g[key].tolist()
-            color = COLORS_BY_KEY.get(key, IDLE[2])
+            color = kernel_rules.COLORS.get(key, IDLE[2])
             label = kernel_rules.LABELS.get(key, IDLE[1])
             ax.barh(range(len(g)), values, left=left, color=color, edgecolor="#555555" if key == "idle_ms" else None,
                     hatch="//" if key == "idle_ms" else None, linewidth=0.5, label=label)

@@ -7,9 +7,9 @@ from typing import Any
 
 from tebench.analysis import breakdown, parity, stats
 from tebench.plan.environment import Environment
-from tebench.plan.modes import MODES
+from tebench.plan.modes import MODES, is_fp8
 from tebench.plan.schedule import Planned
-from tebench.schema.records import CaseResult, Device, Measurements, Summary, Throughput
+from tebench.schema.records import CaseResult, Device, Measurements, Summary, Throughput, TimeBreakdown
 from tebench.schema.version import RecordError
 from tebench.workloads import SPECS
 
@@ -55,7 +55,7 @@ def build_record(p: Planned, raw: Measurements, env: Environment, run_id: str, s
         if summary.get("median"):
             record.throughput = Throughput.from_dict(
                 stats.throughput(summary["median"], tokens, flops, env.peak_tflops, case.nproc))
-            derive_breakdown(record, env.peak_tflops, wl.flops_per_step(size))
+            record.time_breakdown = breakdown_of(record, env.peak_tflops)
     prove_fp8(record)
     if record.loss:
         losses = record.loss.per_step
@@ -74,23 +74,25 @@ def high_precision(record: CaseResult) -> str:
     return "bf16" if mode is None or mode.amp or mode.family == "te" else "fp32"
 
 
-def derive_breakdown(record: CaseResult, peak: dict[str, Any] | None, flops: float | None) -> None:
-    """``time_breakdown`` from the record's profiled kernels and its median step (nothing without kernels).
+def breakdown_of(record: CaseResult, peak: dict[str, Any] | None) -> TimeBreakdown | None:
+    """The record's time breakdown from its profiled kernels, its median step and its throughput's FLOPs
+    (one rank's: the census counts one rank's layers); None without kernels or timed steps.
 
-    ``flops``: the model FLOPs of one step on one rank (the census counts one rank's layers).
+    The one derivation: the runner stores it, a report derives it again with today's kernel rules.
     """
     if record.kernels is None or not record.timing or not record.timing.samples_ms:
-        return
+        return None
+    tp = record.throughput
+    flops = tp.flops_per_step / (record.case.get("nproc") or 1) if tp and tp.flops_per_step else None
     setup = record.setup
-    record.time_breakdown = breakdown.time_breakdown(
+    return breakdown.time_breakdown(
         record.kernels, record.timing.summary.median or 0.0, flops, record.modules, high_precision(record),
         peak, setup.tf32_matmul if setup is not None else None)
 
 
 def is_fp8_case(record: CaseResult) -> bool:
-    """Whether the case's mode quantizes its GEMMs (TE-FP8 and any FP8 mode)."""
-    mode = MODES.get(record.mode)
-    return bool(mode is not None and mode.fp8 and record.case.get("fp8"))
+    """Whether the case's mode quantizes its GEMMs with a recipe (TE-FP8 and any FP8 mode)."""
+    return is_fp8(record.mode) and bool(record.case.get("fp8"))
 
 
 def prove_fp8(record: CaseResult) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sys
 
-from tebench.run.records import derive_breakdown, is_fp8_case
+from tebench.run.records import breakdown_of, is_fp8_case
 from tebench.analysis.breakdown import fp8_proof
 from tebench.schema.records import CaseResult, RunHeader
 
@@ -29,10 +29,8 @@ def main(src: str, dst: str) -> int:
                 peak = RunHeader.from_dict(d).environment.get("peak_tflops")
             elif d.get("kernels"):
                 rec = CaseResult.from_dict({k: v for k, v in d.items() if k not in ("time_breakdown", "fp8_proof")})
-                nproc = rec.case.get("nproc") or 1
-                flops = rec.throughput.flops_per_step / nproc if rec.throughput and rec.throughput.flops_per_step else None
-                derive_breakdown(rec, peak, flops)
-                d["time_breakdown"] = rec.time_breakdown.to_dict() if rec.time_breakdown else None
+                tb = breakdown_of(rec, peak)
+                d["time_breakdown"] = tb.to_dict() if tb else None
                 if is_fp8_case(rec):
                     d["fp8_proof"] = fp8_proof(rec.kernels, rec.modules).to_dict()
             out.write(json.dumps(d) + "\n")
