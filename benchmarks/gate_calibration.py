@@ -114,10 +114,14 @@ def live(args: argparse.Namespace) -> dict[str, Any]:
                        "loadavg_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
                        "wall_s": round(time.monotonic() - t0, 1), "dir": str(opts.out),
                        "verdicts": {d.case_id: d.verdict for d in result.deltas},
-                       "ratios": {d.case_id: d.time_ratio for d in result.deltas}})
+                       "ratios": {d.case_id: d.time_ratio for d in result.deltas},
+                       "ci95": {d.case_id: d.time_ci for d in result.deltas}})
         print(f"trial {i:3d} {kind:<4} exit {result.exit_code} "
               + ", ".join(f"{c} {v} ({trials[-1]['ratios'][c] - 1:+.1%})" for c, v in trials[-1]["verdicts"].items()),
               file=sys.stderr, flush=True)
+        if args.out:
+            # After every trial: a run stopped by its time limit keeps the trials it finished.
+            _write(args, {"mode": "live", "partial": True, "trials": trials, "summary": tally(trials)})
     return {"mode": "live", "matrix": str(args.matrix), "rounds": args.rounds, "slowdown": args.slowdown,
             "trials": trials, "summary": tally(trials)}
 
@@ -223,10 +227,16 @@ def main(argv: list[str] | None = None) -> int:
                  "alpha": compare.DEFAULT_ALPHA})
     print(show(data["summary"], f"{data['mode']}: rounds {args.rounds}, slowdown x{args.slowdown}"))
     if args.out:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        name = "live.json" if args.mode == "live" else f"pool-r{args.rounds}-x{args.slowdown:g}.json"
-        (Path(args.out) / name).write_text(json.dumps(data, indent=2, default=str) + "\n")
+        _write(args, data)
     return 0
+
+
+def _write(args: argparse.Namespace, data: dict[str, Any]) -> None:
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    name = "live.json" if args.mode == "live" else f"pool-r{args.rounds}-x{args.slowdown:g}.json"
+    tmp = Path(args.out) / (name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    tmp.replace(Path(args.out) / name)
 
 
 if __name__ == "__main__":
