@@ -58,8 +58,17 @@ def _has_te() -> bool:
         return False
 
 
+def _has_torchao() -> bool:
+    try:
+        import torchao.float8  # noqa: F401
+
+        return True
+    except Exception:
+        return False
+
+
 def pytest_collection_modifyitems(config, items):
-    cuda, te = _has_cuda(), None
+    cuda, te, ao = _has_cuda(), None, None
     for item in items:
         if "gpu" in item.keywords and not cuda:
             item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
@@ -67,6 +76,10 @@ def pytest_collection_modifyitems(config, items):
             te = _has_te() if te is None else te
             if not te:
                 item.add_marker(pytest.mark.skip(reason="needs Transformer Engine"))
+        elif "torchao" in item.keywords:
+            ao = _has_torchao() if ao is None else ao
+            if not ao:
+                item.add_marker(pytest.mark.skip(reason="needs torchao (pip install 'tebench[ao]')"))
 
 
 def read_jsonl(path: Path) -> list[dict]:

@@ -12,6 +12,7 @@ def cmd_env(args: argparse.Namespace) -> int:
     from tebench.plan.environment import probe
     from tebench.plan.modes import FP8_MODES, MODES
     from tebench.plan.recipes import RECIPES
+    from tebench.plan.torchao_support import describe as describe_torchao
 
     env = probe()
     if args.json:
@@ -24,6 +25,7 @@ def cmd_env(args: argparse.Namespace) -> int:
         ("driver / CUDA / cuDNN", f"{env.driver or '-'} / {env.cuda or '-'} / {env.cudnn or '-'}"),
         ("torch", env.torch),
         ("Transformer Engine", env.te or f"not importable: {env.te_error}"),
+        ("torchao", describe_torchao(env.torchao, env.torchao_error, env.torch)),
         ("torch.compile", "yes" if env.compile.ok else f"no: {env.compile.reason}"),
         ("peak (dense BF16)", f"{env.peak_tflops['bf16']} TFLOP/s ({env.peak_tflops['source']})"
          if env.peak_tflops else "unknown GPU: no MFU"),
@@ -37,11 +39,13 @@ def cmd_env(args: argparse.Namespace) -> int:
     for mode in MODES.values():
         reason = mode.gate(env)
         print(f"  {mode.name:<15} {'runs' if not reason else 'skipped: ' + reason}")
-    fp8_mode = MODES[FP8_MODES[0]]  # every FP8 mode gates on the same FP8 support
-    print(f"FP8 recipes ({', '.join(FP8_MODES)}):")
-    for spec in RECIPES.values():
-        reason = fp8_mode.gate(env) or spec.gate(env)
-        print(f"  {spec.name:<15} {'runs' if not reason else 'skipped: ' + reason}")
+    for name in FP8_MODES:
+        mode = MODES[name]
+        print(f"{name} recipes:")
+        for spec in RECIPES.values():
+            if spec.library == mode.fp8:
+                reason = mode.gate(env) or spec.gate(env)
+                print(f"  {spec.name:<18} {'runs' if not reason else 'skipped: ' + reason}")
     return 0
 
 

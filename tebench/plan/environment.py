@@ -76,6 +76,11 @@ class Environment:
     te_error: str | None = None
     te_recipes: list[str] = field(default_factory=list)
     te_api: list[str] = field(default_factory=list)
+    torchao: str | None = None
+    """torchao's version, None where it does not import (see ``torchao_error``)."""
+    torchao_error: str | None = None
+    torchao_recipes: list[str] = field(default_factory=list)
+    """torchao's float8 training recipe names (``Float8LinearRecipeName``) where it imports."""
     fp8: Support = field(default_factory=lambda: Support(False, "not probed"))
     fp8_block: Support = field(default_factory=lambda: Support(False, "not probed"))
     mxfp8: Support = field(default_factory=lambda: Support(False, "not probed"))
@@ -227,7 +232,7 @@ def _driver_stamp() -> str:
 
 
 def machine_key(python: str | None = None) -> str:
-    """Identity of what a probe would find: host, Python, torch/TE installs, driver, CUDA/TE env vars.
+    """Identity of what a probe would find: host, Python, torch/TE/torchao installs, driver, CUDA/TE env vars.
 
     Any change to one of these (a driver update, a new torch, another
     CUDA_VISIBLE_DEVICES) gives a new key, so a cached answer is never stale.
@@ -243,6 +248,7 @@ def machine_key(python: str | None = None) -> str:
         "tebench": f"{__version__}@{os.stat(__file__).st_mtime_ns}",
         "torch": _package_stamp("torch"),
         "te": _package_stamp("transformer_engine"),
+        "torchao": _package_stamp("torchao"),
         "driver": _driver_stamp(),
         "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
     }

@@ -28,7 +28,7 @@ from tebench.schema import knobs as fields
 from tebench.store import bounded
 from tebench.schema.knobs import FieldError, knob
 from tebench.plan.modes import MODES
-from tebench.plan.recipes import AMAX_ALGOS, FORMATS, RECIPES, FP8Options
+from tebench.plan.recipes import AMAX_ALGOS, DEFAULT_RECIPE, FORMATS, RECIPES, FP8Options
 from tebench.workloads import BUILT_IN, SPECS, SizeError
 from tebench.workloads.plugins import PluginError
 from tebench.workloads.spec import size_from_dict
@@ -114,7 +114,7 @@ class AxisValue:
                                        "import path or entry-point name (checked where its sizes are).")
     modes: str = knob(next(iter(MODES)), "A precision mode.", choices=tuple(MODES))
     graphs: bool = knob(False, "Capture the model's layer stack in CUDA graphs.")
-    fp8_weights: bool = knob(False, "Keep weights in FP8 (TE-FP8 only).")
+    fp8_weights: bool = knob(False, "Keep weights in FP8 (TE-FP8 only; AO-FP8 cases are made without).")
     parallel: str = knob("single", "single, or data parallel (ddp, fsdp2) over nproc processes.", choices=PARALLEL)
     nproc: int = knob(2, "Processes (GPUs) of a data-parallel case.", min=1, max=1024)
 
@@ -123,7 +123,9 @@ class AxisValue:
 class FP8AxisValue:
     """One value of each ``[fp8]`` list (and of the ``[[exclude]]`` keys that name them)."""
 
-    recipes: str = knob("delayed", "A TE quantization recipe.", choices=tuple(RECIPES))
+    recipes: str = knob("delayed", "An FP8 recipe: TE's (for TE-FP8) or torchao's (for AO-FP8); an FP8 mode "
+                                   "whose library has none listed gets its default (delayed, tensorwise).",
+                        choices=tuple(RECIPES))
     formats: str = knob("HYBRID", "FP8 format.", choices=FORMATS)
     amax_history_len: int = knob(1024, "Delayed scaling: length of the amax history.", min=1, max=65536)
     amax_compute_algo: str = knob("max", "Delayed scaling: how the amax history becomes a scale.", choices=AMAX_ALGOS)
@@ -661,7 +663,7 @@ def _expand(data: Any) -> Expansion:
             removed[hit].add(case.id)
     if not candidates:
         # Every axis is non-empty, so only FP8 weights without an FP8 mode leave no point at all.
-        fp8_modes = ", ".join(name for name, mode in MODES.items() if mode.fp8)
+        fp8_modes = ", ".join(name for name, mode in MODES.items() if mode.fp8 == "te")
         raise _Bad("axes.fp8_weights", axes.fp8_weights,
                    f"FP8 weights exist only under an FP8 mode ({fp8_modes}) and axes.modes lists none, "
                    "so the matrix has no case (add an FP8 mode, or false to fp8_weights)")
@@ -700,11 +702,24 @@ def _candidates(axes: _Axes, sizes: dict[str, Any], base: Settings) -> Iterator[
             dim_items = _dims(spec)
             for mode_name, g, w, par in itertools.product(axes.modes, axes.graphs, axes.fp8_weights, axes.parallel):
                 mode = MODES[mode_name]
-                if w and not mode.fp8:
-                    continue  # FP8 weights only exist under FP8
+                if w and mode.fp8 != "te":
+                    continue  # FP8 weights are TE's (quantized_model_init)
                 for n in (axes.nprocs if par != "single" else [1]):
-                    for opts in (axes.fp8_points if mode.fp8 else [None]):
+                    for opts in (_library_points(axes.fp8_points, mode.fp8) if mode.fp8 else [None]):
                         yield Case(wl_name, size_name, mode_name, dim_items, opts, g, w, par, n, settings)
+
+
+def _library_points(points: list[FP8Options], library: str) -> list[FP8Options]:
+    """The recipe points of one FP8 library; its default recipe where ``[fp8] recipes`` lists none of its
+    (a matrix of TE recipes still gives AO-FP8 a case, and the other way round)."""
+    mine = [p for p in points if p.spec.library == library]
+    if mine:
+        return mine
+    # The matrix's own TE options where a listed point has them (a torchao point has none).
+    given, default = (points[0] if points else FP8Options()), FP8Options()
+    pick = [getattr(given, k) if getattr(given, k) is not None else getattr(default, k)
+            for k in ("format", "amax_history_len", "amax_compute_algo", "calibration_steps")]
+    return [FP8Options.normalized(DEFAULT_RECIPE[library], *pick)]
 
 
 def _dims(size: Any) -> tuple[tuple[str, Any], ...]:

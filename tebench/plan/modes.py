@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 MASTER_WEIGHT_POLICY = (
     "fp32 master weights and fp32 AdamW state in every mode; PT-AMP and TE modes compute in "
     "bf16 under torch.autocast (fp16 + GradScaler where bf16 is unsupported); TE-FP8 adds TE's FP8 "
-    "autocast around the forward pass"
+    "autocast around the forward pass; AO-FP8 converts PT-AMP's linear layers with torchao's "
+    "convert_to_float8_training (fp32 weights, FP8 GEMMs with dynamic scales)"
 )
 
 
@@ -33,8 +34,9 @@ class Mode:
     """``pt`` builds plain PyTorch modules, ``te`` builds Transformer Engine modules."""
     amp: bool
     """Run the forward pass under ``torch.autocast`` (bf16, or fp16 where bf16 is missing)."""
-    fp8: bool
-    """Wrap the forward pass in TE's FP8 autocast with the case's recipe."""
+    fp8: str | None
+    """Whose FP8 the case's recipe is: ``te`` (TE's FP8 autocast wraps the forward pass) or
+    ``torchao`` (torchao's float8 training converts the model's ``nn.Linear`` layers); None: no FP8."""
     compile: bool
     """Run the model under ``torch.compile``."""
     description: str
@@ -51,6 +53,8 @@ class Mode:
 
     def gate(self, env: "Environment") -> str | None:
         """None when this mode can run on ``env``, else the human-readable reason."""
+        if self.fp8 == "torchao":
+            return self._gate_torchao(env)
         if self.compile and not env.compile.ok:
             return env.compile.reason
         if self.family != "te":
@@ -69,22 +73,42 @@ class Mode:
                 return f"Transformer Engine reports FP8 unavailable: {env.fp8.reason}"
         return None
 
+    def _gate_torchao(self, env: "Environment") -> str | None:
+        from tebench.plan.torchao_support import pair_problem
+
+        if env.torchao is None:
+            return f"{self.name} needs torchao ({env.torchao_error or 'not installed'}; pip install 'tebench[ao]')"
+        problem = pair_problem(env.torchao, env.torch)
+        if problem:
+            return f"{self.name}: {problem}"
+        if env.device_type != "cuda":
+            return f"{self.name} needs a CUDA GPU (torchao's FP8 matmul is CUDA-only); none was detected"
+        cc = env.gpu.capability
+        if cc < (8, 9):
+            return f"{self.name} needs compute capability >= 8.9; {env.gpu.name} has {cc[0]}.{cc[1]}"
+        if self.compile and not env.compile.ok:
+            return env.compile.reason
+        return None
+
 
 MODES: dict[str, Mode] = {
     mode.name: mode
     for mode in (
-        Mode("PT-FP32", "pt", amp=False, fp8=False, compile=False, description="plain PyTorch, fp32 compute",
+        Mode("PT-FP32", "pt", amp=False, fp8=None, compile=False, description="plain PyTorch, fp32 compute",
              color="#7f7f7f", reference_rank=0, companion="PT-AMP"),
-        Mode("PT-AMP", "pt", amp=True, fp8=False, compile=False,
+        Mode("PT-AMP", "pt", amp=True, fp8=None, compile=False,
              description="PyTorch autocast (bf16; fp16 + GradScaler where bf16 is missing)",
              color="#1f77b4", reference_rank=1, baseline="amp"),
-        Mode("PT-AMP+compile", "pt", amp=True, fp8=False, compile=True,
+        Mode("PT-AMP+compile", "pt", amp=True, fp8=None, compile=True,
              description="PT-AMP under torch.compile: the strongest plain-PyTorch baseline",
              color="#17becf", baseline="compile"),
-        Mode("TE-BF16", "te", amp=True, fp8=False, compile=False,
+        Mode("TE-BF16", "te", amp=True, fp8=None, compile=False,
              description="Transformer Engine modules, bf16 compute", color="#2ca02c"),
-        Mode("TE-FP8", "te", amp=True, fp8=True, compile=False,
+        Mode("TE-FP8", "te", amp=True, fp8="te", compile=False,
              description="Transformer Engine modules under FP8 autocast with a recipe", color="#d62728"),
+        Mode("AO-FP8", "pt", amp=True, fp8="torchao", compile=True,
+             description="PT-AMP's model with torchao's float8 training (convert_to_float8_training) under "
+                         "torch.compile, with a torchao recipe", color="#ff7f0e"),
     )
 }
 
@@ -93,7 +117,10 @@ REFERENCE_MODES = tuple(sorted((m.name for m in MODES.values() if m.reference_ra
 """Loss parity compares every case against the first of these that ran."""
 
 FP8_MODES = tuple(m.name for m in MODES.values() if m.fp8)
-"""The modes that run under TE's FP8 autocast: the ones a recipe applies to."""
+"""The modes that compute in FP8: the ones a recipe applies to (each takes its own library's recipes)."""
+
+FP8_LIBRARY_NAMES = {"te": "Transformer Engine", "torchao": "torchao"}
+"""The FP8 libraries, as reports name them."""
 
 
 def baseline(role: str) -> str:
@@ -105,5 +132,10 @@ def baseline(role: str) -> str:
 
 
 def is_fp8(mode: str) -> bool:
-    """True for a mode under FP8 autocast; False for a mode this tebench does not know (an old file's)."""
-    return mode in MODES and MODES[mode].fp8
+    """True for a mode that computes in FP8; False for a mode this tebench does not know (an old file's)."""
+    return mode in MODES and bool(MODES[mode].fp8)
+
+
+def fp8_library(mode: str) -> str | None:
+    """``te`` or ``torchao`` for an FP8 mode; None otherwise (or for a mode this tebench does not know)."""
+    return MODES[mode].fp8 if mode in MODES else None

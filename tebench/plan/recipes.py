@@ -1,9 +1,11 @@
-"""The registry of Transformer Engine quantization recipes.
+"""The registry of FP8 quantization recipes: Transformer Engine's and torchao's.
 
 One entry per recipe: the matrix file's choices, the CLI's help, validation,
 gating and construction all come from :data:`RECIPES`, so a new recipe is one
-entry here. Recipes are built by TE class *name*, so a TE release that lacks a
-class is reported with a clear message instead of an AttributeError.
+entry here. Each recipe belongs to one library, and an FP8 mode takes the
+recipes of its own library (TE-FP8 TE's, AO-FP8 torchao's). TE recipes are
+built by class *name*, torchao's by recipe name, so a release that lacks one is
+reported with a clear message instead of an AttributeError.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ class RecipeSpec:
 
     name: str
     """The name used in matrix files and case ids."""
-    te_class: str
-    """Class name in ``transformer_engine.common.recipe``."""
+    te_class: str | None
+    """Class name in ``transformer_engine.common.recipe`` (TE recipes); for torchao's, its recipe name
+    (``Float8LinearRecipeName``)."""
     options: tuple[str, ...]
     """Which recipe axes apply (``format``, ``amax_history_len``, ``amax_compute_algo``, ``calibration_steps``)."""
     support: str
@@ -33,9 +36,15 @@ class RecipeSpec:
     stateful: bool
     """Whether layers keep a scale and an amax history between steps (delayed scaling)."""
     description: str
+    library: str = "te"
+    """``te`` or ``torchao``: the FP8 mode of that library takes this recipe."""
 
     def gate(self, env: "Environment") -> str | None:
         """None when this recipe can run here, else the reason it cannot."""
+        if self.library == "torchao":
+            if env.torchao is not None and env.torchao_recipes and self.te_class not in env.torchao_recipes:
+                return f"torchao {env.torchao} has no float8 recipe {self.te_class!r}"
+            return None  # the mode's gate checks torchao, the torch pair and the GPU
         if env.te is not None and self.te_class not in env.te_recipes:
             return f"Transformer Engine {env.te} has no recipe class {self.te_class} (recipe '{self.name}')"
         support = getattr(env, self.support)
@@ -68,8 +77,31 @@ RECIPES: dict[str, RecipeSpec] = {
             "nvfp4", "NVFP4BlockScaling", (), "nvfp4", False,
             "NVFP4: 4-bit E2M1 with per-16 FP8 scales (compute capability >= 10.0)",
         ),
+        RecipeSpec(
+            "tensorwise", "tensorwise", (), "compile", False,
+            "torchao: dynamic per-tensor scales, cuBLAS tensorwise FP8 GEMM (torchao's fastest)",
+            library="torchao",
+        ),
+        RecipeSpec(
+            "rowwise", "rowwise", (), "compile", False,
+            "torchao: dynamic per-row scales rounded to powers of two, E4M3 everywhere",
+            library="torchao",
+        ),
+        RecipeSpec(
+            "rowwise_with_gw_hp", "rowwise_with_gw_hp", (), "compile", False,
+            "torchao: rowwise, with the weight gradient's GEMM kept in high precision (torchao's most accurate)",
+            library="torchao",
+        ),
     )
 }
+
+DEFAULT_RECIPE = {"te": "delayed", "torchao": "tensorwise"}
+"""The recipe an FP8 mode gets when the matrix's ``[fp8] recipes`` lists none of its library's."""
+
+
+def library_recipes(library: str) -> tuple[str, ...]:
+    """The names of ``library``'s recipes, in registry order."""
+    return tuple(name for name, spec in RECIPES.items() if spec.library == library)
 
 
 @dataclass(frozen=True)

@@ -43,8 +43,9 @@ from tebench.report import charts, harness_cost as phases, tables
 from tebench.report import why as why_mod
 from tebench.report.load import Source, load_all
 
-FP8 = " or ".join(FP8_MODES)
-"""How headings name the FP8 mode(s) (``TE-FP8``)."""
+FP8 = " or ".join(tables.TE_FP8_MODES)
+"""How headings name TE's FP8 mode (``TE-FP8``); torchao's columns name ``AO-FP8``."""
+AO_FP8 = " or ".join(tables.AO_FP8_MODES)
 MAX_FP8_CHARTS = 24
 """Upper bound on FP8-state charts (largest sizes and loss spikes are chosen first)."""
 MD_LIMIT = 60_000
@@ -138,6 +139,10 @@ HEADLINE_COLUMNS = [
     ("speedup_vs_compile", f"vs {tables.COMPILED}", "x"), ("noise", "noise", ""),
     ("memory_saving_vs_amp", f"memory saved vs {tables.BASELINE}", "pct"),
     ("best_fp8", f"best {FP8}", ""), ("fp8_speedup_vs_amp", f"{FP8} vs {tables.BASELINE}", "x"),
+    # torchao's columns exist only where a torchao case ran (tables.headline), so older reports keep their shape.
+    ("best_ao_fp8", f"best {AO_FP8}", ""), ("ao_fp8_speedup_vs_amp", f"{AO_FP8} vs {tables.BASELINE}", "x"),
+    ("ao_fp8_speedup_vs_compile", f"{AO_FP8} vs {tables.COMPILED}", "x"),
+    ("te_vs_ao", f"{FP8} vs {AO_FP8}", "x"), ("ao_parity", f"{AO_FP8} parity", ""),
     ("parity", "loss parity", ""), ("not_ok", "not ok", ""),
 ]
 CROSSOVER_COLUMNS = [
@@ -145,6 +150,12 @@ CROSSOVER_COLUMNS = [
     ("baseline", "baseline", ""), ("fp8_first_faster_at", f"{FP8} first faster at", ""),
     ("speedup_there", "speedup there", "x"), ("speedup_by_size", f"{FP8} speedup by size", ""),
 ]
+CROSSOVER_BOTH_COLUMNS = [
+    ("source", "machine", ""), ("workload", "workload", ""), ("cuda_graphs", "CUDA graphs", ""),
+    ("baseline", "baseline", ""), ("fp8", "FP8 mode", ""), ("fp8_first_faster_at", "first faster at", ""),
+    ("speedup_there", "speedup there", "x"), ("speedup_by_size", "speedup by size", ""),
+]
+"""The crossover with torchao's cases beside TE's: one row per FP8 library."""
 DIST_COLUMNS = [
     ("source", "machine", ""), ("case_id", "case", ""), ("status", "status", ""), ("ranks", "ranks", ""),
     ("per_rank_tokens_per_s", "tokens/s per rank", ""), ("aggregate_tokens_per_s", "aggregate tokens/s", "int"),
@@ -184,6 +195,12 @@ def _sentence(row: pd.Series) -> str:
             ", within noise: the steps' spread is larger than the lead" if row.get("noise") else "") + ")"
     if row.get("best_fp8") and pd.notna(row["fp8_speedup_vs_amp"]):
         text += f"; best {FP8} ({row['best_fp8']}) is {fmt(row['fp8_speedup_vs_amp'], 'x')} vs {tables.BASELINE}"
+    if row.get("best_ao_fp8") and pd.notna(row.get("ao_fp8_speedup_vs_amp")):
+        text += (f"; best {AO_FP8} ({row['best_ao_fp8']}) is {fmt(row['ao_fp8_speedup_vs_amp'], 'x')} vs "
+                 f"{tables.BASELINE} and {fmt(row['ao_fp8_speedup_vs_compile'], 'x')} vs {tables.COMPILED}, "
+                 f"parity {row.get('ao_parity') or 'not judged'}")
+        if pd.notna(row.get("te_vs_ao")):
+            text += f"; {FP8} is {fmt(row['te_vs_ao'], 'x')} vs {AO_FP8}"
     saving = row["memory_saving_vs_amp"]
     if pd.notna(saving) and abs(saving) >= 0.0005:
         text += f"; it uses {fmt(abs(saving), 'pct')} {'less' if saving > 0 else 'more'} memory than {tables.BASELINE}"
@@ -442,6 +459,14 @@ def _comparison_columns(comp: pd.DataFrame) -> list[tuple[str, str, str]] | None
                                         for c in comp.columns if c != "case_id"]
 
 
+def _fp8_words(both: bool) -> dict[str, str]:
+    """How the report names its FP8 comparison: TE's alone, or each library's best beside the other's."""
+    if not both:
+        return {"fp8_best": f"best {FP8} variant", "fp8_short": f"best {FP8}", "fp8_name": FP8}
+    return {"fp8_best": f"best {FP8} and best {AO_FP8} (torchao) variant", "fp8_short": "best FP8 of each library",
+            "fp8_name": "FP8"}
+
+
 def _parity_context(df: pd.DataFrame, multi: bool) -> dict[str, Any]:
     """The headline, loss-parity and where-FP8-pays parts of the context."""
     head = tables.headline(df)
@@ -459,6 +484,7 @@ def _parity_context(df: pd.DataFrame, multi: bool) -> dict[str, Any]:
         "pays": pays,
         "pays_text": _aligned([(r["label"], r["speedup"], r["bar"]) for r in pays]),
         "fp8_ran": bool(fp8_ran),
+        **_fp8_words(tables.has_torchao(df)),
         "fp8_cases": int(df["mode"].isin(FP8_MODES).sum()) if not df.empty else 0,
         "speedup_text": _speedup_bars(df, multi),
     }
@@ -480,7 +506,7 @@ def _table_context(df: pd.DataFrame, sources: list[Source], multi: bool, cost: p
         "has_busy": bool(has_busy),
         "busy": _both(busy, BUSY_COLUMNS, multi),
         "cpu_bound": int((busy["bound"] == "CPU-bound").sum()) if not busy.empty else 0,
-        "crossover": _both(cross, CROSSOVER_COLUMNS, multi),
+        "crossover": _both(cross, CROSSOVER_BOTH_COLUMNS if "fp8" in cross.columns else CROSSOVER_COLUMNS, multi),
         "has_crossover": not cross.empty,
         "distributed": _both(dist, DIST_COLUMNS, multi),
         "has_distributed": not dist.empty,

@@ -251,17 +251,17 @@ def memory(df: pd.DataFrame) -> Figure | None:
 
 
 PYTORCH = "PyTorch"
-"""The loss chart's one panel for every plain-PyTorch mode (``Mode.family == "pt"``)."""
+"""The loss chart's one panel for every plain-PyTorch mode (``Mode.family == "pt"``, not FP8)."""
 
 
 def family(case: dict[str, Any]) -> str:
     """The loss chart's panel a case belongs to: PyTorch, a TE mode, or an FP8 mode by recipe."""
     mode = case["mode"]
     known = MODES.get(mode)
-    if known is not None and known.family == "pt":
-        return PYTORCH
     if is_fp8(mode):
         return f"{mode} {(case.get('fp8') or {}).get('recipe') or ''}".strip()
+    if known is not None and known.family == "pt":
+        return PYTORCH
     return mode
 
 

@@ -177,7 +177,7 @@ def headline(df: pd.DataFrame) -> pd.DataFrame:
         if ok.empty:
             continue
         best = ok.loc[ok["median_ms"].idxmin()]
-        fp8 = ok[ok["mode"].isin(modes.FP8_MODES)]
+        fp8 = ok[ok["mode"].isin(TE_FP8_MODES)]
         best_fp8 = fp8.loc[fp8["median_ms"].idxmin()] if not fp8.empty else None
         amp = ok[ok["variant"] == BASELINE]
         rows.append({
@@ -192,8 +192,34 @@ def headline(df: pd.DataFrame) -> pd.DataFrame:
             "noise": within_noise(best, amp.iloc[0] if not amp.empty else None),
             "parity": verdict_text(g),
             "not_ok": int((g["status"] != "ok").sum() - (g["status"] == "skipped").sum()),
+            **_other_fp8(ok, best_fp8, g),
         })
     return pd.DataFrame(rows)
+
+
+TE_FP8_MODES = tuple(m for m in modes.FP8_MODES if modes.fp8_library(m) == "te")
+"""The report's FP8 columns are TE's, as they always were; torchao's get their own (``ao_*``)."""
+AO_FP8_MODES = tuple(m for m in modes.FP8_MODES if modes.fp8_library(m) == "torchao")
+
+
+def has_torchao(df: pd.DataFrame) -> bool:
+    """Whether any case of the frame is a torchao FP8 mode (its columns and rows appear only then)."""
+    return not df.empty and bool(df["mode"].isin(AO_FP8_MODES).any())
+
+
+def _other_fp8(ok: pd.DataFrame, best_te: pd.Series | None, group: pd.DataFrame) -> dict[str, Any]:
+    """torchao's best FP8 at one size beside TE's, with its parity verdict; empty where no torchao case ran."""
+    if not group["mode"].isin(AO_FP8_MODES).any():
+        return {}
+    ao = ok[ok["mode"].isin(AO_FP8_MODES)]
+    if ao.empty:
+        return {"best_ao_fp8": None, "ao_fp8_speedup_vs_amp": np.nan, "ao_fp8_speedup_vs_compile": np.nan,
+                "ao_parity": None, "te_vs_ao": np.nan}
+    best = ao.loc[ao["median_ms"].idxmin()]
+    return {"best_ao_fp8": best["variant"], "ao_fp8_speedup_vs_amp": best["speedup_vs_amp"],
+            "ao_fp8_speedup_vs_compile": best["speedup_vs_compile"],
+            "ao_parity": best.get("parity") or None,
+            "te_vs_ao": (best["median_ms"] / best_te["median_ms"]) if best_te is not None else np.nan}
 
 
 def within_noise(best: pd.Series, base: pd.Series | None) -> str:
@@ -250,12 +276,17 @@ def fp8_pays(df: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     ok = df[(df["status"] == "ok") & (df["parallel"] == "single") & df["mode"].isin(modes.FP8_MODES)
             & df["speedup_vs_amp"].notna()]
+    both = has_torchao(df)
     rows = []
     for (source, workload, size), g in ok.groupby(["source", "workload", "size"], sort=False):
-        best = g.loc[g["speedup_vs_amp"].idxmax()]
-        rows.append({"source": source, "workload": workload, "size": size, "best_fp8": best["variant"],
-                     "speedup_vs_amp": best["speedup_vs_amp"], "speedup_vs_compile": best["speedup_vs_compile"],
-                     "graphs": bool(best["graphs"])})
+        # With torchao's cases beside TE's, one row per library: the comparison the user came for.
+        for pool in ((g[g["mode"].isin(TE_FP8_MODES)], g[g["mode"].isin(AO_FP8_MODES)]) if both else (g,)):
+            if pool.empty:
+                continue
+            best = pool.loc[pool["speedup_vs_amp"].idxmax()]
+            rows.append({"source": source, "workload": workload, "size": size, "best_fp8": best["variant"],
+                         "speedup_vs_amp": best["speedup_vs_amp"], "speedup_vs_compile": best["speedup_vs_compile"],
+                         "graphs": bool(best["graphs"]), "mode": best["mode"]})
     return pd.DataFrame(rows)
 
 
@@ -307,40 +338,50 @@ def crossover(df: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(rows)
     single = df[(df["status"] == "ok") & (df["parallel"] == "single") & ~df["fp8_weights"]
                 & (df["workload"].map(workloads.kind) == "model")]
+    libraries = (TE_FP8_MODES, AO_FP8_MODES) if has_torchao(df) else (modes.FP8_MODES,)
     for source, sg in single.groupby("source", sort=False):
-        for workload in sg["workload"].unique():
-            sizes = [s for w, s in _order_sizes(sg[sg["workload"] == workload]) if w == workload]
-            if len(sizes) < 2:
-                continue
-            for graphs in (False, True):
-                g = sg[(sg["workload"] == workload) & (sg["graphs"] == graphs)]
-                for baseline in (BASELINE, COMPILED):
-                    first, ratio, compared = None, None, []
-                    for size in sizes:
-                        at = g[g["size"] == size]
-                        fp8 = at[at["mode"].isin(modes.FP8_MODES)]
-                        base = at[at["mode"] == baseline]
-                        if fp8.empty or base.empty:
-                            continue
-                        best = fp8.loc[fp8["median_ms"].idxmin()]
-                        # "Beats" means faster beyond noise: the bootstrap interval of
-                        # the step-time ratio must lie entirely above 1.
-                        r, lo, _ = stats.bootstrap_ratio(best["samples_ms"], base.iloc[0]["samples_ms"],
-                                                         resamples=400)
-                        wins = lo > 1.0
-                        compared.append(f"{size}: ×{r:.2f}" + ("" if wins or r < 1 else " (within noise)"))
-                        if wins and first is None:
-                            first, ratio = size, r
-                    if not compared:
-                        continue
-                    rows.append({
-                        "source": source, "workload": workload, "cuda_graphs": "on" if graphs else "off",
-                        "baseline": baseline,
-                        "fp8_first_faster_at": first or f"not reached (up to {sizes[-1]})",
-                        "speedup_there": ratio,
-                        "speedup_by_size": "; ".join(compared),
-                    })
+        for pool in libraries:
+            rows.extend(_crossover_rows(source, sg, pool, labelled=len(libraries) > 1))
     return pd.DataFrame(rows)
+
+
+def _crossover_rows(source: str, sg: pd.DataFrame, fp8_modes: tuple[str, ...], labelled: bool) -> list[dict]:
+    """One machine's crossover rows for the FP8 modes ``fp8_modes`` (``labelled``: say which, in ``fp8``)."""
+    rows: list[dict[str, Any]] = []
+    for workload in sg["workload"].unique():
+        sizes = [s for w, s in _order_sizes(sg[sg["workload"] == workload]) if w == workload]
+        if len(sizes) < 2:
+            continue
+        for graphs in (False, True):
+            g = sg[(sg["workload"] == workload) & (sg["graphs"] == graphs)]
+            for baseline in (BASELINE, COMPILED):
+                first, ratio, compared = None, None, []
+                for size in sizes:
+                    at = g[g["size"] == size]
+                    fp8 = at[at["mode"].isin(fp8_modes)]
+                    base = at[at["mode"] == baseline]
+                    if fp8.empty or base.empty:
+                        continue
+                    best = fp8.loc[fp8["median_ms"].idxmin()]
+                    # "Beats" means faster beyond noise: the bootstrap interval of
+                    # the step-time ratio must lie entirely above 1.
+                    r, lo, _ = stats.bootstrap_ratio(best["samples_ms"], base.iloc[0]["samples_ms"],
+                                                     resamples=400)
+                    wins = lo > 1.0
+                    compared.append(f"{size}: ×{r:.2f}" + ("" if wins or r < 1 else " (within noise)"))
+                    if wins and first is None:
+                        first, ratio = size, r
+                if not compared:
+                    continue
+                rows.append({
+                    "source": source, "workload": workload, "cuda_graphs": "on" if graphs else "off",
+                    "baseline": baseline,
+                    **({"fp8": " or ".join(fp8_modes)} if labelled else {}),
+                    "fp8_first_faster_at": first or f"not reached (up to {sizes[-1]})",
+                    "speedup_there": ratio,
+                    "speedup_by_size": "; ".join(compared),
+                })
+    return rows
 
 
 def distributed(df: pd.DataFrame, sources: list[Source]) -> pd.DataFrame:

@@ -415,6 +415,10 @@ class Setup(_Part):
     amp_dtype: str | None = None
     grad_scaler: bool | None = None
     fp8_recipe: str | None = None
+    fp8_library: str | None = knob(None, "Whose FP8: te or torchao (FP8 modes only).")
+    fp8_conversion: str | None = knob(None, "AO-FP8: which nn.Linear layers torchao converted, which it kept and why.")
+    fp8_converted: int | None = knob(None, "AO-FP8: linear layers converted to torchao's Float8Linear.", min=0)
+    fp8_fsdp_all_gather: bool | None = knob(None, "AO-FP8 under FSDP2: weights all-gathered in FP8.")
     fp8_calibration: str | None = None
     fp8_weight_transpose: str | None = None
     lr_schedule: str | None = None

@@ -100,6 +100,33 @@ def _te_support(env: Environment) -> None:
         setattr(env, attr, Support(bool(ok), "" if ok else str(why)))
 
 
+def _torchao_support(env: Environment) -> None:
+    """torchao's version from its package metadata, and its float8 recipes where the pair is supported.
+
+    The version is read without importing torchao: a torchao built for another
+    torch can abort the process on import (0.13 on torch 2.9), which would take
+    the whole probe with it. Only a supported pair is imported.
+    """
+    from importlib import metadata
+
+    from tebench.plan.torchao_support import pair_problem
+
+    try:
+        env.torchao = metadata.version("torchao")
+    except metadata.PackageNotFoundError:
+        env.torchao_error = "not installed"
+        return
+    if pair_problem(env.torchao, env.torch):
+        return  # the gate says why, from the two versions
+    try:
+        from torchao.float8.config import Float8LinearRecipeName
+    except Exception as exc:
+        env.torchao_error = f"{type(exc).__name__}: {exc}".strip().splitlines()[0][:300]
+        env.torchao = None
+        return
+    env.torchao_recipes = [r.value for r in Float8LinearRecipeName]
+
+
 def cpu_matmul_gflops(seconds: float = 0.2) -> float | None:
     """fp32 GFLOP/s of 512x512 matmuls on this CPU for about ``seconds`` (the machine's own rate, load included)."""
     import torch
@@ -157,6 +184,7 @@ def detect() -> Environment:
     else:
         env.bf16 = True  # CPU autocast is bf16
     env.compile = _compile_support(env.device_type)
+    _torchao_support(env)
     try:
         from torch.distributed.fsdp import fully_shard  # noqa: F401
 

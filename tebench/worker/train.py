@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable
 import torch
 
 from tebench.worker.hooks import mutations
-from tebench.worker import te_compat
+from tebench.worker import ao_fp8, te_compat
 from tebench.worker.te_recipe import build_recipe
 from tebench.worker.hooks.faults import mutation_for
 from tebench.plan.matrix import Case
@@ -73,7 +73,7 @@ def make_precision(case: Case, device: torch.device, amax_group: Any = None) -> 
             scaler = torch.amp.GradScaler("cuda")
         else:
             amp_dtype = torch.bfloat16
-    recipe = build_recipe(case.fp8) if (mode.fp8 and case.fp8) else None
+    recipe = build_recipe(case.fp8) if (mode.fp8 == "te" and case.fp8) else None
     return Precision(device.type, amp_dtype, recipe, scaler, cache_enabled=not case.graphs,
                      amax_group=amax_group)
 
@@ -218,6 +218,11 @@ class Trainer:
         return loss.detach()
 
 
+def _fp8_all_gather(case: Case) -> bool:
+    """FSDP2 gathers torchao's FP8 weights in FP8 where torchao can: tensorwise scaling (torchtitan's default)."""
+    return case.parallel == "fsdp2" and case.fp8 is not None and case.fp8.recipe == "tensorwise"
+
+
 def _capture_graphs(trainer: Trainer, batch: Batch) -> None:
     """Capture the layer stack (``model.blocks``) in CUDA graphs.
 
@@ -261,6 +266,10 @@ def build_trainer(case: Case, device: torch.device, batches: list[Batch],
         init_ctx = te_compat.quantized_init(precision.fp8_recipe)
     with init_ctx:
         eager = wl.build(size, mode.family, device, case.settings.seed)
+    conversion: dict[str, Any] = {}
+    if mode.fp8 == "torchao" and case.fp8 is not None:
+        # Before the mutations (they apply to the model as it trains) and before DDP/FSDP2 wraps it.
+        conversion = ao_fp8.convert(eager, case.fp8.recipe, fsdp_all_gather=_fp8_all_gather(case))
     mutation = mutation_for(case.id)
     mutated = mutations.apply(mutation, eager, wl, mode.family, case) if mutation else None
     model = wrap(eager) if wrap else eager
@@ -274,7 +283,12 @@ def build_trainer(case: Case, device: torch.device, batches: list[Batch],
         "graphs": None,
         "tf32_matmul": torch.backends.cuda.matmul.allow_tf32 if device.type == "cuda" else None,
         **precision.describe(),
+        **conversion,
     }
+    if mode.fp8 == "te":
+        setup["fp8_library"] = "te"
+    if conversion.get("fp8_fsdp_all_gather"):
+        optimizer.register_step_post_hook(lambda *_: ao_fp8.precompute_fsdp_scales(model))
     if mutated:
         setup["test_mutation"] = f"{mutation}: {mutated}"
     if case.fp8_weights:
@@ -284,7 +298,7 @@ def build_trainer(case: Case, device: torch.device, batches: list[Batch],
         n = case.settings.lr_warmup
         trainer.scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / n))
         setup["lr_schedule"] = f"linear warm-up over {n} steps to {case.settings.lr:g}, then constant"
-    calibration = case.fp8.calibration_steps if (case.fp8 and mode.fp8) else 0
+    calibration = case.fp8.calibration_steps if (case.fp8 and mode.fp8 == "te") else 0
     if calibration:
         calibrate_fp8(trainer, batches, calibration)
         setup["fp8_calibration"] = (f"{calibration} forward+backward passes without optimizer steps before "

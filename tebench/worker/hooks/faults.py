@@ -30,8 +30,9 @@ MUTATIONS = {
     "freeze-layer": "the first block's parameters never update",
     "lr-x10": "the learning rate is 10x the case's",
     "fp8-scale-one": "delayed-scaling FP8 keeps the scaling factor at 1 (no amax-based scaling)",
-    "fp8-bypass": "the TE layers run outside FP8 (each enters FP8 autocast disabled): every GEMM runs in high "
-                  "precision while the case is labelled FP8",
+    "fp8-bypass": "the FP8 layers run in high precision (TE's each enter FP8 autocast disabled; torchao's "
+                  "Float8Linear run nn.Linear's forward): every GEMM runs in high precision while the case is "
+                  "labelled FP8",
 }
 
 KINDS = {**PROCESS_FAULTS, **MUTATIONS}

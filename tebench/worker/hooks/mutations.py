@@ -83,6 +83,17 @@ def _bypass_fp8(model: nn.Module) -> None:
             outside_fp8(module)
 
 
+def _bypass_float8_linear(model: nn.Module) -> None:
+    """Every torchao Float8Linear runs nn.Linear's own forward: converted, but computing in high precision."""
+    from torchao.float8.float8_linear import Float8Linear
+
+    found = [m for m in model.modules() if isinstance(m, Float8Linear)]
+    if not found:
+        raise RuntimeError("mutation 'fp8-bypass': the model has no torchao Float8Linear layer")
+    for module in found:
+        module.forward = nn.Linear.forward.__get__(module)
+
+
 def apply(kind: str, model: nn.Module, workload: Any, family: str, case: Any) -> str:
     """Mutate ``model`` in place (before the optimizer is built); returns what was done.
 
@@ -102,9 +113,12 @@ def apply(kind: str, model: nn.Module, workload: Any, family: str, case: Any) ->
         if mutate is None or not mutate(model, kind, family):
             raise RuntimeError(f"workload {workload.name!r} cannot express mutation {kind!r}")
     elif kind == "fp8-bypass":
-        if family != "te" or getattr(case, "fp8", None) is None:
-            raise RuntimeError("mutation 'fp8-bypass' needs a TE-FP8 case")
-        _bypass_fp8(model)
+        if getattr(case, "fp8", None) is None:
+            raise RuntimeError("mutation 'fp8-bypass' needs an FP8 case (TE-FP8 or AO-FP8)")
+        if family == "te":
+            _bypass_fp8(model)
+        else:
+            _bypass_float8_linear(model)
     elif kind == "fp8-scale-one":
         fp8 = getattr(case, "fp8", None)
         if family != "te" or fp8 is None or fp8.recipe != "delayed":

@@ -22,7 +22,8 @@ from tebench.workloads import SPECS
 def test_roles_of_the_shipped_modes():
     assert modes.REFERENCE_MODES == ("PT-FP32", "PT-AMP")
     assert MODES["PT-FP32"].companion == "PT-AMP"
-    assert modes.FP8_MODES == ("TE-FP8",)
+    assert modes.FP8_MODES == ("TE-FP8", "AO-FP8")
+    assert modes.fp8_library("AO-FP8") == "torchao" and modes.fp8_library("TE-FP8") == "te"
     assert (modes.baseline("amp"), modes.baseline("compile")) == ("PT-AMP", "PT-AMP+compile")
     assert (tables.BASELINE, tables.COMPILED) == ("PT-AMP", "PT-AMP+compile")
 
@@ -47,7 +48,7 @@ def test_chart_colours_and_panels_come_from_the_registry(monkeypatch):
     assert charts.family({"mode": "TE-FP8", "fp8": {"recipe": "block"}}) == "TE-FP8 block"
     assert charts.family({"mode": "from-a-newer-tebench"}) == "from-a-newer-tebench"
     # A new mode is one registry entry: its colour, its panel and its FP8-ness follow.
-    new = Mode("TE-FP8+compile", "te", amp=True, fp8=True, compile=True, description="test", color="#123456")
+    new = Mode("TE-FP8+compile", "te", amp=True, fp8="te", compile=True, description="test", color="#123456")
     monkeypatch.setitem(MODES, new.name, new)
     assert charts.color(new.name) == "#123456"
     assert modes.is_fp8(new.name)

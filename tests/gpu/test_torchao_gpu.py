@@ -1,0 +1,58 @@
+"""AO-FP8 on a GPU: torchao's float8 training runs, computes in FP8 (the proof from its kernels), and is refused
+when its layers are bypassed. Run on the H200: ``pytest tests/gpu/test_torchao_gpu.py``."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from tebench.plan.matrix import Case, Settings
+from tebench.plan.recipes import FP8Options
+from tebench.worker.models.gpt import GPTSize
+
+pytestmark = [pytest.mark.gpu, pytest.mark.torchao]
+
+SIZE = GPTSize(vocab=96, d_model=256, heads=4, layers=2, ffn=1024, seq=128, batch=16)
+
+
+def _case(recipe: str, graphs: bool = False) -> Case:
+    return Case("gpt", "tiny", "AO-FP8", tuple(dataclasses.asdict(SIZE).items()),
+                fp8=FP8Options.normalized(recipe, None, None, None), graphs=graphs,
+                settings=Settings(steps=8, warmup=3, lr=3e-3, profile_steps=0, validate=False))
+
+
+def _built(case: Case, raw):
+    from tebench.plan.environment import Environment
+    from tebench.plan.schedule import Planned
+    from tebench.run.records import build_record
+
+    return build_record(Planned(case, 0, None), raw, Environment(device_type="cuda"), "gpu-test", 0.0, 1.0, None)
+
+
+@pytest.mark.parametrize("recipe, graphs, mutation", [
+    ("tensorwise", False, None), ("rowwise", False, None), ("rowwise_with_gw_hp", False, None),
+    ("tensorwise", True, None), ("tensorwise", False, "fp8-bypass")])
+def test_ao_fp8_runs_in_fp8_and_is_refused_when_bypassed(recipe, graphs, mutation, monkeypatch):
+    from tebench.worker.case import run_case
+    from tebench.worker.hooks import faults
+
+    case = _case(recipe, graphs)
+    if mutation:
+        monkeypatch.setenv(faults.FAULT_ENV, f"{case.id}={mutation}")
+    else:
+        monkeypatch.delenv(faults.FAULT_ENV, raising=False)
+    record = _built(case, run_case(case, torch.device("cuda"), lambda *a: None))
+    proof = record.fp8_proof
+    print(f"\n{case.id} graphs={graphs} {mutation}: {record.status} {record.reason or ''}\n  proof: "
+          f"{proof.verdict if proof else None}: {proof.note if proof else ''}\n  setup: {record.setup.fp8_conversion}"
+          f"\n  kernels: {[k.name[:90] for k in (record.kernels.kernels if record.kernels else [])][:12]}")
+    assert record.setup.fp8_library == "torchao" and record.setup.fp8_converted == 4
+    assert proof is not None
+    if mutation is None:
+        assert record.status == "ok", record.reason
+        assert proof.verdict == "fp8" and proof.fp8_gemm_calls > 0, proof.note
+    else:
+        assert record.status == "failed" and proof.verdict == "no-fp8", proof.note
+        assert "not an FP8 result" in record.reason
