@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-RULES_VERSION = "2026-12-02"
+RULES_VERSION = "2026-12-02.2"
 
 CATEGORIES: tuple[tuple[str, str, str], ...] = (
     # (key, label, colour)
@@ -48,6 +48,10 @@ _PRECISION: tuple[tuple[str, str], ...] = (
     ("bf16", r"nvjet_sm\d+_(?:tst|hst|bst)|bf16|bfloat16|f16|fp16|half|hgemm|bgemm|_h884|_h1688|_h16816|s16816gemm_bf16"),
     ("fp32", r"sgemm|tf32|f32f32|fp32|nvjet_sm\d+_sst|_s1688|_s884|cutlass_80_simt|splitkreduce_kernel<\d+, \d+, int, float, float"),
 )
+_CAST_OPS = ("_to_copy|_scaled_mm|abs|amax|max|clamp|clone|mul|reciprocal|t|view|transpose|exp2|floor|log2|stack"
+             "|sum|new_ones|div|permute|expand|unsqueeze|fill|copy|where|full|zeros|ones|lift_fresh")
+_INDUCTOR_CAST = (r"^triton_(?:poi|red|per)_fused_(?=.*(?:amax|abs_max|_scaled_mm|exp2_floor_log2))"
+                  rf"(?:_?(?:{_CAST_OPS}))+_\d+$")
 _RULES: tuple[tuple[str, str], ...] = (
     # "Optimizer.step#AdamW.step", "ProfilerStep#3": a dotted name around '#' (C++ lambdas have
     # "{lambda()#3}" inside a signature, with spaces and brackets).
@@ -56,9 +60,14 @@ _RULES: tuple[tuple[str, str], ...] = (
     ("memory", r"^memcpy|^memset"),
     ("attention", r"flash|fmha|sdpa|attention|_attn|cudnn::fusion|dot_do_o|convert_dq"),
     ("gemm", _GEMM),
+    # Inductor's kernels (torch.compile, torchao's float8) are named by the ops fused into them. One made
+    # only of the scaling ops (amax, scale, clamp, cast: torchao's dynamic scaling) is FP8's own work;
+    # one that also holds a norm or an activation is that work, as TE's fused casts are.
+    ("fp8_cast", _INDUCTOR_CAST),
     # A norm or an activation that writes FP8 (TE fuses the cast into it) is the norm's or the
     # activation's work: it runs in BF16 too. Casts, transposes and amax/scale bookkeeping are FP8's own.
     ("norm", r"norm|welford|ln_fwd|ln_bwd|rmsnorm|gammabeta"),
+    ("elementwise", r"^triton_(?:poi|red|per)_fused"),
     ("elementwise", r"transformer_engine::(?:d?gated_act|unary(?:_grad)?_kernel<[^&]*&\(float transformer_engine::"
                     r"(?:d?gelu|d?silu|d?relu|d?qgelu|d?srelu))"),
     ("fp8_cast", r"transformer_engine.*(?:cast|transpose|quantiz|amax|scale)|cast_transpose|quantiz|amax"

@@ -7,7 +7,7 @@ from typing import Any
 
 from tebench.analysis import breakdown, parity, stats
 from tebench.plan.environment import Environment
-from tebench.plan.modes import MODES, is_fp8
+from tebench.plan.modes import MODES, fp8_library, is_fp8
 from tebench.plan.schedule import Planned
 from tebench.schema.records import CaseResult, Device, Measurements, Summary, Throughput, TimeBreakdown
 from tebench.schema.version import RecordError
@@ -95,6 +95,13 @@ def is_fp8_case(record: CaseResult) -> bool:
     return is_fp8(record.mode) and bool(record.case.get("fp8"))
 
 
+def _no_fp8_hint(mode: str) -> str:
+    """What usually makes a case of ``mode`` compute without FP8, for the failed case's reason."""
+    if fp8_library(mode) == "torchao":
+        return "(no linear layer converted to Float8Linear, or their forward replaced?)"
+    return "(a workload that builds torch.nn layers, or calls TE layers outside FP8 autocast?)"
+
+
 def prove_fp8(record: CaseResult) -> None:
     """An FP8 case whose GEMMs all ran in high precision is not an FP8 result: it is failed, saying what ran.
 
@@ -108,4 +115,4 @@ def prove_fp8(record: CaseResult) -> None:
     if proof.verdict == "no-fp8" and record.status == "ok":
         record.status = "failed"
         record.reason = (f"not an FP8 result: {proof.note}. It is kept out of every FP8 figure "
-                         "(a workload that builds torch.nn layers, or calls TE layers outside FP8 autocast?)")
+                         + _no_fp8_hint(record.mode))
