@@ -51,3 +51,6 @@ render cpu-smoke             tests/fixtures/cpu-smoke.jsonl
 render h200-harness-cost     reports/h200-harness-cost/nightly-depth4.jsonl
 render h200-breakdown        reports/h200-breakdown/kernels.jsonl reports/h200-breakdown/d4096.jsonl \
                              reports/h200-breakdown/bypass.jsonl reports/h200-breakdown/graphs.jsonl
+render h200-torchao          reports/h200-torchao/d4096.jsonl reports/h200-torchao/nightly-d2048.jsonl \
+                             reports/h200-torchao/crossover-s2048.jsonl
+render h200-torchao-mutations reports/h200-torchao-mutations/results.jsonl

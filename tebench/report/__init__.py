@@ -36,6 +36,7 @@ from tebench.escape import for_terminal, visible
 from tebench.store import atomic
 from tebench.plan.environment import usable_cpus
 from tebench.plan.matrix import exclusion_text
+from tebench.plan import modes
 from tebench.plan.modes import FP8_MODES
 from tebench.schema import validate
 from tebench.schema.records import CaseResult, Phases, RunHeader
@@ -315,8 +316,10 @@ def _pays_bars(pays: pd.DataFrame, multi: bool) -> list[dict[str, Any]]:
         return []
     top = max(1.0, float(pays["speedup_vs_amp"].max())) * 1.05
     rows = []
+    both = "mode" in pays and pays["mode"].map(modes.fp8_library).nunique() > 1
     for _, r in pays.iterrows():
-        label = f"{r['workload']}/{r['size']}" + (f" on {r['source']}" if multi else "")
+        label = f"{r['workload']}/{r['size']}" + (f" on {r['source']}" if multi else "") + (
+            f" {r['mode']}" if both else "")
         rows.append({"label": label, "variant": r["best_fp8"], "speedup": tables.fmt(r["speedup_vs_amp"], "x"),
                      "vs_compile": tables.fmt(r["speedup_vs_compile"], "x"),
                      "bar": tables.text_bar(float(r["speedup_vs_amp"]), top),

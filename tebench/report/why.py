@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 
 from tebench.analysis import breakdown, kernel_rules, memory
 from tebench.run.records import breakdown_of
+from tebench.plan import modes
 from tebench.report import tables
 from tebench.report.load import Source
 from tebench.schema.records import CaseResult
@@ -65,6 +66,13 @@ def _share(part: float, whole: float) -> str:
     return tables.fmt(part / whole, "pct") if whole > 0 else "–"
 
 
+def _other_library(fp8: pd.DataFrame, fastest: pd.Series) -> pd.Series | None:
+    """The fastest proven FP8 case of the other FP8 library (TE or torchao) than ``fastest``'s, if any ran."""
+    mine = modes.fp8_library(fastest["mode"])
+    rest = fp8[fp8["mode"].map(modes.fp8_library) != mine]
+    return rest.iloc[0] if not rest.empty else None
+
+
 def sentences(df: pd.DataFrame) -> list[str]:
     """Per machine, workload and size: where the baseline's step goes, what FP8 did to it, and the Amdahl bound."""
     out = []
@@ -94,6 +102,14 @@ def sentences(df: pd.DataFrame) -> list[str]:
                      f"{_share(b['gemm_ms'], b['step_ms'])} of the step, FP8 GEMMs at twice BF16's speed "
                      f"could give at most {tables.fmt(bound, 'x')}")
             idle = f["idle_ms"] / f["step_ms"] if f["step_ms"] > 0 else 0.0
+            other = _other_library(fp8, f)
+            if other is not None:
+                text += (f". The other library's fastest, {other['case_id'].split('/', 2)[2]}, made them "
+                         f"{tables.fmt(b['gemm_ms'] / other['gemm_ms'] if other['gemm_ms'] > 0 else None, 'x')} "
+                         f"faster, with {tables.fmt(other['fp8_cast'], 'ms')} ms of FP8 casts and amax and "
+                         f"{tables.fmt(other['norm'], 'ms')} ms of normalization (against "
+                         f"{tables.fmt(f['norm'], 'ms')}): {tables.fmt(b['step_ms'] / other['step_ms'], 'x')} "
+                         "end to end")
         else:
             idle = b["idle_ms"] / b["step_ms"] if b["step_ms"] > 0 else 0.0
         if idle >= LAUNCH_BOUND_FROM:

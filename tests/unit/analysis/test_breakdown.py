@@ -62,6 +62,24 @@ def test_regex_traps_of_the_first_sketch():
     assert kernel_rules.classify("some_new_kernel") == "other"
 
 
+def test_inductor_kernels_of_torchao_scaling_are_fp8_casts_unless_they_carry_a_norm_or_activation():
+    # Names recorded on the H200 for AO-FP8 tensorwise and rowwise at GPT d4096 (2026-12-02): a kernel made
+    # of the scaling ops alone is FP8's own work; one fused into a norm or an activation is that work.
+    cast = ["triton_red_fused_abs_max_view_12", "triton_red_fused_abs_amax_t_4",
+            "triton_poi_fused__scaled_mm__to_copy_clamp_clone_mul_reciprocal_t_view_5",
+            "triton_poi_fused__to_copy_clamp_exp2_floor_log2_mul_reciprocal_t_33",
+            "triton_red_fused__scaled_mm__to_copy_abs_amax_clamp_clone_exp2_floor_log2_mul_new_ones_reciprocal_t_view_10"]
+    assert {kernel_rules.classify(n) for n in cast} == {"fp8_cast"}
+    assert kernel_rules.classify("triton_poi_fused__scaled_mm__to_copy_clamp_clone_mul_native_layer_norm_reciprocal"
+                                 "_t_view_14") == "norm"
+    assert kernel_rules.classify("triton_red_fused__scaled_mm__to_copy_abs_add_amax_clamp_clone_exp2_floor_gelu_log2"
+                                 "_mul_reciprocal_t_view_30") == "elementwise"
+    # PT-AMP+compile's own casts are no FP8 work.
+    assert kernel_rules.classify("triton_poi_fused__to_copy_13") == "elementwise"
+    assert kernel_rules.classify("triton_red_fused__to_copy_abs_max_native_layer_norm_view_16") == "norm"
+    assert kernel_rules.classify("nvjet_sm90_qqtst_128x128_128x6_2x1_v_bz_ovscale_TNT") == "gemm_fp8"
+
+
 # --- breakdown, FLOP split, mixed MFU -----------------------------------------------------------
 
 def _kernels(*rows, union_ms=None, rest_ms=None):

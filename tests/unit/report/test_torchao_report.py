@@ -1,0 +1,56 @@
+"""The report puts torchao's best FP8 beside TE's, from a real H200 run (tests/fixtures/h200-torchao-d2048.jsonl:
+the nightly's GPT d2048 in PT-AMP, PT-AMP+compile, AO-FP8 tensorwise and TE-FP8, 2026-12-02)."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from conftest import FIXTURES
+from conftest import read_jsonl as lines
+from conftest import write_jsonl as write
+from tebench import report
+from tebench.report import tables
+
+AO = FIXTURES / "h200-torchao-d2048.jsonl"
+TE_ONLY = FIXTURES / "h200-crossover.jsonl"
+
+
+def test_headline_and_where_fp8_pays_show_each_librarys_best(tmp_path):
+    out = report.render([AO], tmp_path / "rep")
+    md, html = (out / "report.md").read_text(), (out / "index.html").read_text()
+    assert ("best AO-FP8 (AO-FP8/tensorwise) is ×1.20 vs PT-AMP and ×1.09 vs PT-AMP+compile, parity pass; "
+            "TE-FP8 is ×1.20 vs AO-FP8") in html  # the HTML's headline sentence
+    head = next(line for line in md.splitlines() if line.startswith("| gpt | d2048 |"))
+    assert "TE-FP8/delayed.HYBRID.h1024.max" in head and "AO-FP8/tensorwise" in head
+    assert "| ×1.20 |" in head  # TE-FP8 against AO-FP8 at the same size
+    for words in ("best TE-FP8 and best AO-FP8 (torchao) variant", "gpt/d2048 TE-FP8", "gpt/d2048 AO-FP8",
+                  "The other library's fastest, AO-FP8/tensorwise"):
+        assert words in md, words
+
+
+def test_a_run_without_torchao_keeps_its_columns_and_words(tmp_path):
+    md = (report.render([TE_ONLY], tmp_path / "rep") / "report.md").read_text()
+    assert "AO-FP8" not in md and "torchao" not in md
+    assert "best TE-FP8 variant against eager PT-AMP" in md
+
+
+def test_crossover_gets_one_row_per_library(tmp_path):
+    # The same run once more as a size with twice the FLOPs and every case 10% faster: a second size.
+    recs = lines(AO)
+    more = []
+    for r in recs:
+        if r.get("type") == "case":
+            r2 = copy.deepcopy(r)
+            r2["case_id"] = r2["case_id"].replace("gpt/d2048/", "gpt/d2048x/")
+            r2["case"]["size"] = "d2048x"
+            r2["flops_per_step"] = 2 * (r2.get("flops_per_step") or 1.0)
+            r2["timing"]["samples_ms"] = [v * 0.9 for v in r2["timing"]["samples_ms"]]
+            more.append(r2)
+    path = write(tmp_path / "two.jsonl", recs + more)
+    df = tables.case_frame(report.load_all([path]))
+    cross = tables.crossover(df)
+    assert set(cross["fp8"]) == {"TE-FP8", "AO-FP8"}
+    ao = cross[(cross["fp8"] == "AO-FP8") & (cross["baseline"] == "PT-AMP+compile")].iloc[0]
+    assert ao["fp8_first_faster_at"] == "d2048" and "d2048x: ×1.09" in ao["speedup_by_size"]
+    assert json.dumps(list(cross.columns))  # a plain frame the report formats
