@@ -162,6 +162,9 @@ DIST_COLUMNS = [
     ("per_rank_tokens_per_s", "tokens/s per rank", ""), ("aggregate_tokens_per_s", "aggregate tokens/s", "int"),
     ("one_gpu_tokens_per_s", "same case, 1 GPU", "int"), ("scaling_efficiency", "scaling efficiency", "pct"),
     ("replicas_in_sync", "replicas identical (DDP)", ""), ("rank0_final_loss", "rank-0 final loss", "loss"),
+    # From the profiled extra step's NCCL kernels; shown only where a record measured them.
+    ("communication_share", "communication share of the step", "pct"),
+    ("communication_overlapped", "of it hidden by compute", "pct"),
 ]
 BUSY_COLUMNS = [
     ("case_id", "case", ""), ("source", "machine", ""), ("median_ms", "step ms", "ms"),

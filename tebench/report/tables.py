@@ -384,6 +384,17 @@ def _crossover_rows(source: str, sg: pd.DataFrame, fp8_modes: tuple[str, ...], l
     return rows
 
 
+def _communication(src: Source, row: pd.Series) -> dict[str, Any]:
+    """A data-parallel case's communication share of the step and how much of it compute hid (the
+    profiled extra step's NCCL kernels); empty where the record has no such measurement (older runs)."""
+    kernels = next((r.kernels for r in src.records if r.case_id == row["case_id"] and r.kernels), None)
+    if kernels is None or kernels.communication_ms is None or not row["median_ms"]:
+        return {}
+    comm, exposed = kernels.communication_ms, kernels.communication_exposed_ms
+    return {"communication_share": comm / row["median_ms"],
+            "communication_overlapped": (1 - exposed / comm) if (comm and exposed is not None) else None}
+
+
 def distributed(df: pd.DataFrame, sources: list[Source]) -> pd.DataFrame:
     """Data-parallel cases: per-rank and aggregate tokens/s, and efficiency against one GPU."""
     rows = []
@@ -406,6 +417,7 @@ def distributed(df: pd.DataFrame, sources: list[Source]) -> pd.DataFrame:
             "rank0_final_loss": row["final_loss"],
             "one_gpu_tokens_per_s": one,
             "scaling_efficiency": agg / (row["nproc"] * one) if (agg and one) else None,
+            **_communication(by_label[row["source"]], row),
         })
     return pd.DataFrame(rows)
 

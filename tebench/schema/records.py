@@ -326,6 +326,10 @@ class Kernels(_Part):
     rest_ms: float | None = knob(None, "Per step, the kernels past the names kept.", min=0)
     rest_calls: float | None = knob(None, "Their launches per step.", min=0)
     why: str | None = knob(None, "Why these steps were profiled.")
+    communication_ms: float | None = knob(None, "Per step, the union of the communication (NCCL) kernels' "
+                                                "intervals; absent where none ran.", min=0)
+    communication_exposed_ms: float | None = knob(None, "Of it, the time no other kernel ran beside it: the "
+                                                        "communication compute did not hide.", min=0)
 
 
 @_part

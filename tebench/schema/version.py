@@ -13,7 +13,8 @@ SCHEMA = "tebench.results"
 SCHEMA_VERSION = 1
 # Optional keys added within v1, which older readers ignore and newer readers do not require:
 # header "excluded" (the matrix's [[exclude]] rules with reason and count of cases removed);
-# setup "fp8_library", "fp8_conversion", "fp8_converted", "fp8_fsdp_all_gather" (AO-FP8, 2026-12-02).
+# setup "fp8_library", "fp8_conversion", "fp8_converted", "fp8_fsdp_all_gather" (AO-FP8, 2026-12-02);
+# kernels "communication_ms", "communication_exposed_ms" (data-parallel cases, 2026-12-02).
 MIN_READABLE_VERSION = 1
 STATUSES = ("ok", "skipped", "failed", "oom", "timeout", "diverged")
 

@@ -11,6 +11,7 @@ import math
 import warnings
 from collections import defaultdict
 from typing import Any, Callable
+from tebench.analysis import kernel_rules
 from tebench.worker.train import Trainer
 from tebench.worker.timing import sync
 
@@ -47,6 +48,7 @@ def kernel_table(events: list[tuple[str, float, float]], steps: int, why: str) -
     ranked = sorted(time_us, key=lambda n: (-time_us[n], n))
     kept, rest = ranked[:KERNELS_KEPT], ranked[KERNELS_KEPT:]
     return {
+        **communication(events, steps),
         "profiled_steps": steps,
         "union_ms": union_length([(s, e) for _, s, e in events]) / 1000.0 / steps,
         "kernels": [{"name": n, "ms": time_us[n] / 1000.0 / steps, "calls": calls[n] / steps} for n in kept],
@@ -54,6 +56,24 @@ def kernel_table(events: list[tuple[str, float, float]], steps: int, why: str) -
         "rest_calls": sum(calls[n] for n in rest) / steps if rest else None,
         "why": why,
     }
+
+
+def communication(events: list[tuple[str, float, float]], steps: int) -> dict[str, float]:
+    """Per step, the communication kernels' time and the part of it no other kernel overlapped.
+
+    Overlap needs the intervals, which records do not keep, so it is measured here; which
+    kernels communicate is the parent's rule table's answer (one table for both sides).
+    Empty where no communication kernel ran (every single-GPU case).
+    """
+    comm = [(s, e) for name, s, e in events if kernel_rules.classify(name) == "communication"]
+    if not comm:
+        return {}
+    other = [(s, e) for name, s, e in events if kernel_rules.classify(name) not in ("communication",
+                                                                                    kernel_rules.ANNOTATION)]
+    comm_us, other_us = union_length(comm), union_length(other)
+    hidden_us = comm_us + other_us - union_length(comm + other)
+    return {"communication_ms": comm_us / 1000.0 / steps,
+            "communication_exposed_ms": max(0.0, comm_us - hidden_us) / 1000.0 / steps}
 
 
 def device_events(trainer: Trainer, batches: list, around: Callable[[], Any] | None = None

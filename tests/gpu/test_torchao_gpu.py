@@ -47,7 +47,7 @@ def test_ao_fp8_runs_in_fp8_and_is_refused_when_bypassed(recipe, graphs, mutatio
     proof = record.fp8_proof
     print(f"\n{case.id} graphs={graphs} {mutation}: {record.status} {record.reason or ''}\n  proof: "
           f"{proof.verdict if proof else None}: {proof.note if proof else ''}\n  setup: {record.setup.fp8_conversion}"
-          f"\n  kernels: {[getattr(k, "name", None) or k["name"] for k in (record.kernels.kernels if record.kernels else [])][:8]}")
+          f"\n  kernels: {[getattr(k, 'name', None) or k['name'] for k in (record.kernels.kernels if record.kernels else [])][:8]}")
     assert record.setup.fp8_library == "torchao" and record.setup.fp8_converted == 4 * SIZE.layers
     assert proof is not None
     if mutation is None:
