@@ -358,22 +358,27 @@ def _built(case: Case, raw) -> "CaseResult":  # noqa: F821
     return build_record(Planned(case, 0, None), raw, env, "gpu-test", 0.0, 1.0, None)
 
 
+def run_built(case: Case, mutation: str | None, monkeypatch) -> "CaseResult":  # noqa: F821
+    """Run ``case`` here (``mutation`` applied, or none) and build its record as the parent would."""
+    from tebench.worker.case import run_case
+    from tebench.worker.hooks import faults
+
+    if mutation:
+        monkeypatch.setenv(faults.FAULT_ENV, f"{case.id}={mutation}")
+    else:
+        monkeypatch.delenv(faults.FAULT_ENV, raising=False)
+    return _built(case, run_case(case, torch.device("cuda"), lambda *a: None))
+
+
 @pytest.mark.parametrize("fp8", FP8_PROOF_RECIPES, ids=lambda f: f.recipe)
 @pytest.mark.parametrize("mutation", [None, "fp8-bypass"])
 def test_fp8_proof_refuses_a_case_that_ran_no_fp8(fp8, mutation, monkeypatch):
     """profile_steps = 0 (the nightly's): the one extra step still proves or refuses FP8."""
     import dataclasses
 
-    from tebench.worker.case import run_case
-    from tebench.worker.hooks import faults
-
     case = Case("gpt", "tiny", "TE-FP8", tuple(dataclasses.asdict(TE_MUTATION_SIZE).items()), fp8=fp8,
                 settings=Settings(steps=8, warmup=2, lr=3e-3, profile_steps=0, validate=False))
-    if mutation:
-        monkeypatch.setenv(faults.FAULT_ENV, f"{case.id}={mutation}")
-    else:
-        monkeypatch.delenv(faults.FAULT_ENV, raising=False)
-    record = _built(case, run_case(case, torch.device("cuda"), lambda *a: None))
+    record = run_built(case, mutation, monkeypatch)
     proof = record.fp8_proof
     assert proof is not None and record.time_breakdown is not None
     if mutation is None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-import torch
 
 from tebench.plan.matrix import Case, Settings
 from tebench.plan.recipes import FP8Options
 from tebench.worker.models.gpt import GPTSize
+from tests.gpu.test_gpu import run_built
 
 pytestmark = [pytest.mark.gpu, pytest.mark.torchao]
 
@@ -23,29 +23,14 @@ def _case(recipe: str, graphs: bool = False) -> Case:
                 settings=Settings(steps=8, warmup=3, lr=3e-3, profile_steps=0, validate=False))
 
 
-def _built(case: Case, raw):
-    from tebench.plan.environment import Environment
-    from tebench.plan.schedule import Planned
-    from tebench.run.records import build_record
-
-    return build_record(Planned(case, 0, None), raw, Environment(device_type="cuda"), "gpu-test", 0.0, 1.0, None)
-
-
 @pytest.mark.parametrize("recipe, graphs, mutation", [
     ("tensorwise", False, None), ("rowwise", False, None), ("rowwise_with_gw_hp", False, None),
     ("tensorwise", True, None), ("tensorwise", False, "fp8-bypass")])
 def test_ao_fp8_runs_in_fp8_and_is_refused_when_bypassed(recipe, graphs, mutation, monkeypatch):
-    from tebench.worker.case import run_case
-    from tebench.worker.hooks import faults
-
-    case = _case(recipe, graphs)
-    if mutation:
-        monkeypatch.setenv(faults.FAULT_ENV, f"{case.id}={mutation}")
-    else:
-        monkeypatch.delenv(faults.FAULT_ENV, raising=False)
-    record = _built(case, run_case(case, torch.device("cuda"), lambda *a: None))
+    record = run_built(_case(recipe, graphs), mutation, monkeypatch)
+    case = record.case_id
     proof = record.fp8_proof
-    print(f"\n{case.id} graphs={graphs} {mutation}: {record.status} {record.reason or ''}\n  proof: "
+    print(f"\n{case} graphs={graphs} {mutation}: {record.status} {record.reason or ''}\n  proof: "
           f"{proof.verdict if proof else None}: {proof.note if proof else ''}\n  setup: {record.setup.fp8_conversion}"
           f"\n  kernels: {[getattr(k, 'name', None) or k['name'] for k in (record.kernels.kernels if record.kernels else [])][:8]}")
     assert record.setup.fp8_library == "torchao" and record.setup.fp8_converted == 4 * SIZE.layers
