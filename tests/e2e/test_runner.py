@@ -10,6 +10,7 @@ runner (resume, rounds, refusals) rather than the model use the stub worker of
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import subprocess
@@ -244,5 +245,9 @@ def test_list_and_env(tiny, tebench_cli):
     assert "4 to run, 6 skipped" in listing
     env = tebench_cli("env", check=True).stdout
     assert "PT-FP32         runs" in env and "TE-FP8" in env
+    # torchao: the installed pair on its own line, AO-FP8 skipped on a CPU with the reason, its recipes listed.
+    assert re.search(r"^torchao +(\S+ with torch \S+: supported|not importable)", env, re.M), env
+    assert "AO-FP8          skipped: AO-FP8 needs" in env and "AO-FP8 recipes:" in env and "tensorwise" in env
     data = json.loads(tebench_cli("env", "--json", check=True).stdout)
     assert data["device_type"] == "cpu" and data["python"]
+    assert "torchao" in data and "torchao_recipes" in data
