@@ -54,3 +54,18 @@ def test_crossover_gets_one_row_per_library(tmp_path):
     ao = cross[(cross["fp8"] == "AO-FP8") & (cross["baseline"] == "PT-AMP+compile")].iloc[0]
     assert ao["fp8_first_faster_at"] == "d2048" and "d2048x: ×1.09" in ao["speedup_by_size"]
     assert json.dumps(list(cross.columns))  # a plain frame the report formats
+
+
+def test_a_cpu_run_with_ao_fp8_skipped_keeps_the_te_table(tmp_path):
+    # The main command on a CPU: AO-FP8 is skipped with its reason, and the headline gains no empty columns.
+    recs = lines(FIXTURES / "cpu-smoke.jsonl")
+    te = next(r for r in recs if r.get("type") == "case" and r["status"] == "skipped" and "TE-FP8" in r["case_id"])
+    ao = copy.deepcopy(te)
+    ao["case_id"] = "gpt/tiny/AO-FP8/tensorwise"
+    ao["case"]["mode"], ao["case"]["fp8"] = "AO-FP8", {"recipe": "tensorwise"}
+    ao["reason"] = "AO-FP8 needs a CUDA GPU (torchao's FP8 matmul is CUDA-only); none was detected"
+    path = write(tmp_path / "cpu.jsonl", recs + [ao])
+    md = (report.render([path], tmp_path / "rep") / "report.md").read_text()
+    assert "best AO-FP8" not in md and "TE-FP8 vs AO-FP8" not in md
+    assert "torchao's FP8 matmul is CUDA-only" in md  # listed under skipped, with its reason
+    assert "no FP8 case finished with a PT-AMP baseline" in md
