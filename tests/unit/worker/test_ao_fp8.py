@@ -111,3 +111,44 @@ def test_the_trainer_converts_before_the_optimizer_and_records_it():
     assert trainer.setup["fp8_recipe"] == "Float8LinearConfig.from_recipe_name('rowwise')"
     optimized = {id(p) for group in trainer.optimizer.param_groups for p in group["params"]}
     assert optimized == {id(p) for p in trainer.eager.parameters()}
+
+
+FSDP_SCRIPT = r'''
+import os, socket, torch, torch.distributed as dist
+with socket.socket() as s:
+    s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+dist.init_process_group("gloo", rank=0, world_size=1)
+from tebench.plan.matrix import Case, Settings
+from tebench.plan.recipes import FP8Options
+from tebench.worker.distributed import _wrap
+from tebench.worker.models import WORKLOADS
+from tebench.worker.train import build_trainer
+from torchao.float8.fsdp_utils import WeightWithDynamicFloat8CastTensor
+GPT = (("vocab", 96), ("d_model", 32), ("heads", 2), ("layers", 2), ("ffn", 64), ("seq", 16), ("batch", 4))
+case = Case("gpt", "t", "AO-FP8", GPT, FP8Options.normalized("tensorwise", None, None, None), parallel="fsdp2",
+            nproc=1, settings=Settings(steps=3, warmup=1))
+cpu = torch.device("cpu")
+batches = WORKLOADS["gpt"].batches(case.size_spec, 3, 0, cpu)
+trainer = build_trainer(case, cpu, batches, wrap=_wrap(case, cpu, []))
+trainer.model = trainer.eager  # eager: the test checks the wiring, not Inductor on a 2-core CPU
+gathered = [p for p in trainer.eager.parameters() if isinstance(p._local_tensor, WeightWithDynamicFloat8CastTensor)]
+losses = [float(trainer.step(b)) for b in batches]
+print(trainer.setup["fp8_fsdp_all_gather"], len(gathered),
+      sum(getattr(p._local_tensor, "_precomputed_scale", None) is not None for p in gathered),
+      losses[-1] < losses[0])
+dist.destroy_process_group()
+'''
+
+
+def test_fsdp2_gathers_torchao_weights_in_fp8_and_precomputes_their_scales():
+    # FSDP2 over one gloo rank on the CPU: the Float8 all-gather wiring and the scale hook, not multi-GPU speed.
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    out = subprocess.run([sys.executable, "-c", FSDP_SCRIPT], cwd=ROOT, capture_output=True, text=True,
+                         timeout=600, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-4:] == ["True", "8", "8", "True"], out.stdout
