@@ -172,8 +172,7 @@ def headline(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     if df.empty:
         return pd.DataFrame(rows)
-    # torchao's columns only where one of its cases finished: a CPU run (all skipped) keeps TE's table.
-    ao_ran = bool((df["mode"].isin(AO_FP8_MODES) & (df["status"] == "ok")).any())
+    ao_ran = torchao_ran(df)
     for (source, workload, size), g in df.groupby(["source", "workload", "size"], sort=False):
         ok = g[(g["status"] == "ok") & g["median_ms"].notna() & (g["parallel"] == "single")]
         if ok.empty:
@@ -205,8 +204,14 @@ AO_FP8_MODES = tuple(m for m in modes.FP8_MODES if modes.fp8_library(m) == "torc
 
 
 def has_torchao(df: pd.DataFrame) -> bool:
-    """Whether any case of the frame is a torchao FP8 mode (its columns and rows appear only then)."""
+    """Whether any case of the frame is a torchao FP8 mode, run or not (the report's words count them)."""
     return not df.empty and bool(df["mode"].isin(AO_FP8_MODES).any())
+
+
+def torchao_ran(df: pd.DataFrame) -> bool:
+    """Whether a torchao FP8 case finished: only then do the tables get torchao's columns and rows (a CPU
+    run, where AO-FP8 is skipped, keeps TE's tables as they were)."""
+    return not df.empty and bool((df["mode"].isin(AO_FP8_MODES) & (df["status"] == "ok")).any())
 
 
 def _other_fp8(ok: pd.DataFrame, best_te: pd.Series | None, group: pd.DataFrame) -> dict[str, Any]:
@@ -278,7 +283,7 @@ def fp8_pays(df: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     ok = df[(df["status"] == "ok") & (df["parallel"] == "single") & df["mode"].isin(modes.FP8_MODES)
             & df["speedup_vs_amp"].notna()]
-    both = has_torchao(df)
+    both = torchao_ran(df)
     rows = []
     for (source, workload, size), g in ok.groupby(["source", "workload", "size"], sort=False):
         # With torchao's cases beside TE's, one row per library: the comparison the user came for.
@@ -340,7 +345,7 @@ def crossover(df: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(rows)
     single = df[(df["status"] == "ok") & (df["parallel"] == "single") & ~df["fp8_weights"]
                 & (df["workload"].map(workloads.kind) == "model")]
-    libraries = (TE_FP8_MODES, AO_FP8_MODES) if has_torchao(df) else (modes.FP8_MODES,)
+    libraries = (TE_FP8_MODES, AO_FP8_MODES) if torchao_ran(df) else (modes.FP8_MODES,)
     for source, sg in single.groupby("source", sort=False):
         for pool in libraries:
             rows.extend(_crossover_rows(source, sg, pool, labelled=len(libraries) > 1))

@@ -65,11 +65,14 @@ def communication(events: list[tuple[str, float, float]], steps: int) -> dict[st
     kernels communicate is the parent's rule table's answer (one table for both sides).
     Empty where no communication kernel ran (every single-GPU case).
     """
-    comm = [(s, e) for name, s, e in events if kernel_rules.classify(name) == "communication"]
+    comm: list[tuple[float, float]] = []
+    other: list[tuple[float, float]] = []
+    for name, s, e in events:
+        kind = kernel_rules.classify(name)
+        if kind != kernel_rules.ANNOTATION:
+            (comm if kind == "communication" else other).append((s, e))
     if not comm:
         return {}
-    other = [(s, e) for name, s, e in events if kernel_rules.classify(name) not in ("communication",
-                                                                                    kernel_rules.ANNOTATION)]
     comm_us, other_us = union_length(comm), union_length(other)
     hidden_us = comm_us + other_us - union_length(comm + other)
     return {"communication_ms": comm_us / 1000.0 / steps,
