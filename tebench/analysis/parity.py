@@ -470,10 +470,11 @@ def attach(records: list[dict[str, Any]]) -> None:
 def judge(records: Sequence[dict[str, Any]], record: dict[str, Any], cache: dict | None = None) -> dict[str, Any]:
     """The verdict of one record against the best reference among ``records`` (``cache``: see :func:`evaluate`)."""
     case = record["case"]
-    if case.get("parallel", "single") != "single":
+    if case.get("parallel", "single") != "single" and case.get("nproc", 1) > 1:
         # Each rank trains on its own batch: the global batch is nproc times the
         # reference's, so the curves legitimately differ. Data-parallel
         # correctness is checked by the replicas staying identical instead.
+        # One process sees the reference's batches, so it is judged like it.
         return {"verdict": "n/a", "reason": "data-parallel case: global batch is nproc x the single-device "
                                             "reference's; see the replica check in the multi-GPU table"}
     grouped = records if isinstance(records, _Grouped) else _Grouped(records)

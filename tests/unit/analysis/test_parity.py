@@ -221,3 +221,16 @@ def test_mutated_runs_are_never_references_or_noise():
 def test_only_pass_is_a_pass(verdict, is_pass):
     assert parity.passed({"parity": {"verdict": verdict}}) is is_pass
     assert (verdict in parity.JUDGED) is (verdict in ("pass", "fail", "inconclusive"))
+
+
+def test_one_process_data_parallel_cases_are_judged_and_larger_ones_are_not():
+    # One process trains on the reference's batches, so its curve can pass or fail; with two the
+    # global batch doubles and only the replica check applies.
+    records = [_record("PT-AMP", curve(4, 1))]
+    for parallel, nproc, scale in (("ddp", 1, 1.02), ("fsdp2", 1, 2), ("ddp", 2, 1)):
+        rec = _record("PT-AMP", curve(4, scale))
+        rec["case"].update(parallel=parallel, nproc=nproc)
+        records.append(rec)
+    parity.attach(records)
+    assert [r["parity"]["verdict"] for r in records] == ["reference", "pass", "fail", "n/a"]
+    assert "global batch" in records[3]["parity"]["reason"]
