@@ -46,6 +46,28 @@ def _nvidia_smi() -> tuple[str | None, dict[str, Any]]:
     return driver, clocks
 
 
+def triton_c_compiler_problem(environ: dict[str, str] | None = None, which=shutil.which) -> str | None:
+    """Why Triton could not build its CUDA launcher, or None.
+
+    Triton compiles a small C module when its CUDA driver starts, before any kernel runs, with
+    ``$CC`` if that is set and otherwise gcc or clang from PATH. A ``CC`` that names no
+    executable (a script that reused the name for a directory did, on an H200) failed every
+    torch.compile case after its tracing, 20-70 s each, with only the path in the error.
+    """
+    environ = os.environ if environ is None else environ
+    cc = environ.get("CC")
+    if cc is not None:
+        # Triton runs $CC as one program name (no flags), so that is what has to resolve.
+        if not cc or not which(cc):
+            return (f"torch.compile on CUDA: Triton builds its launcher with $CC, and CC={cc!r} is not an "
+                    "executable (unset it, or point it at gcc or clang)")
+        return None
+    if not (which("gcc") or which("clang")):
+        return ("torch.compile on CUDA: Triton builds its launcher with a C compiler, and neither gcc nor clang "
+                "is on PATH (nor is CC set)")
+    return None
+
+
 def _compile_support(device_type: str) -> Support:
     """Cheap checks for a working torch.compile backend (a real compile costs seconds)."""
     try:
@@ -58,7 +80,8 @@ def _compile_support(device_type: str) -> Support:
             import triton  # noqa: F401
         except Exception as exc:
             return Support(False, f"torch.compile on CUDA needs Triton, which does not import: {exc}")
-        return Support(True)
+        problem = triton_c_compiler_problem()
+        return Support(False, problem) if problem else Support(True)
     if not (shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")):
         return Support(False, "torch.compile on the CPU needs a C++ compiler (g++/clang++), none found on PATH")
     return Support(True)
