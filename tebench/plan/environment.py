@@ -232,7 +232,7 @@ def _driver_stamp() -> str:
 
 
 def machine_key(python: str | None = None) -> str:
-    """Identity of what a probe would find: host, Python, torch/TE/torchao installs, driver, CUDA/TE env vars.
+    """Identity of what a probe would find: host, Python, torch/TE/torchao installs, driver, CUDA/TE env vars, compilers.
 
     Any change to one of these (a driver update, a new torch, another
     CUDA_VISIBLE_DEVICES) gives a new key, so a cached answer is never stale.
@@ -251,6 +251,8 @@ def machine_key(python: str | None = None) -> str:
         "torchao": _package_stamp("torchao"),
         "driver": _driver_stamp(),
         "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
+        # The compile gate's compilers: fixing CC or installing gcc must not leave a cached "no compiler".
+        "compilers": [os.environ.get("CC")] + [shutil.which(c) for c in ("gcc", "clang", "g++", "c++", "clang++")],
     }
     import hashlib
 

@@ -106,6 +106,8 @@ def test_probe_answer_is_cached_per_machine_key(tmp_path, monkeypatch):
     assert detect.probe(cached=True).cpu == "probe 2"
     assert detect.probe().cpu == "probe 3"  # a plain probe always probes, and refreshes the cache
     assert detect.probe(cached=True).cpu == "probe 3" and len(calls) == 3
+    monkeypatch.setenv("CC", "/no/such/compiler")  # the compile gate reads CC: another answer
+    assert detect.probe(cached=True).cpu == "probe 4"
 
 
 def test_a_failing_probe_is_an_error_not_a_traceback(monkeypatch, capsys, tmp_path):
