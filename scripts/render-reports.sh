@@ -54,3 +54,4 @@ render h200-breakdown        reports/h200-breakdown/kernels.jsonl reports/h200-b
 render h200-torchao          reports/h200-torchao/d4096.jsonl reports/h200-torchao/nightly-d2048.jsonl \
                              reports/h200-torchao/crossover-s2048.jsonl
 render h200-torchao-mutations reports/h200-torchao-mutations/results.jsonl
+render h200-torchao-nightly  reports/h200-torchao-nightly/results.jsonl

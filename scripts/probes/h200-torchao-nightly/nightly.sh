@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# 2) The whole nightly (`tebench run --preset nightly --devices 0`, its report included) on the compile
+#    cache that warm.sh filled: the one it left on this machine, or its xz parts carried in .ccparts/.
+#    Timed from the command's start to its end. LIMIT keeps it inside one device call; a cut run is
+#    finished with the same command and --resume.
+set -u
+source scripts/probes/h200-torchao-nightly/setup.sh
+if [ -d $CCDIR ]; then echo "cache: left on this machine"; else mkdir -p $(dirname $CCDIR) && cat .ccparts/cc.part.* | xz -d | tar xf - -C $(dirname $CCDIR); echo "cache: unpacked"; fi
+du -sh $CCDIR; date -u +%H:%M:%S
+R=/tmp/ao-nightly/nightly; T1=$(date +%s.%N)
+timeout ${LIMIT:-565} python3 -m tebench run --preset nightly --devices 0 --out $R --quiet --compile-cache $CCDIR ${RESUME:-} > /tmp/ao-nightly/nightly.log 2>&1
+echo "nightly rc=$? wall=$(python3 -c "print(round($(date +%s.%N)-$T1,1))") s" | tee -a /tmp/ao-nightly/nightly.log
+tail -4 /tmp/ao-nightly/nightly.log
+cp $R/results.jsonl $OUT/nightly.jsonl; cp /tmp/ao-nightly/nightly.log $OUT/
+[ -f $R/report/report.md ] && cp $R/report/report.md $OUT/
+echo "done at $(el) s"

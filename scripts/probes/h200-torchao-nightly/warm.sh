@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# 1) Fill an empty compile cache with the nightly's torch.compile cases, PT-AMP+compile and AO-FP8;
+#    the cache stays on this machine for nightly.sh and comes back as xz parts for a fresh one.
+# 2) Then the torchao and one-GPU data-parallel GPU tests, in the time left (LIMIT, s).
+set -u
+source scripts/probes/h200-torchao-nightly/setup.sh
+python3 -c "import torch, torchao; print('torch', torch.__version__, 'torchao', torchao.__version__)" 2>&1 | tail -1
+rm -rf $CCDIR /tmp/ao-nightly/warm*; mkdir -p $CCDIR
+date -u +%H:%M:%S
+# Two shards at once on the one GPU: compiling is host work (16 CPUs), and these results are not the
+# measurement (nightly.sh's are), so the cases may share the GPU.
+for i in 1 2; do
+  timeout 250 python3 -m tebench run --preset nightly --devices 0 --only '*/PT-AMP+compile' --only '*/AO-FP8/*' \
+    --shard $i/2 --out /tmp/ao-nightly/warm$i --quiet --no-report --compile-cache $CCDIR > /tmp/ao-nightly/warm$i.log 2>&1 &
+done
+wait
+echo "warm done at $(el) s"; du -sh $CCDIR; tail -n 3 /tmp/ao-nightly/warm1.log /tmp/ao-nightly/warm2.log
+cat /tmp/ao-nightly/warm1/results.jsonl /tmp/ao-nightly/warm2/results.jsonl > $OUT/warm-shards.jsonl
+first=$(ls /tmp/ao-nightly/warm1/logs/* 2>/dev/null | head -1); grep -q "rror" "$first" 2>/dev/null && { echo "== $first"; tail -25 "$first"; }
+python3 - <<'PY'
+import json
+for line in open("/tmp/ao-nightly/warm1/results.jsonl").readlines() + open("/tmp/ao-nightly/warm2/results.jsonl").readlines():
+    r = json.loads(line)
+    if r["type"] == "case":
+        st = (r.get("timing") or {}).get("stats") or {}
+        print(f"{r['case_id']:44s} {r['status']:8s} median {st.get('median') or 0:8.1f} ms  "
+              f"warm-up {(r.get('phases') or {}).get('warmup_s') or 0:5.1f} s  case {r['duration_s']:6.1f} s")
+PY
+tar cf - -C $(dirname $CCDIR) $(basename $CCDIR) | xz -T0 -1 > /tmp/ao-nightly/cc.tar.xz && ls -la /tmp/ao-nightly/cc.tar.xz
+if [ $(stat -c %s /tmp/ao-nightly/cc.tar.xz) -lt 20000000 ]; then split -b 15M -d /tmp/ao-nightly/cc.tar.xz $OUT/cc.part.; fi
+if [ "${TESTS:-1}" = 1 ]; then
+  timeout $(( ${LIMIT:-560} - $(el) )) python3 -m pytest -q -rs tests/gpu/test_torchao_gpu.py tests/gpu/test_distributed_gpu.py -p no:cacheprovider > /tmp/ao-tests.log 2>&1
+  echo "pytest exit $? at $(el) s" >> /tmp/ao-tests.log; tail -15 /tmp/ao-tests.log; cp /tmp/ao-tests.log $OUT/
+fi
+echo "done at $(el) s"
