@@ -69,3 +69,30 @@ def test_a_cpu_run_with_ao_fp8_skipped_keeps_the_te_table(tmp_path):
     assert "best AO-FP8" not in md and "TE-FP8 vs AO-FP8" not in md
     assert "torchao's FP8 matmul is CUDA-only" in md  # listed under skipped, with its reason
     assert "no FP8 case finished with a PT-AMP baseline" in md
+
+
+def test_each_librarys_parity_and_the_fastest_passing_pair(tmp_path):
+    # The fixture's only TE-FP8 variant fails parity (uncalibrated delayed scaling): the headline says
+    # so beside torchao's verdict, and has no passing pair to compare.
+    md = (report.render([AO], tmp_path / "one") / "report.md").read_text()
+    head = next(line for line in md.splitlines() if line.startswith("| gpt | d2048 |"))
+    assert "| ×1.20 | fail | pass | – |" in head
+    assert "TE-FP8 parity" in md and "TE-FP8 vs AO-FP8, fastest passing parity" in md
+    # A slower TE-FP8 variant that trains as the reference does (calibrated, say): it is the one a user
+    # would pick, and the passing pair compares it with torchao's.
+    recs = lines(AO)
+    te = next(r for r in recs if r.get("type") == "case" and r["case"]["mode"] == "TE-FP8")
+    amp = next(r for r in recs if r.get("type") == "case" and r["case_id"] == "gpt/d2048/PT-AMP+compile")
+    cal = copy.deepcopy(te)
+    cal["case_id"] += ".cal8"
+    cal["case"]["fp8"]["calibration_steps"] = 8
+    cal["loss"], cal["validation"] = copy.deepcopy(amp["loss"]), copy.deepcopy(amp["validation"])
+    cal["timing"]["samples_ms"] = [v * 1.05 for v in cal["timing"]["samples_ms"]]
+    path = write(tmp_path / "cal.jsonl", recs + [cal])
+    df = tables.case_frame(report.load_all([path]))
+    row = tables.headline(df).iloc[0]
+    ms = df.set_index("case_id")["median_ms"]
+    assert row["te_parity"] == "fail" and row["ao_parity"] == "pass"
+    assert abs(row["te_vs_ao_passing"] - ms["gpt/d2048/AO-FP8/tensorwise"] / ms[cal["case_id"]]) < 1e-9
+    html = (report.render([path], tmp_path / "two") / "index.html").read_text()
+    assert "(TE-FP8&#39;s fastest: parity fail; of the variants that pass parity, TE-FP8 is ×1.1" in html
