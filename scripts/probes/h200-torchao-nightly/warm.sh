@@ -10,7 +10,7 @@ date -u +%H:%M:%S
 # Two shards at once on the one GPU: compiling is host work (16 CPUs), and these results are not the
 # measurement (nightly.sh's are), so the cases may share the GPU.
 for i in 1 2; do
-  timeout 250 python3 -m tebench run --preset nightly --devices 0 --only '*/PT-AMP+compile' --only '*/AO-FP8/*' \
+  timeout 370 python3 -m tebench run --preset nightly --devices 0 --only '*/PT-AMP+compile' --only '*/AO-FP8/*' \
     --shard $i/2 --out /tmp/ao-nightly/warm$i --quiet --no-report --compile-cache $CCDIR > /tmp/ao-nightly/warm$i.log 2>&1 &
 done
 wait
