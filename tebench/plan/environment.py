@@ -232,7 +232,8 @@ def _driver_stamp() -> str:
 
 
 def machine_key(python: str | None = None) -> str:
-    """Identity of what a probe would find: host, Python, torch/TE/torchao installs, driver, CUDA/TE env vars, compilers.
+    """Identity of what a probe would find: host, Python, torch/TE/torchao installs, driver, CUDA/TE env
+    vars, compilers.
 
     Any change to one of these (a driver update, a new torch, another
     CUDA_VISIBLE_DEVICES) gives a new key, so a cached answer is never stale.

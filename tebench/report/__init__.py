@@ -208,7 +208,8 @@ def _sentence(row: pd.Series) -> str:
             text += f"; {FP8} is {fmt(row['te_vs_ao'], 'x')} vs {AO_FP8}"
             if row.get("te_parity") != "pass" or row.get("ao_parity") != "pass":
                 # The fastest of each library is not the whole answer when one of them fails parity.
-                text += f" ({FP8}'s fastest: parity {row.get('te_parity') or 'not judged'}; " + _passing_words(row) + ")"
+                te_verdict = row.get("te_parity") or "not judged"
+                text += f" ({FP8}'s fastest: parity {te_verdict}; {_passing_words(row)})"
     saving = row["memory_saving_vs_amp"]
     if pd.notna(saving) and abs(saving) >= 0.0005:
         text += f"; it uses {fmt(abs(saving), 'pct')} {'less' if saving > 0 else 'more'} memory than {tables.BASELINE}"

@@ -193,7 +193,7 @@ def headline(df: pd.DataFrame) -> pd.DataFrame:
             "noise": within_noise(best, amp.iloc[0] if not amp.empty else None),
             "parity": verdict_text(g),
             "not_ok": int((g["status"] != "ok").sum() - (g["status"] == "skipped").sum()),
-            **(_other_fp8(ok, best_fp8, g) if ao_ran else {}),
+            **(_other_fp8(ok, fp8, best_fp8, g) if ao_ran else {}),
         })
     return pd.DataFrame(rows)
 
@@ -214,8 +214,9 @@ def torchao_ran(df: pd.DataFrame) -> bool:
     return not df.empty and bool((df["mode"].isin(AO_FP8_MODES) & (df["status"] == "ok")).any())
 
 
-def _other_fp8(ok: pd.DataFrame, best_te: pd.Series | None, group: pd.DataFrame) -> dict[str, Any]:
-    """torchao's best FP8 at one size beside TE's, with its parity verdict; empty where no torchao case ran."""
+def _other_fp8(ok: pd.DataFrame, te: pd.DataFrame, best_te: pd.Series | None, group: pd.DataFrame) -> dict[str, Any]:
+    """torchao's best FP8 at one size beside TE's (``te``: the size's finished TE-FP8 cases, ``best_te`` the
+    fastest), each with its parity verdict; empty where no torchao case ran."""
     if not group["mode"].isin(AO_FP8_MODES).any():
         return {}
     ao = ok[ok["mode"].isin(AO_FP8_MODES)]
@@ -230,7 +231,7 @@ def _other_fp8(ok: pd.DataFrame, best_te: pd.Series | None, group: pd.DataFrame)
             "te_parity": te_parity, "ao_parity": best.get("parity") or None,
             # The choice a user makes: a variant that trains as the reference does. The fastest one of a
             # library may fail parity (uncalibrated delayed scaling did) where a slower one passes.
-            "te_vs_ao_passing": _fastest_passing(ao) / _fastest_passing(ok[ok["mode"].isin(TE_FP8_MODES)])}
+            "te_vs_ao_passing": _fastest_passing(ao) / _fastest_passing(te)}
 
 
 def _fastest_passing(cases: pd.DataFrame) -> float:
@@ -401,10 +402,9 @@ def _crossover_rows(source: str, sg: pd.DataFrame, fp8_modes: tuple[str, ...], l
     return rows
 
 
-def _communication(src: Source, row: pd.Series) -> dict[str, Any]:
+def _communication(kernels: record.Kernels | None, row: pd.Series) -> dict[str, Any]:
     """A data-parallel case's communication share of the step and how much of it compute hid (the
     profiled extra step's NCCL kernels); empty where the record has no such measurement (older runs)."""
-    kernels = next((r.kernels for r in src.records if r.case_id == row["case_id"] and r.kernels), None)
     if kernels is None or kernels.communication_ms is None or not row["median_ms"]:
         return {}
     comm, exposed = kernels.communication_ms, kernels.communication_exposed_ms
@@ -418,8 +418,10 @@ def distributed(df: pd.DataFrame, sources: list[Source]) -> pd.DataFrame:
     by_label = {s.label: s for s in sources}
     multi = df[df["parallel"] != "single"]
     for _, row in multi.iterrows():
-        rec = next((r.distributed for r in by_label[row["source"]].records if r.case_id == row["case_id"]
-                    and r.distributed), None)
+        # One scan of the source's records per case, for both of its parts.
+        records = [r for r in by_label[row["source"]].records if r.case_id == row["case_id"]]
+        rec = next((r.distributed for r in records if r.distributed), None)
+        kernels = next((r.kernels for r in records if r.kernels), None)
         single = df[(df["source"] == row["source"]) & (df["workload"] == row["workload"])
                     & (df["size"] == row["size"]) & (df["parallel"] == "single") & (df["status"] == "ok")
                     & (df["variant"] == row["variant"].rsplit("/", 1)[0])]
@@ -434,7 +436,7 @@ def distributed(df: pd.DataFrame, sources: list[Source]) -> pd.DataFrame:
             "rank0_final_loss": row["final_loss"],
             "one_gpu_tokens_per_s": one,
             "scaling_efficiency": agg / (row["nproc"] * one) if (agg and one) else None,
-            **_communication(by_label[row["source"]], row),
+            **_communication(kernels, row),
         })
     return pd.DataFrame(rows)
 
