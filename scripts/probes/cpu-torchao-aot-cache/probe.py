@@ -4,8 +4,11 @@ On the H200 an AO-FP8 case's warm-up took 18-20 s on a warm compile cache agains
 PT-AMP+compile. This runs on a CPU (torchao converts and its tensorwise matmul runs there too): a
 two-layer MLP, plain or converted, compiled and stepped once under bf16 autocast, each in a fresh
 process, twice on one cache directory; "torchao+flag" sets
-autograd_cache_allow_custom_autograd_functions (it caches graphs with custom autograd.Functions). It prints the AOTAutograd cache counters and the reason the
-cache gave for passing a graph over.
+autograd_cache_allow_custom_autograd_functions (it caches graphs with custom autograd.Functions);
+"torchao+marked" also names torchao's config classes, which the graphs build, in
+torch._inductor.config.unsafe_marked_cacheable_functions (keyed by torchao's version), to see what
+the cache stops at after them. It prints the AOTAutograd cache counters and the reason the cache
+gave for passing a graph over.
 
     python scripts/probes/cpu-torchao-aot-cache/probe.py
 """
@@ -29,8 +32,16 @@ class Keep(logging.Handler):
             reasons.append(record.getMessage())
 logging.getLogger("torch._functorch._aot_autograd.autograd_cache").addHandler(Keep())
 logging.getLogger("torch._functorch._aot_autograd.autograd_cache").setLevel(logging.INFO)
-if sys.argv[1] == "torchao+flag":
+if sys.argv[1] in ("torchao+flag", "torchao+marked"):
     torch._functorch.config.autograd_cache_allow_custom_autograd_functions = True
+if sys.argv[1] == "torchao+marked":
+    import torchao
+    torch._inductor.config.unsafe_marked_cacheable_functions = {
+        name: torchao.__version__ for name in (
+            "torchao.float8.float8_training_tensor.ScaledMMConfig",
+            "torchao.float8.float8_training_tensor.LinearMMConfig",
+            "torchao.float8.config.CastConfig", "torchao.float8.config.Float8GemmConfig",
+            "torchao.float8.config.Float8LinearConfig")}
 torch.manual_seed(0)
 m = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.Linear(128, 64))
 if sys.argv[1].startswith("torchao"):
@@ -51,7 +62,7 @@ def main() -> None:
     import torchao
 
     print(f"torch {torch.__version__}, torchao {torchao.__version__}")
-    for model in ("plain", "torchao", "torchao+flag"):
+    for model in ("plain", "torchao", "torchao+flag", "torchao+marked"):
         with tempfile.TemporaryDirectory() as cache:
             env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
             for run in ("first process", "second process"):
