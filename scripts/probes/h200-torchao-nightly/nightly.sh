@@ -7,10 +7,9 @@ set -u
 source scripts/probes/h200-torchao-nightly/setup.sh
 if [ -d $CCDIR ]; then echo "cache: left on this machine"; else mkdir -p $(dirname $CCDIR) && cat .ccparts/cc.part.* | xz -d | tar xf - -C $(dirname $CCDIR); echo "cache: unpacked"; fi
 du -sh $CCDIR; date -u +%H:%M:%S
-R=/tmp/ao-nightly/nightly; T1=$(date +%s.%N)
-timeout ${LIMIT:-565} python3 -m tebench run --preset nightly --devices 0 --out $R --quiet --compile-cache $CCDIR ${RESUME:-} > /tmp/ao-nightly/nightly.log 2>&1
-echo "nightly rc=$? wall=$(python3 -c "print(round($(date +%s.%N)-$T1,1))") s" | tee -a /tmp/ao-nightly/nightly.log
-tail -4 /tmp/ao-nightly/nightly.log
-cp $R/results.jsonl $OUT/nightly.jsonl; cp /tmp/ao-nightly/nightly.log $OUT/
-[ -f $R/report/report.md ] && cp $R/report/report.md $OUT/
+# Results, report and log go straight to $OUT, so a run the device call's limit stops still comes back.
+R=$OUT/nightly; T1=$(date +%s.%N)
+timeout ${LIMIT:-570} python3 -m tebench run --preset nightly --devices 0 --out $R --quiet --compile-cache $CCDIR ${RESUME:-} > $OUT/nightly.log 2>&1
+echo "nightly rc=$? wall=$(python3 -c "print(round($(date +%s.%N)-$T1,1))") s" | tee -a $OUT/nightly.log
+tail -4 $OUT/nightly.log
 echo "done at $(el) s"
