@@ -55,3 +55,4 @@ render h200-torchao          reports/h200-torchao/d4096.jsonl reports/h200-torch
                              reports/h200-torchao/crossover-s2048.jsonl
 render h200-torchao-mutations reports/h200-torchao-mutations/results.jsonl
 render h200-torchao-nightly  reports/h200-torchao-nightly/results.jsonl
+render h200-nightly-trimmed  reports/h200-nightly-trimmed/results.jsonl
