@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # 1) Fill an empty compile cache with the nightly's torch.compile cases, PT-AMP+compile and AO-FP8;
-#    the cache stays on this machine for nightly.sh and comes back as xz parts for a fresh one.
-# 2) Then the torchao and one-GPU data-parallel GPU tests, in the time left (LIMIT, s).
+#    the cache stays on this machine for nightly.sh (PARTS=1: also as xz parts in $OUT, if small enough).
+# 2) Then GPU tests in the time left (LIMIT, s): TESTPATHS, by default the torchao and one-GPU
+#    data-parallel ones; TESTS=0 skips them.
 set -u
 source scripts/probes/h200-torchao-nightly/setup.sh
 python3 -c "import torch, torchao; print('torch', torch.__version__, 'torchao', torchao.__version__)" 2>&1 | tail -1
