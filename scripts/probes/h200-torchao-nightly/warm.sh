@@ -3,6 +3,7 @@
 #    the cache stays on this machine for nightly.sh (PARTS=1: also as xz parts in $OUT, if small enough).
 # 2) Then GPU tests in the time left (LIMIT, s): TESTPATHS, by default the torchao and one-GPU
 #    data-parallel ones; TESTS=0 skips them.
+# 3) NIGHTLY=1: then start nightly.sh on this machine, detached; collect.sh gathers it.
 set -u
 source scripts/probes/h200-torchao-nightly/setup.sh
 python3 -c "import torch, torchao; print('torch', torch.__version__, 'torchao', torchao.__version__)" 2>&1 | tail -1
@@ -11,7 +12,7 @@ date -u +%H:%M:%S
 # Two shards at once on the one GPU: compiling is host work (16 CPUs), and these results are not the
 # measurement (nightly.sh's are), so the cases may share the GPU.
 for i in 1 2; do
-  timeout 330 python3 -m tebench run --preset nightly --devices 0 --only '*/PT-AMP+compile' --only '*/AO-FP8/*' \
+  timeout ${WARM_LIMIT:-330} python3 -m tebench run --preset nightly --devices 0 --only '*/PT-AMP+compile' --only '*/AO-FP8/*' \
     --shard $i/2 --out /tmp/ao-nightly/warm$i --quiet --no-report --compile-cache $CCDIR > /tmp/ao-nightly/warm$i.log 2>&1 &
 done
 wait
@@ -36,5 +37,19 @@ fi
 if [ "${TESTS:-1}" = 1 ]; then
   timeout $(( ${LIMIT:-560} - $(el) )) python3 -m pytest -v -rs ${TESTPATHS:-tests/gpu/test_torchao_gpu.py tests/gpu/test_distributed_gpu.py} -p no:cacheprovider > $OUT/gpu-tests.log 2>&1
   echo "pytest exit $? at $(el) s" >> $OUT/gpu-tests.log; grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed" $OUT/gpu-tests.log | tail -40
+fi
+# NIGHTLY=1: start nightly.sh at once on this cache, in its own process session so that it outlives
+# this device call, from a copy of the checkout (the next call's copy of the working tree must not
+# change files under a running nightly), with no time limit: collect.sh, the next device call, waits
+# for it and brings its outputs back. The gap between two device calls is where a machine can be
+# given back; this way the nightly itself never spans one.
+if [ "${NIGHTLY:-0}" = 1 ]; then
+  S=/tmp/ao-nightly/src; rm -rf $S /tmp/ao-nightly/out; mkdir -p /tmp/ao-nightly/out
+  cp -a . $S; cd $S
+  OUT=/tmp/ao-nightly/out LIMIT=${NIGHTLY_LIMIT:-1500} setsid nohup bash -c \
+    'echo $$ > /tmp/ao-nightly/nightly.pid; exec bash scripts/probes/h200-torchao-nightly/nightly.sh' \
+    > /tmp/ao-nightly/out/nightly-sh.log 2>&1 < /dev/null &
+  cd - > /dev/null
+  sleep 5; echo "nightly started at $(el) s, pid $(cat /tmp/ao-nightly/nightly.pid)"; cat /tmp/ao-nightly/out/nightly-sh.log
 fi
 echo "done at $(el) s"
