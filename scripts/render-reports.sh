@@ -56,3 +56,4 @@ render h200-torchao          reports/h200-torchao/d4096.jsonl reports/h200-torch
 render h200-torchao-mutations reports/h200-torchao-mutations/results.jsonl
 render h200-torchao-nightly  reports/h200-torchao-nightly/results.jsonl
 render h200-nightly-trimmed  reports/h200-nightly-trimmed/results.jsonl
+render h200-nightly-warm     reports/h200-nightly-warm/results.jsonl
