@@ -100,6 +100,10 @@ class Settings:
     scaling_samples: int = knob(8, "How many times over the run FP8 scaling state is sampled.", min=0, max=10_000)
     validate: bool = knob(True, "Run the workload's held-out validation after training (16 forward passes for "
                           "the GPT; part of the convergence verdict).")
+    reference_seeds: int = knob(0, "Extra training runs of a reference mode (PT-FP32, PT-AMP) at other seeds, "
+                                "untimed, after the case: their spread is the seed-to-seed noise that the "
+                                "equivalence verdict compares every mode's difference with (2: three seeds in all).",
+                                min=0, max=64)
 
     @classmethod
     def field_names(cls) -> set[str]:
@@ -725,10 +729,13 @@ def _library_points(points: list[FP8Options], library: str) -> list[FP8Options]:
 def _dims(size: Any) -> tuple[tuple[str, Any], ...]:
     """A size's fields as (name, value) pairs: ``dataclasses.asdict``'s, without its deep copy for the
     plain values every built-in size holds (it is the bulk of expanding a matrix of many sizes)."""
-    items = tuple((f.name, getattr(size, f.name)) for f in dataclasses.fields(size))
+    # A field declared omit_default is left out while it holds its default: a field added later then
+    # changes neither the records nor the case settings of the runs that do not use it.
+    items = tuple((f.name, getattr(size, f.name)) for f in dataclasses.fields(size)
+                  if not (f.metadata.get("omit_default") and getattr(size, f.name) == f.default))
     if all(isinstance(v, (int, float, str, type(None))) for _, v in items):
         return items
-    return tuple(dataclasses.asdict(size).items())
+    return tuple((k, v) for k, v in dataclasses.asdict(size).items() if k in dict(items))
 
 
 def reference_order(cases: list[Case]) -> list[Case]:

@@ -24,6 +24,10 @@ Purposes (``base`` is the case's seed):
 ``teacher`` -- ``base + 1``
     the distillation workload's frozen teacher, a function of the seed that
     differs from the student's initial weights.
+``replica`` -- ``base + 104_729 * index + 31_337``
+    the seed of the reference's extra training run ``index`` (1, 2, …: the
+    ``reference_seeds`` setting): other initial weights and other batches of
+    the same task, for the seed spread that parity's equivalence margin needs.
 ``param`` -- ``(base * 1_000_003 + index) % (2**63 - 1)``
     one parameter tensor's initial values; ``index`` is the CRC-32 of its
     canonical name, so both model families draw the same values by name.
@@ -55,6 +59,7 @@ PURPOSES: dict[str, Rule] = {
     "rank": Rule(1, 0, 7_777),
     "teacher": Rule(1, 1, 0),
     "param": Rule(1_000_003, 0, 1),
+    "replica": Rule(1, 31_337, 104_729),
 }
 
 

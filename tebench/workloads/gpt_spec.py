@@ -8,10 +8,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tebench.schema.knobs import MAX_DIM, knob
+from tebench.workloads import zipf_markov
 from tebench.workloads.spec import SizeError, divisible_by_16, positive
 
 MAX_STRIDE = 6
 """Largest stride of the arithmetic training sequences."""
+TASKS = ("arithmetic", zipf_markov.NAME)
+"""What the GPT and Llama workloads learn: arithmetic sequences (validated by greedy generation) or the
+zipf-markov source (a known floor; validated by held-out loss): see :mod:`tebench.workloads.zipf_markov`."""
+TASK_DOC = ("What the model learns: arithmetic (token[t] = phase + stride*t mod vocab; validated by greedy "
+            "generation, the seed tutorials' task) or zipf-markov (a seeded source with an exact entropy rate, "
+            "the loss floor; validated by held-out loss; smooth curves at any vocabulary).")
 
 
 @dataclass(frozen=True)
@@ -25,6 +32,9 @@ class GPTSize:
     ffn: int = knob(3072, "Hidden width of each block's MLP.", min=1, max=2**19)
     seq: int = knob(256, "Sequence length (the validation prompts with half of it).", min=4, max=MAX_DIM)
     batch: int = knob(16, "Sequences per step.", min=1, max=2**16)
+    # Left out of a case's dims while it is the default: records and case settings of arithmetic runs stay
+    # exactly as they were before the task existed (compare and history match them with older runs).
+    task: str = knob("arithmetic", TASK_DOC, choices=TASKS, optional=True, omit_default=True)
 
 
 class GPTSpec:
@@ -33,7 +43,8 @@ class GPTSpec:
     name = "gpt"
     kind = "model"
     size_type = GPTSize
-    description = "causal LM on arithmetic sequences; validated by greedy generation"
+    description = ("causal LM on arithmetic sequences (greedy generation) or the zipf-markov source "
+                   "(held-out loss against a known floor)")
 
     def check(self, s: GPTSize) -> None:
         positive(s, "vocab", "d_model", "heads", "layers", "ffn", "seq", "batch")
@@ -43,6 +54,10 @@ class GPTSpec:
             raise SizeError("vocab", s.vocab, f"vocab must exceed the largest stride ({MAX_STRIDE})")
         if s.seq < 4:
             raise SizeError("seq", s.seq, "seq must be at least 4 (the validation prompts half of it)")
+
+    def loss_floor(self, s: GPTSize) -> zipf_markov.Floor | None:
+        """The task's exact loss floor (nats per token), or None where the task has none worth stating."""
+        return zipf_markov.floor(s.vocab) if s.task == zipf_markov.NAME else None
 
     def fp8_problem(self, s: GPTSize) -> str | None:
         return divisible_by_16(tokens=s.batch * s.seq, d_model=s.d_model, ffn=s.ffn)

@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tebench.schema.knobs import MAX_DIM, knob
-from tebench.workloads.gpt_spec import MAX_STRIDE, GPTSpec
+from tebench.workloads import zipf_markov
+from tebench.workloads.gpt_spec import MAX_STRIDE, TASK_DOC, TASKS, GPTSpec
 from tebench.workloads.spec import SizeError, divisible_by_16, positive
 
 
@@ -27,7 +28,8 @@ class LlamaSize:
     rope_theta: float = knob(500000.0, "RoPE base: 10000 in Llama 2, 500000 in Llama 3.", min=1.000001, max=1e12)
     task_vocab: int = knob(0, "Tokens the arithmetic sequences use, counting from 0 (0: all of vocab). The model "
                               "still predicts over all of vocab, but a few dozen steps cannot teach the successor "
-                              "of each of 32k tokens.", min=0, max=2**20, optional=True)
+                              "of each of 32k tokens. Arithmetic task only.", min=0, max=2**20, optional=True)
+    task: str = knob("arithmetic", TASK_DOC, choices=TASKS, optional=True, omit_default=True)
 
     @property
     def head_dim(self) -> int:
@@ -40,7 +42,8 @@ class LlamaSpec(GPTSpec):
     name = "llama"
     kind = "model"
     size_type = LlamaSize
-    description = "Llama-style causal LM (RMSNorm, RoPE, GQA, SwiGLU) on arithmetic sequences; greedy generation"
+    description = ("Llama-style causal LM (RMSNorm, RoPE, GQA, SwiGLU) on arithmetic sequences (greedy generation) "
+                   "or the zipf-markov source (held-out loss against a known floor)")
 
     def check(self, s: LlamaSize) -> None:
         positive(s, "vocab", "d_model", "heads", "kv_heads", "layers", "ffn", "seq", "batch")
@@ -58,6 +61,9 @@ class LlamaSpec(GPTSpec):
         if s.task_vocab and not MAX_STRIDE < s.task_vocab <= s.vocab:
             raise SizeError("task_vocab", s.task_vocab,
                             f"task_vocab must be 0 (all of vocab) or between {MAX_STRIDE + 1} and vocab={s.vocab}")
+        if s.task_vocab and s.task == zipf_markov.NAME:
+            raise SizeError("task_vocab", s.task_vocab,
+                            "task_vocab narrows the arithmetic task only; the zipf-markov source uses all of vocab")
         if s.seq < 4:
             raise SizeError("seq", s.seq, "seq must be at least 4 (the validation prompts half of it)")
 

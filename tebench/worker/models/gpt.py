@@ -10,6 +10,7 @@ across the batch: the loss still falls, to the wrong value).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -19,7 +20,57 @@ from torch import nn
 
 from tebench.worker.seeds import derive_seed
 from tebench.worker.models.base import Batch, canonical_shapes, default_init, init_canonical, translate_names
+from tebench.workloads import zipf_markov
 from tebench.workloads.gpt_spec import MAX_STRIDE, GPTSize, GPTSpec
+
+HELDOUT_BATCHES = 4
+"""Held-out batches of the zipf-markov task's validation: 4 x the training batch, so that its loss's
+sampling error is half of one training step's."""
+
+
+def arithmetic_sequences(modulus: int, rows: int, length: int, seed: int) -> torch.Tensor:
+    """``token[t] = (phase + stride * t) mod modulus``, one random phase and stride (1..6) per row."""
+    gen = torch.Generator().manual_seed(seed)
+    phase = torch.randint(0, modulus, (rows, 1), generator=gen)
+    stride = torch.randint(1, MAX_STRIDE + 1, (rows, 1), generator=gen)
+    return (phase + stride * torch.arange(length)) % modulus
+
+
+def zipf_markov_sequences(vocab: int, rows: int, length: int, seed: int) -> torch.Tensor:
+    """Sequences drawn from the zipf-markov source (:mod:`tebench.workloads.zipf_markov`).
+
+    The same chain as the floor's simulation (``zipf_markov.simulate``), drawn
+    with torch's generator: the first two tokens from the unigram distribution,
+    then the successor, the copy or a Zipf draw; the first BURN_IN tokens are
+    dropped, so every token a model predicts comes from the stationary chain.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    total = length + zipf_markov.BURN_IN
+    first = torch.multinomial(torch.from_numpy(zipf_markov.unigram(vocab).copy()), 2 * rows, replacement=True,
+                              generator=gen).view(rows, 2).tolist()
+    draws = torch.multinomial(torch.from_numpy(zipf_markov.zipf_probabilities(vocab).copy()), rows * total,
+                              replacement=True, generator=gen).view(rows, total).tolist()
+    action = torch.rand(rows, total, generator=gen, dtype=torch.float64).tolist()
+    succ = _successor_list(vocab)
+    follow, either = zipf_markov.FOLLOW, zipf_markov.FOLLOW + zipf_markov.COPY
+    out = []
+    # Each token depends on the two before it: a scan. On plain Python ints it is ~0.3 us a token; as torch
+    # ops over the rows it was ~10 us a position, 7 s of a Llama d2048 case's build on the H200.
+    for r in range(rows):
+        before, current = first[r]
+        row = [before, current]
+        u, d = action[r], draws[r]
+        for t in range(2, total):
+            nxt = succ[current] if u[t] < follow else (before if u[t] < either else d[t])
+            row.append(nxt)
+            before, current = current, nxt
+        out.append(row[zipf_markov.BURN_IN:])
+    return torch.tensor(out, dtype=torch.long)
+
+
+@functools.lru_cache(maxsize=8)
+def _successor_list(vocab: int) -> list[int]:
+    return zipf_markov.successors(vocab).tolist()
 
 
 class PTBlock(nn.Module):
@@ -149,12 +200,18 @@ class GPTWorkload(GPTSpec):
             out.append(Batch(seqs[:, :-1].contiguous(), seqs[:, 1:].contiguous()))
         return out
 
+    @classmethod
+    def _sequences(cls, s: GPTSize, seed: int, length: int, batch: int | None = None) -> torch.Tensor:
+        """``batch`` (default: the size's) sequences of ``length`` tokens of the size's task."""
+        rows = batch or s.batch
+        if s.task == zipf_markov.NAME:
+            return zipf_markov_sequences(s.vocab, rows, length, seed)
+        return arithmetic_sequences(cls._modulus(s), rows, length, seed)
+
     @staticmethod
-    def _sequences(s: GPTSize, seed: int, length: int) -> torch.Tensor:
-        gen = torch.Generator().manual_seed(seed)
-        phase = torch.randint(0, s.vocab, (s.batch, 1), generator=gen)
-        stride = torch.randint(1, MAX_STRIDE + 1, (s.batch, 1), generator=gen)
-        return (phase + stride * torch.arange(length)) % s.vocab
+    def _modulus(s: GPTSize) -> int:
+        """How many tokens the arithmetic sequences use (all of vocab here)."""
+        return s.vocab
 
     def mutate(self, model: GPT, kind: str, family: str) -> bool:
         """Apply a workload-specific self-test mutation (tebench.worker.hooks.mutations); False if not expressible."""
@@ -181,6 +238,77 @@ class GPTWorkload(GPTSpec):
         return F.cross_entropy(logits.float().flatten(0, 1), batch.targets.flatten())
 
     def validate(self, model: GPT, s: GPTSize, seed: int, device: torch.device, forward_ctx) -> dict[str, Any]:
+        """The task's held-out check: greedy generation (arithmetic) or held-out loss (zipf-markov)."""
+        if s.task == zipf_markov.NAME:
+            out = self._heldout_loss(model, s, seed, device, forward_ctx)
+        else:
+            out = self._greedy(model, s, seed, device, forward_ctx)
+        return {**out, **self._structure(model, s, seed, device, forward_ctx)}
+
+    def _structure(self, model: GPT, s: GPTSize, seed: int, device: torch.device, forward_ctx) -> dict[str, Any]:
+        """How much a sequence's predictions move when tokens they must not see change (mean KL, nats).
+
+        ``causal_kl``: the later half of every held-out sequence replaced; the
+        predictions at the earlier positions must not move (a model without its
+        causal mask sees the future). ``batch_kl``: the rows of the batch rotated;
+        each sequence's own predictions must not move (attention run across the
+        batch, the layout mistake, mixes them). Both hold by construction in a
+        correct model, whatever it has learned, so they catch these mistakes at
+        any point on the curve, where a loss comparison needs the model to have
+        learned what the mistake hides. FP8 with a per-tensor scale can move them
+        by rounding only (a changed amax), far below the threshold parity applies.
+        """
+        x = self._sequences(s, derive_seed(seed, "held-out"), s.seq).to(device)
+        half = s.seq // 2
+        later = x.clone()
+        later[:, half:] = (x[:, half:] + 1 + x[:, half:].roll(1, dims=0)) % s.vocab  # other tokens, every one
+        model.eval()
+        with torch.no_grad():
+            def logp(tokens: torch.Tensor) -> torch.Tensor:
+                with forward_ctx():
+                    return F.log_softmax(model(tokens).float(), dim=-1)
+
+            base = logp(x)
+            moved = logp(later)
+            rotated = logp(x.roll(1, dims=0)).roll(-1, dims=0)
+        model.train()
+
+        def kl(p: torch.Tensor, q: torch.Tensor) -> float:
+            return (p.exp() * (p - q)).sum(-1).mean().item()
+
+        return {"causal_kl": kl(base[:, :half], moved[:, :half]),
+                "batch_kl": kl(base, rotated) if x.shape[0] > 1 else None}
+
+    def _heldout_loss(self, model: GPT, s: GPTSize, seed: int, device: torch.device, forward_ctx) -> dict[str, Any]:
+        """Mean cross-entropy on held-out batches of the source, beside the source's exact floor.
+
+        Drawn from the ``held-out`` seed of the *case's* seed (a reference's extra seeds are validated on
+        the same batches), each at the training batch's shape (FP8's divisibility rules, compiled shapes).
+        """
+        floor = zipf_markov.floor(s.vocab)
+        total, count = 0.0, 0
+        model.eval()
+        with torch.no_grad():
+            for i in range(HELDOUT_BATCHES):
+                # Batch i of the held-out seed's own batch stream: never a training batch.
+                seqs = self._sequences(s, derive_seed(derive_seed(seed, "held-out"), "batch", i), s.seq + 1).to(device)
+                with forward_ctx():
+                    logits = model(seqs[:, :-1])
+                total += F.cross_entropy(logits.float().flatten(0, 1), seqs[:, 1:].flatten(),
+                                         reduction="sum").item()
+                count += seqs[:, 1:].numel()
+        model.train()
+        return {
+            "metric": "heldout_loss",
+            "kind": "loss",
+            "count": count,
+            "heldout_loss": total / count,
+            "floor": floor.entropy_rate,
+            "unigram_entropy": floor.unigram_entropy,
+            "uniform_loss": floor.uniform,
+        }
+
+    def _greedy(self, model: GPT, s: GPTSize, seed: int, device: torch.device, forward_ctx) -> dict[str, Any]:
         """Greedy generation must continue the arithmetic stride.
 
         Prompts are the first half of held-out sequences; the model generates up

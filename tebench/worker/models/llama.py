@@ -43,7 +43,7 @@ from torch import nn
 
 from tebench.worker.models.base import canonical_shapes, default_init, init_canonical, translate_names
 from tebench.worker.models.gpt import GPTWorkload
-from tebench.workloads.llama_spec import MAX_STRIDE, LlamaSize, LlamaSpec
+from tebench.workloads.llama_spec import LlamaSize, LlamaSpec
 
 RMS_EPS = 1e-5
 """RMSNorm epsilon: TE's default ``layernorm_epsilon``, and Llama 2/3's ``rms_norm_eps``."""
@@ -215,17 +215,13 @@ class LlamaWorkload(LlamaSpec, GPTWorkload):
     """The Llama causal-LM workload: the GPT workload's task on a Llama-style model.
 
     Batches, loss, CUDA-graph inputs and validation are inherited from
-    :class:`GPTWorkload`; only the sequence generator is overridden, for ``task_vocab``.
+    :class:`GPTWorkload`; only the arithmetic task's modulus is overridden, for ``task_vocab``.
     """
 
     @staticmethod
-    def _sequences(s: LlamaSize, seed: int, length: int) -> torch.Tensor:
-        """The GPT workload's sequences, modulo ``task_vocab`` when it is set (identical when it is not)."""
-        modulus = s.task_vocab or s.vocab
-        gen = torch.Generator().manual_seed(seed)
-        phase = torch.randint(0, modulus, (s.batch, 1), generator=gen)
-        stride = torch.randint(1, MAX_STRIDE + 1, (s.batch, 1), generator=gen)
-        return (phase + stride * torch.arange(length)) % modulus
+    def _modulus(s: LlamaSize) -> int:
+        """The arithmetic sequences run modulo ``task_vocab`` when it is set (identical to GPT's when it is not)."""
+        return s.task_vocab or s.vocab
 
     def mutate(self, model: Llama, kind: str, family: str) -> bool:
         """The ``no-causal`` self-test mutation (tebench.worker.hooks.mutations): attention also sees later tokens.

@@ -40,16 +40,18 @@ def test_pinned_numbers_for_the_default_seed():
     assert derive_seed(1234, "param", zlib.crc32(b"head.weight")) == 1_234_003_702 + zlib.crc32(b"head.weight")
     # The distillation workload's held-out batch: a batch stream of the held-out seed.
     assert derive_seed(derive_seed(1234, "held-out"), "batch", 0) == 1_001_217 * 7919
+    # The reference's extra seeds (reference_seeds).
+    assert derive_seed(1234, "replica", 1) == 1234 + 31_337 + 104_729
 
 
 def test_workloads_draw_from_these_seeds():
     """The model code calls derive_seed for every stream (no private arithmetic left)."""
     import inspect
 
-    from tebench.worker import distributed
+    from tebench.worker import distributed, replicas
     from tebench.worker.models import base, distill, gpt, modules
 
-    sources = {m.__name__: inspect.getsource(m) for m in (distributed, base, distill, gpt, modules)}
+    sources = {m.__name__: inspect.getsource(m) for m in (distributed, base, distill, gpt, modules, replicas)}
     for name, text in sources.items():
         for magic in ("7919", "999_983", "999983", "7_777", "1_000_003"):
             assert magic not in text, f"{name} derives a seed by hand ({magic})"
