@@ -21,6 +21,12 @@ replication is the round (one process), not the step:
 * loss: the final loss must rise by more than the loss threshold, or parity
   must go from pass to fail or inconclusive (inconclusive never counts as pass).
 
+Only a case that may back a speed claim in the report (:func:`parity.counts_for_speed`
+on the head side: status ok, parity pass or reference, FP8 proof not partial or
+no-fp8) is counted as ``improved`` or ``faster``; any other keeps its verdict,
+flagged ``not counted: …`` with ``counted=False``. A slowdown is a slowdown: its
+regressions fail the gate as before.
+
 Flags make a time verdict advisory (shown, not failing the gate): a launch-bound
 case (GPU busy < 50%; counted with ``gate_launch_bound``), a different physical
 GPU (UUID), or one side running cases concurrently (``--devices``) and the
@@ -50,6 +56,7 @@ from tebench.store import run_records
 from tebench.store import reader as results
 from tebench.schema.version import SchemaError
 from tebench.analysis import stats
+from tebench.analysis.parity import counts_for_speed
 from tebench.schema.records import CaseResult
 from tebench.store.run_records import CaseRounds, RunRecords
 
@@ -60,13 +67,15 @@ ENV_KEYS = ("device", "driver", "cuda", "torch", "te")
 INFO_ENV_KEYS = ("python", "python_executable", "tebench_root", "git_commit")
 """Environment differences shown but not deciding whether regressions count."""
 LAUNCH_BOUND_BUSY = 0.5
-IGNORED_SETTINGS = ("timeout_s", "parity_rtol", "parity_atol", "profile_steps", "validate")
+IGNORED_SETTINGS = ("timeout_s", "parity_rtol", "parity_atol", "profile_steps", "validate", "reference_seeds")
 """Case settings that do not change what is measured, so may differ between the sides."""
 FAILING = ("regressed", "status-changed", "invalid")
 VERDICTS = ("regressed", "status-changed", "invalid", "slower", "improved", "faster", "unchanged", "inconclusive",
             "not-measured", "not-comparable", "missing-in-head", "new-in-head")
 UNMEASURED = ("not-measured", "not-comparable", "missing-in-head", "new-in-head")
 """Verdicts of cases that were not measured on both sides: no evidence either way."""
+CLAIMS = ("improved", "faster")
+"""Verdicts that claim a gain: counted only where the head side may back a speed claim."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -169,6 +178,10 @@ class Side:
     """Median fraction of the step the GPU was busy (None where not measured)."""
     concurrent: bool = False
     """The run executed several cases at once (``--devices`` with more than one GPU)."""
+    speed_counts: bool = True
+    """The case may back a speed claim (:func:`parity.counts_for_speed`; the report's rule)."""
+    speed_reason: str | None = None
+    """Why it may or may not, in words ("parity fail", "FP8 proof partial")."""
 
 
 def side(records: list[CaseResult] | CaseRounds, concurrent: bool = False) -> Side:
@@ -183,8 +196,13 @@ def side(records: list[CaseResult] | CaseRounds, concurrent: bool = False) -> Si
     bad = next((r for r in records if r.status != "ok"), None)
     settings = {k: v for k, v in last.settings.items() if k not in IGNORED_SETTINGS}
     case = {k: v for k, v in last.case.items() if k != "settings"}
+    status = bad.status if bad else last.status
+    # As the report: the parity and FP8 proof of the last ok round, the status of the worst one.
+    speed_counts, speed_reason = counts_for_speed(rounds.last)
+    if speed_counts and status != "ok":
+        speed_counts, speed_reason = False, f"status {status}"
     return Side(
-        status=bad.status if bad else last.status,
+        status=status,
         reason=bad.reason if bad else None,
         rounds=rounds.rounds_ms,
         median_ms=rounds.level_ms,
@@ -196,6 +214,8 @@ def side(records: list[CaseResult] | CaseRounds, concurrent: bool = False) -> Si
         gpu_uuids=sorted({u for r in records if (u := r.device.uuid if r.device else None)}),
         busy=rounds.busy_fraction,
         concurrent=concurrent,
+        speed_counts=speed_counts,
+        speed_reason=speed_reason,
     )
 
 
@@ -210,7 +230,8 @@ class Delta:
     not-measured | not-comparable | missing-in-head | new-in-head"""
     why: list[str] = field(default_factory=list)
     counted: bool = True
-    """Whether a failing verdict fails the gate (False: advisory, see ``flags``)."""
+    """Whether a failing verdict fails the gate (False: advisory, see ``flags``); for ``improved`` and
+    ``faster``, whether the gain counts (False: the head side may not back a speed claim)."""
     flags: list[str] = field(default_factory=list)
     """What makes this case's step time advisory or worth a second look."""
     time_ratio: float | None = None
@@ -228,6 +249,40 @@ class Delta:
     @property
     def failing(self) -> bool:
         return self.verdict in FAILING
+
+    @property
+    def not_counted(self) -> bool:
+        """An ``improved`` or ``faster`` verdict that does not count (see :data:`CLAIMS`)."""
+        return self.verdict in CLAIMS and not self.counted
+
+
+def tally(deltas: Iterable[Delta]) -> dict[str, int]:
+    """Cases per verdict, an ``improved`` or ``faster`` that does not count left out."""
+    out = dict.fromkeys(VERDICTS, 0)
+    for d in deltas:
+        if not d.not_counted:
+            out[d.verdict] = out.get(d.verdict, 0) + 1
+    return out
+
+
+def verdict_text(d: Delta) -> str:
+    """The verdict as a table shows it: "regressed (advisory)", "improved (not counted)"."""
+    if d.counted:
+        return d.verdict
+    return d.verdict + (" (advisory)" if d.failing else " (not counted)" if d.not_counted else "")
+
+
+def _not_counted_flag(reason: str | None) -> str:
+    reason = reason or "not a passing case"
+    if "parity fail" in reason:
+        why = "the speed of a model that does not train the same is not a gain"
+    elif "parity" in reason:
+        why = "the speed of a model not shown to train the same is not a gain"
+    elif "FP8 proof" in reason:
+        why = "an FP8 speed must come from GEMMs that ran in FP8"
+    else:
+        why = "only a passing case backs a speed claim"
+    return f"not counted: {reason} ({why})"
 
 
 def _settings_diff(b: dict[str, Any], h: dict[str, Any]) -> list[str]:
@@ -313,6 +368,10 @@ def judge(case_id: str, device: str, b: Side, h: Side, opts: Options | None = No
     if b.status == h.status and b.status != "ok":
         d.why.append(f"{b.status} in both")
     _weigh(d, found, advisory)
+    if d.verdict in CLAIMS and not h.speed_counts:
+        # Shown, never claimed: the report takes only passing cases for speed, and so does the gate.
+        d.counted = False
+        d.flags.append(_not_counted_flag(h.speed_reason))
     if d.verdict == "unchanged" and b.status != "ok" and h.status != "ok":
         # Failed (or skipped) on both sides: nothing was measured, so nothing is "unchanged".
         d.verdict = "not-measured"
@@ -524,7 +583,13 @@ class Comparison:
                 f"and parity (inconclusive never counts as pass).")
 
     def count(self, verdict: str) -> int:
-        return sum(d.verdict == verdict for d in self.deltas)
+        """Cases with this verdict; an ``improved`` or ``faster`` that does not count is left out."""
+        return sum(d.verdict == verdict and not d.not_counted for d in self.deltas)
+
+    @property
+    def not_counted(self) -> list[Delta]:
+        """``improved`` or ``faster`` cases whose head side may not back a speed claim."""
+        return [d for d in self.deltas if d.not_counted]
 
     @property
     def regressions(self) -> list[Delta]:
@@ -564,6 +629,7 @@ class Comparison:
             "thresholds": self.thresholds, "options": asdict(self.options), "method": self.method,
             "summary": {v: self.count(v) for v in VERDICTS},
             "failing": len(self.failures), "advisory": sum(d.failing and not d.counted for d in self.deltas),
+            "not_counted": len(self.not_counted),
             "too_few_rounds": len(self.too_few_rounds), "skipped_lines": self.skipped,
             "exit_code": self.exit_code,
             "cases": [asdict(d) for d in self.deltas],
@@ -652,8 +718,14 @@ def headline(c: Comparison, title: str = "tebench compare") -> list[str]:
         icon = "🟢"
     counts = [f"{n_reg} regression(s)"] + [f"{c.count(v)} {v}" for v in ("slower", "improved", "faster")
                                             if c.count(v) or v == "improved"]
+    if c.not_counted:
+        counts.append(f"{len(c.not_counted)} gain(s) not counted")
     counts += [f"{c.count('unchanged')} unchanged", f"{inconclusive} inconclusive"]
     lines = [f"### {icon} {title}: " + ", ".join(counts)]
+    if c.not_counted:
+        lines.append(f"{len(c.not_counted)} case(s) improved or faster but not counted: their head does not pass "
+                     "loss parity or its FP8 proof (the speed of a model that does not train the same is not a "
+                     "gain; listed below).")
     if slower:
         lines.append(f"{slower} case(s) are slower beyond noise but within the {c.thresholds['time']:.0%} "
                      "threshold: not failing the gate, but real (listed below).")
@@ -713,7 +785,7 @@ def to_markdown(c: Comparison, title: str = "tebench compare") -> str:
     def row(d: Delta) -> dict[str, str]:
         ci = d.time_ci
         return {"case": d.case_id, "device": d.device,
-                "verdict": d.verdict + ("" if d.counted or not d.failing else " (advisory)"),
+                "verdict": verdict_text(d),
                 "step time": _pct(d.time_ratio),
                 "CI": f"{ci[0] - 1:+.1%} … {ci[1] - 1:+.1%}" if ci else "–",
                 "rounds": f"{d.rounds[0]}/{d.rounds[1]}" if d.rounds else "–",

@@ -41,8 +41,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from tebench.analysis import equivalence
+from tebench.analysis.equivalence import longest_run as _longest_run, smooth
 from tebench.plan.modes import MODES, REFERENCE_MODES
 from tebench.plan.recipes import RECIPES
+from tebench.workloads import SPECS
+from tebench.workloads.zipf_markov import progress as zipf_progress
 
 # A loss that ends this many times above where it started has diverged.
 DIVERGED_FACTOR = 1.5
@@ -90,16 +94,6 @@ def divergence(losses: Sequence[float]) -> str | None:
         if last > DIVERGED_FACTOR * first:
             return f"loss rose from {first:.4g} (first steps) to {last:.4g} (final window)"
     return None
-
-
-def smooth(values: Sequence[float], width: int) -> np.ndarray:
-    """Centred moving average of ``width`` steps, same length as ``values`` (edges padded)."""
-    a = np.asarray(values, dtype=float)
-    if width < 2 or a.size < width:
-        return a
-    left = width // 2
-    padded = np.pad(a, (left, width - 1 - left), mode="edge")
-    return np.convolve(padded, np.ones(width) / width, mode="valid")
 
 
 def _window(a: np.ndarray, half: int, fn: Any) -> np.ndarray:
@@ -208,16 +202,6 @@ def measure_noise(losses: Sequence[float], ref_curves: Sequence[Sequence[float]]
         if jitter.size > 1:
             sources["paired step-to-step noise"] = np.full(n, float(np.std(jitter, ddof=1)) / math.sqrt(geo.width))
     return center, Noise(sources)
-
-
-def _longest_run(mask: np.ndarray) -> tuple[int, int]:
-    """Length and first index of the longest run of True in ``mask``."""
-    best, best_start, run = 0, 0, 0
-    for i, bad in enumerate(mask):
-        run = run + 1 if bad else 0
-        if run > best:
-            best, best_start = run, i - run + 1
-    return best, best_start
 
 
 def _factor(log_diff: float) -> str:
@@ -482,6 +466,11 @@ def judge(records: Sequence[dict[str, Any]], record: dict[str, Any], cache: dict
     if ref_mode is None:
         return {"verdict": "n/a",
                 "reason": f"no reference mode ({' or '.join(REFERENCE_MODES)}) ran for this workload and size"}
+    floor_known, rate = _task_floor(case)
+    seeds = _seed_curves(ref_runs[0])
+    if floor_known and seeds:
+        return _calibration_note(case, _structure_note(record, _judge_equivalence(record, ref_mode, ref_runs,
+                                                                                  seeds, rate)))
     if ref_runs[0] is record:
         curves = [r["loss"]["per_step"] for r in ref_runs]
         learned = reference_learned(curves)[1] if min(map(len, curves)) >= MIN_STEPS else "too short to judge"
@@ -511,6 +500,20 @@ def judge(records: Sequence[dict[str, Any]], record: dict[str, Any], cache: dict
             out["verdict"] = "fail"
         elif val["verdict"] in ("pass", "inconclusive"):
             out["reason"] += f"; validation {val['verdict']}: {val['reason']}"
+    return _calibration_note(case, _structure_note(record, out))
+
+
+def _structure_note(record: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    """A judged case whose predictions depend on what they must not see fails, whatever its loss did."""
+    why = structure_failure(record.get("validation") or {}) if out.get("verdict") in JUDGED else None
+    if why:
+        out["reason"] = why + ("; " + out["reason"] if out["verdict"] == "fail" else "")
+        out["verdict"] = "fail"
+    return out
+
+
+def _calibration_note(case: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    """A failed uncalibrated delayed-scaling case's reason names the likely cause."""
     fp8 = case.get("fp8") or {}
     spec = RECIPES.get(fp8.get("recipe"))
     if (out["verdict"] == "fail" and spec is not None and "calibration_steps" in spec.options
@@ -519,6 +522,81 @@ def judge(records: Sequence[dict[str, Any]], record: dict[str, Any], cache: dict
         # step is what moved these curves, not FP8 precision as such.
         out["reason"] += (f"; uncalibrated {spec.name} scaling: TE's first step quantizes with scale 1 "
                           "(compare the fp8.calibration_steps variant)")
+    return out
+
+
+STRUCTURE_KL = 0.01
+"""Mean KL (nats) beyond which a model's predictions moved where they must not (causal_kl, batch_kl).
+A correct model moves them by rounding only (0 in fp32 and bf16 on the CPU); the mistakes move them
+by far more once anything is learned (see docs/design/verdicts.md)."""
+
+
+def structure_failure(validation: dict[str, Any]) -> str | None:
+    """Why a model's predictions depend on what they must not see (the future, other sequences), or None."""
+    out = []
+    causal, batch = validation.get("causal_kl"), validation.get("batch_kl")
+    if isinstance(causal, (int, float)) and not causal <= STRUCTURE_KL:
+        out.append(f"predictions at a sequence's first half moved (mean KL {causal:.3g} nats) when only its "
+                   "second half changed: the model sees the future (no causal mask?)")
+    if isinstance(batch, (int, float)) and not batch <= STRUCTURE_KL:
+        out.append(f"a sequence's predictions moved (mean KL {batch:.3g} nats) when the other sequences of "
+                   "its batch changed: attention runs across the batch (a [seq, batch] layout fed "
+                   "batch-first?)")
+    return "; ".join(out) or None
+
+
+def _task_floor(case: dict[str, Any]) -> tuple[bool, float | None]:
+    """Whether ``case``'s task has a known loss floor (the zipf-markov source), and the floor."""
+    spec = SPECS.get(case.get("workload"))
+    loss_floor = getattr(spec, "loss_floor", None)
+    if loss_floor is None:
+        return False, None
+    try:
+        floor = loss_floor(spec.size_type(**case["dims"]))
+    except (TypeError, ValueError):
+        return False, None
+    return (True, floor.entropy_rate) if floor is not None else (False, None)
+
+
+def _seed_curves(reference: dict[str, Any]) -> list[list[float]]:
+    """The reference's replica curves (other seeds), finite ones only; [] with fewer than two (three seeds)."""
+    replicas = [list(c) for c in (reference.get("loss") or {}).get("replicas") or []
+                if c and all(math.isfinite(v) for v in c)]
+    return replicas if len(replicas) >= 2 else []
+
+
+def _judge_equivalence(record: dict[str, Any], ref_mode: str, ref_runs: list[dict[str, Any]],
+                       seeds: list[list[float]], rate: float | None) -> dict[str, Any]:
+    """The verdict on a task with a known floor whose reference trained at several seeds (:mod:`equivalence`)."""
+    reference = ref_runs[0]
+    ref_curve = reference["loss"]["per_step"]
+    if reference is record:
+        start, end = ref_curve[0], final_loss(ref_curve)
+        where = (f"{zipf_progress(start, end, rate):.0%} of the way from {start:.4g} to the floor {rate:.4g}"
+                 if rate is not None else f"{start:.4g} -> {end:.4g}")
+        return {"verdict": "reference", "rule": "equivalence", "reference_mode": ref_mode, "floor": rate,
+                "final": end, "reason": (f"{ref_mode} is the reference of this workload and size, trained at "
+                                         f"{len(seeds) + 1} seeds; its loss came {where}")}
+    out = equivalence.judge(record["loss"]["per_step"], ref_curve, seeds, rate, ref_mode)
+    if out["verdict"] in ("pass", "fail"):
+        frozen = _frozen_beyond_reference(record, [r for r in ref_runs if r is not record])
+        if frozen:
+            out["reason"] = frozen + ("; " + out["reason"] if out["verdict"] == "fail" else "")
+            out["verdict"] = "fail"
+        val = record.get("validation") or {}
+        ref_val = reference.get("validation") or {}
+        metric = val.get("metric")
+        if metric and metric == ref_val.get("metric"):
+            v = equivalence.judge_validation(
+                val.get(metric), ref_val.get(metric), [x for x in ref_val.get("replicas") or []
+                                                       if isinstance(x, (int, float)) and math.isfinite(x)],
+                rate, out["margin_nats"], metric)
+            out["validation"] = v
+            if v["verdict"] == "fail":
+                out["reason"] = (out["reason"] + "; " if out["verdict"] == "fail" else "") + f"validation: {v['reason']}"
+                out["verdict"] = "fail"
+            elif v["verdict"] == "pass":
+                out["reason"] += f"; validation pass: {v['reason']}"
     return out
 
 
@@ -540,3 +618,47 @@ JUDGED = ("pass", "fail", "inconclusive")
 def passed(record: dict[str, Any]) -> bool:
     """True only for a judged ``pass`` (``inconclusive`` is never a pass)."""
     return (record.get("parity") or {}).get("verdict") == "pass"
+
+
+SPEED_VERDICTS = ("reference", "pass")
+"""The parity verdicts of a case that may back a speed claim (``n/a`` only where not judged by design)."""
+NOT_FP8_PROOFS = ("partial", "no-fp8")
+"""FP8 proofs that keep a case out of speed claims: its GEMMs did not (all) run in FP8."""
+
+
+def counts_for_speed(record: Any) -> tuple[bool, str]:
+    """Whether one case record may back a speed (or energy) claim, and why in words.
+
+    The rule of ``tebench.report.tables.counts``, for one record (a dict as read, or a typed
+    ``CaseResult``): status ``ok``; parity ``pass`` or ``reference``, or ``n/a`` for a data-parallel
+    case, or no verdict at all for a case with no loss curve (a timing-only module benchmark);
+    and an FP8 proof that is neither ``partial`` nor ``no-fp8``. Returns ``(True, "parity pass")``,
+    ``(False, "parity fail")``, ``(False, "FP8 proof partial")``, … (reasons joined by ", ").
+    """
+    def get(obj: Any, key: str) -> Any:
+        return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+    case = get(record, "case") or {}
+    status = get(record, "status")
+    verdict = get(get(record, "parity") or {}, "verdict")
+    proof = get(get(record, "fp8_proof") or {}, "verdict")
+    # The same test as judge() uses to leave a data-parallel case unjudged.
+    data_parallel = case.get("parallel", "single") != "single" and (case.get("nproc") or 1) > 1
+    why: list[str] = []
+    if status != "ok":
+        why.append(f"status {status}")
+    if verdict is None:
+        if data_parallel:
+            why.append("parity not judged")
+    elif verdict == "n/a":
+        if not data_parallel:
+            why.append("parity n/a (nothing vouched for it)")
+    elif verdict not in SPEED_VERDICTS:
+        why.append(f"parity {verdict}")
+    if proof in NOT_FP8_PROOFS:
+        why.append(f"FP8 proof {proof}")
+    if why:
+        return False, ", ".join(why)
+    if verdict is None:
+        return True, "no parity verdict (timing only)"
+    return True, "data-parallel (parity n/a by design)" if verdict == "n/a" else f"parity {verdict}"

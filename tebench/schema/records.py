@@ -265,6 +265,11 @@ class Loss(_Part):
     warmup_steps: int | None = knob(None, "How many of the first steps were warm-up.", min=0)
     first: float | None = knob(None, "The first step's loss.", finite=False)
     final: float | None = knob(None, "The mean of the last steps (parity.final_loss).", finite=False)
+    replicas: list[list[float]] | None = knob(
+        None, "A reference mode's extra training runs at other seeds (the reference_seeds setting), untimed: "
+              "the loss of every step of each. Their spread is the seed-to-seed noise that parity's "
+              "equivalence margin compares a case's difference with.", finite=False)
+    replica_seeds: list[int] | None = knob(None, "The seed of each of the replicas, in order.", min=0)
 
 
 @_part
@@ -280,6 +285,21 @@ class Validation(_Part):
     prompt_tokens: int | None = knob(None, "Prompt length of the generation check.", min=0)
     generated_tokens: int | None = knob(None, "Tokens generated per sequence.", min=0)
     heldout_mse: float | None = knob(None, "Distillation: MSE on held-out batches.", min=0)
+    heldout_loss: float | None = knob(None, "GPT/Llama on the zipf-markov task: mean cross-entropy (nats per token) "
+                                            "on held-out batches of the source.", min=0)
+    floor: float | None = knob(None, "The task's exact loss floor (the source's entropy rate, nats per token): "
+                                     "no model can do better without a leak.", min=0)
+    unigram_entropy: float | None = knob(None, "What a model that learned token frequencies only reaches (nats).",
+                                         min=0)
+    uniform_loss: float | None = knob(None, "ln(vocab): the loss of predicting every token alike (nats).", min=0)
+    causal_kl: float | None = knob(None, "GPT/Llama: mean KL (nats) by which the predictions at a held-out "
+                                         "sequence's first half moved when its second half was replaced: 0 in a "
+                                         "causal model.", finite=False)
+    batch_kl: float | None = knob(None, "GPT/Llama: mean KL (nats) by which a sequence's predictions moved when "
+                                        "the other sequences of its batch changed: 0 unless attention runs across "
+                                        "the batch.", finite=False)
+    replicas: list[float] | None = knob(None, "A reference mode's replicas (Loss.replicas): the same metric for "
+                                              "each, on the same held-out data.", finite=False)
 
     @classmethod
     def rules(cls, d: dict[str, Any], path: str) -> None:
@@ -404,6 +424,8 @@ class Phases(_Part):
     measure_s: float | None = _phase("The timed steps.", "measured steps", "measured s", "#2ca02c")
     profile_s: float | None = _phase("Profiled extra steps (never timed ones).", "profile", "profile s", "#9467bd")
     validate_s: float | None = _phase("Held-out validation.", "validate", "validate s", "#17becf")
+    replicas_s: float | None = _phase("A reference mode's untimed runs at other seeds (reference_seeds).",
+                                      "reference seeds", "seeds s", "#8c564b")
 
 
 @_part
@@ -436,6 +458,9 @@ class Updates(_Part):
     tensors: int | None = knob(None, "Parameter tensors.", min=0)
     unchanged: int | None = knob(None, "Of them, left exactly unchanged by training.", min=0)
     unchanged_names: list[str] | None = knob(None, "The first of their names.")
+    method: str | None = knob(None, "How 'unchanged' was decided: bits (every element's bit pattern, exactly); "
+                                   "missing in older records, whose fp32 (sum, sum of squares) checksum could "
+                                   "not see updates below one ulp of the sum.")
 
 
 @_part
@@ -537,14 +562,20 @@ class TimeBreakdown(_Part):
 class FP8Proof(_Part):
     """For a case in an FP8 mode: whether its GEMMs ran in FP8 (kernels) and its TE modules under a recipe."""
 
-    verdict: str = knob("unproven", "fp8, no-fp8 (the case is failed) or unproven (the evidence is missing).",
-                        choices=("fp8", "no-fp8", "unproven"), required=True)
+    verdict: str = knob("unproven", "fp8, partial (FP8 ran but covered too little: kept out of FP8 figures), "
+                        "no-fp8 (the case is failed) or unproven (the evidence is missing).",
+                        choices=("fp8", "partial", "no-fp8", "unproven"), required=True)
     fp8_gemm_ms: float | None = knob(None, "Per step, GEMM time in FP8 kernels.", min=0)
     gemm_ms: float | None = knob(None, "Per step, all GEMM time.", min=0)
     fp8_gemm_calls: float | None = knob(None, "FP8 GEMM launches per step.", min=0)
     gemm_calls: float | None = knob(None, "GEMM launches per step.", min=0)
     te_fp8: int | None = knob(None, "TE modules that ran under an FP8 recipe.", min=0)
     te_high_precision: int | None = knob(None, "TE modules that ran without one.", min=0)
+    fp8_linear_flops_share: float | None = knob(None, "Share of the census's linear-layer FLOPs that ran in "
+                                                      "FP8/FP4 (0..1).", min=0, max=1)
+    fp8_gemm_call_share: float | None = knob(None, "FP8/FP4 GEMM launches over all GEMM launches (0..1).",
+                                             min=0, max=1)
+    outside_recipe: list[str] | None = knob(None, "TE modules that ran without the recipe, the first 20 by name.")
     note: str | None = knob(None, "What the evidence says, in words.")
 
     @property
@@ -614,6 +645,22 @@ class Parity(_Part):
     floor: float | None = knob(None, "", finite=False)
     noise: dict[str, float] | None = knob(None, "", finite=False)
     reference_learned: str | None = None
+    rule: str | None = knob(None, "How the verdict was reached: equivalence (a task with a known floor and a "
+                                  "reference trained at several seeds) or absent (the band rule).")
+    margin_nats: float | None = knob(None, "Equivalence: the margin the final-window gap must stay within (nats).",
+                                     finite=False)
+    margin_source: str | None = knob(None, "Equivalence: which term set the margin, in words.")
+    seed_sd: float | None = knob(None, "Equivalence: sd of the reference seeds' final-window means (nats).",
+                                 finite=False)
+    progress_nats: float | None = knob(None, "Equivalence: how far the reference's loss fell from its start (nats).",
+                                       finite=False)
+    progress: float | None = knob(None, "Equivalence: the reference's share of the way from its start to the "
+                                        "task's floor.", finite=False)
+    final_window: list[int] | None = knob(None, "Equivalence: first and last step of the final window.")
+    gap_trend_nats: float | None = knob(None, "Equivalence: how much the gap changed over the second half (nats).",
+                                        finite=False)
+    notes: list[str] | None = knob(None, "Equivalence: what a pass carries beside it (an early excursion that "
+                                         "rejoined, a growing gap).")
     shift: int | None = None
     smoothing: int | None = knob(None, "", min=0)
     validation: ValidationVerdict | None = None

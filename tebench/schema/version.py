@@ -14,7 +14,13 @@ SCHEMA_VERSION = 1
 # Optional keys added within v1, which older readers ignore and newer readers do not require:
 # header "excluded" (the matrix's [[exclude]] rules with reason and count of cases removed);
 # setup "fp8_library", "fp8_conversion", "fp8_converted", "fp8_fsdp_all_gather" (AO-FP8, 2026-12-02);
-# kernels "communication_ms", "communication_exposed_ms" (data-parallel cases, 2026-12-02).
+# kernels "communication_ms", "communication_exposed_ms" (data-parallel cases, 2026-12-02);
+# loss "replicas", "replica_seeds"; validation "heldout_loss", "floor", "unigram_entropy", "uniform_loss",
+# "causal_kl", "batch_kl", "replicas"; updates "method"; phases "replicas_s"; parity "rule", "margin_nats",
+# "margin_source", "seed_sd", "progress", "progress_nats", "final_window", "gap_trend_nats", "notes";
+# fp8_proof "fp8_gemm_call_share", "fp8_linear_flops_share", "outside_recipe" (2026-12-03). Also new then:
+# the fp8_proof verdict "partial", which a tebench from before refuses in that one record (its reader
+# names the field and skips the line) rather than the whole file.
 MIN_READABLE_VERSION = 1
 STATUSES = ("ok", "skipped", "failed", "oom", "timeout", "diverged")
 

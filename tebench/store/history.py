@@ -322,7 +322,7 @@ def _pending(v: np.ndarray, start: int, threshold: float, min_side: int) -> Step
 def history_headline(deltas: list[compare.Delta], earlier: list[int]) -> str:
     """The history page's first line: the same words as ``compare`` (🟢 only when every judged case is
     unchanged, ⚪ when it cannot tell), against the number of earlier runs there really were."""
-    counts = {v: sum(d.verdict == v for d in deltas) for v in compare.VERDICTS}
+    counts = compare.tally(deltas)  # an improvement of a case that does not pass is not counted
     failing = sum(d.failing and d.counted for d in deltas)
     judged = sum(d.verdict not in compare.UNMEASURED for d in deltas)
     if failing:
@@ -337,6 +337,8 @@ def history_headline(deltas: list[compare.Delta], earlier: list[int]) -> str:
     against = ("no earlier run to compare with" if n == 0 else
                f"against the {n} run{'s' if n != 1 else ''} before it")
     words = [f"{failing} regression(s)"] + [f"{counts[v]} {v}" for v in ("slower", "improved", "faster") if counts[v]]
+    if not_counted := sum(d.not_counted for d in deltas):
+        words.append(f"{not_counted} gain(s) not counted")
     words += [f"{counts['unchanged']} unchanged", f"{counts['inconclusive']} inconclusive"]
     line = f"{icon} tebench history: the latest run {against}: " + ", ".join(words)
     if counts["inconclusive"]:
@@ -476,7 +478,7 @@ def report(db: str | Path, out: str | Path, window: int = 5, thresholds: dict[st
         (out / "trends.png").write_bytes(chart.png)
     deltas, info = latest_vs_recent(db, window, opts=opts)
     regress = pd.DataFrame([{"device": d.device, "case": d.case_id,
-                             "verdict": d.verdict + ("" if d.counted or not d.failing else " (advisory)"),
+                             "verdict": compare.verdict_text(d),
                              "step time": "–" if d.time_ratio is None else f"{d.time_ratio - 1:+.1%}",
                              "why": "; ".join(d.why + d.flags)}
                             for d in deltas if d.verdict not in ("inconclusive", "unchanged")])

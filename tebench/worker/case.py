@@ -19,6 +19,7 @@ from tebench.plan.modes import MODES
 from tebench.schema.records import (FP8State, GpuBusy, Kernels, Loss, Measurements, Memory, ModuleCensus, Phases,
                                     Setup, Timing, Updates, Validation, Warmup)
 from tebench.worker import memory as worker_memory
+from tebench.worker import replicas
 from tebench.worker.census import Census
 from tebench.worker.train import Trainer, build_trainer
 from tebench.worker.hooks.slowdown import injected_slowdown
@@ -39,19 +40,45 @@ def _sample_points(total: int, count: int) -> set[int]:
     return {round(k * (total - 1) / (count - 1)) for k in range(count)}
 
 
+_INT_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+# Odd multipliers of the two position-weighted sums (any odd 63-bit constants would do).
+_HASH_MULTIPLIERS = ((0x9E3779B97F4A7C15 & (2**63 - 1)) | 1, (0xC2B2AE3D27D4EB4F & (2**63 - 1)) | 1)
+
+
+def _bits(p: torch.Tensor) -> torch.Tensor:
+    """A parameter's bit patterns as int64, one per element (an FP8 tensor subclass: its dequantized value's)."""
+    v = p.detach()
+    if hasattr(v, "to_local"):  # an FSDP2 shard (DTensor): this rank's own elements
+        v = v.to_local()
+    try:
+        return v.contiguous().view(_INT_OF_SIZE[v.element_size()]).reshape(-1).to(torch.int64)
+    except (KeyError, RuntimeError, TypeError):
+        return v.float().contiguous().view(torch.int32).reshape(-1).to(torch.int64)
+
+
 def _fingerprint(model: torch.nn.Module) -> tuple[list[str], torch.Tensor]:
-    """A cheap per-parameter checksum (sum and sum of squares), read back in one copy."""
+    """An exact per-parameter hash of bit patterns, read back in one copy.
+
+    It used to be an fp32 (sum, sum of squares) checksum, and that could not
+    see the update of a LayerNorm weight of 4096 ones: one ulp of the sum is
+    4.9e-4, a few steps' update at lr 1e-4 (on the CPU, 5 of 2,000 random
+    ±6e-4 updates left both sums bit-identical; on the H200 it failed a
+    correctly training GPT d4096 every night). Two sums of the integer bit
+    patterns weighted by position (wrapping int64 arithmetic) change whenever
+    any element's bits change, except by a 2**-64 coincidence.
+    """
     names, sums = [], []
     with torch.no_grad():
         for name, p in model.named_parameters():
-            v = p.detach().float()
+            bits = _bits(p)
+            position = torch.arange(1, bits.numel() + 1, device=bits.device, dtype=torch.int64)
             names.append(name)
-            sums.append(torch.stack([v.sum(), v.square().sum()]))
-    return names, torch.stack(sums).cpu() if sums else torch.zeros(0, 2)
+            sums.append(torch.stack([(bits * (position * m + 1)).sum() for m in _HASH_MULTIPLIERS]))
+    return names, torch.stack(sums).cpu() if sums else torch.zeros(0, 2, dtype=torch.int64)
 
 
 def frozen_parameters(before: tuple[list[str], torch.Tensor], model: torch.nn.Module) -> dict[str, Any]:
-    """Which parameter tensors training left exactly unchanged.
+    """Which parameter tensors training left exactly unchanged (bit for bit).
 
     A frozen layer (a ``requires_grad`` slip, an optimizer that never saw it, a
     stale FP8 copy) can leave the loss looking fine when the rest of the model
@@ -60,7 +87,7 @@ def frozen_parameters(before: tuple[list[str], torch.Tensor], model: torch.nn.Mo
     names, start = before
     _, end = _fingerprint(model)
     same = [n for n, a, b in zip(names, start, end) if torch.equal(a, b)]
-    return {"tensors": len(names), "unchanged": len(same), "unchanged_names": same[:20]}
+    return {"tensors": len(names), "unchanged": len(same), "unchanged_names": same[:20], "method": "bits"}
 
 
 def profiled_steps(trainer: Trainer, batches: list, step_ms: float, profile_steps: int) -> dict[str, Any]:
@@ -121,12 +148,14 @@ def run_case(case: Case, device: torch.device, progress: Progress,
     if slowdown is not None:
         trainer.setup["test_slowdown"] = slowdown
     params = sum(p.numel() for p in trainer.eager.parameters())
+    # Before the peak-memory reset: the hash's temporaries (two int64 copies of the largest tensor) are
+    # not the training's memory.
+    initial = _fingerprint(trainer.eager)
     sync(device)
     phases["build_s"] = time.perf_counter() - t
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
 
-    initial = _fingerprint(trainer.eager)
     recorder = ScalingRecorder(trainer.eager) if (case.fp8 and case.fp8.spec.stateful) else None
     sample_at = _sample_points(total, st.scaling_samples) if recorder else set()
     losses: list[torch.Tensor] = []
@@ -171,18 +200,29 @@ def run_case(case: Case, device: torch.device, progress: Progress,
         validation = wl.validate(trainer.eager, case.size_spec, st.seed, device, trainer.precision.forward_ctx)
         phases["validate_s"] = time.perf_counter() - t
 
+    loss = Loss(per_step=loss_values, warmup_steps=warm["steps"])
+    setup = Setup.from_dict(trainer.setup)
+    if replicas.wanted(case) and all(math.isfinite(v) for v in loss_values):
+        progress("replicas", 0, total)
+        t = time.perf_counter()
+        del trainer, batches  # the replicas build their own: one model at a time on the device
+        extra = replicas.train_replicas(case, device, wl, bool(validation), progress)
+        loss.replicas, loss.replica_seeds = extra["curves"], extra["seeds"]
+        if validation and len(extra["values"]) == len(extra["curves"]):
+            validation["replicas"] = extra["values"]
+        phases["replicas_s"] = time.perf_counter() - t
     return Measurements(
         status="ok",
         timing=Timing(samples_ms=samples, timer="cuda_events" if device.type == "cuda" else "perf_counter",
                       wall_ms_per_step=wall * 1000.0 / max(1, len(samples))),
         warmup=Warmup.from_dict(warm),
         memory=Memory.from_dict(memory),
-        loss=Loss(per_step=loss_values, warmup_steps=warm["steps"]),
+        loss=loss,
         validation=Validation.from_dict(validation),  # a workload's own keys ride along
         **profiled,
         # A case with no FP8 layer to record (a module without a GEMM) has no state.
         fp8_state=FP8State.from_dict(state) if recorder and (state := recorder.summary()) else None,
-        setup=Setup.from_dict(trainer.setup),
+        setup=setup,
         updates=Updates.from_dict(updates),
         phases=Phases(**phases),
     )
