@@ -102,44 +102,126 @@ def mixed_mfu(flops: dict[str, float] | None, step_ms: float, peak: dict[str, An
     return ideal_s / (step_ms / 1000.0)
 
 
+MIN_FP8_COVERAGE = 0.5
+"""The least share of a case's linear FLOPs, and of its GEMM launches, that must run in FP8/FP4 for an
+FP8 result. Measured on an H200: a correct TE-FP8 GPT ran 48 of 52 GEMM launches and 99.7% of its
+linear FLOPs in FP8; Llama d2048, whose 128k-vocab LM head stays in BF16 by design, ran 79% of its
+linear FLOPs in FP8; a model whose blocks 2-4 ran outside FP8 autocast ran 12 of 55 launches (22%).
+Half sits well clear of both sides: a big BF16 head passes, a model mostly outside the recipe does not."""
+
+OUTSIDE_RECIPE_KEPT = 20
+"""Names of TE modules that ran without the recipe kept on the proof (the census keeps as many)."""
+
+
+def _low_flops_share(census: ModuleCensus | None) -> float | None:
+    """The FP8/FP4 share of the census's linear FLOPs; None where the census cannot say.
+
+    Only TE modules report FP8 to the census (torchao's Float8Linear counts as its autocast dtype),
+    so without a TE module seen the share would read 0 for a case that may well run FP8: unknown.
+    """
+    if census is None or not census.observed or not census.linear_flops:
+        return None
+    if not (census.te_fp8 or 0) + (census.te_high_precision or 0):
+        return None
+    total = sum(census.linear_flops.values())
+    if total <= 0:
+        return None
+    return (census.linear_flops.get("fp8", 0.0) + census.linear_flops.get("fp4", 0.0)) / total
+
+
+def _pct(share: float) -> str:
+    # Rounded down, so a share just under the bar never reads as the bar itself ("50%, below 50%").
+    return f"{int(share * 100 + 1e-9)}%"
+
+
+def _names(names: list[str], kept: int = 3) -> str:
+    return ", ".join(names[:kept]) + (" …" if len(names) > kept else "")
+
+
+def _shortfall(te_fp8: int | None, te_high: int | None, outside: list[str] | None,
+               call_share: float | None, calls_known: bool, low_calls: float, gemm_calls: float,
+               flops_share: float | None) -> str | None:
+    """What fell short of full FP8 coverage, in words with the numbers; None where nothing did."""
+    short: list[str] = []
+    if te_fp8 and te_high:
+        short.append("TE modules ran outside the recipe")
+    # Launches of unknown precision (another GPU's kernel names) prove nothing either way.
+    if call_share is not None and calls_known and call_share < MIN_FP8_COVERAGE:
+        short.append(f"under {_pct(MIN_FP8_COVERAGE)} of GEMM launches in FP8")
+    if flops_share is not None and flops_share < MIN_FP8_COVERAGE:
+        short.append(f"under {_pct(MIN_FP8_COVERAGE)} of linear FLOPs in FP8")
+    if not short:
+        return None
+    covered: list[str] = []
+    if te_fp8 is not None:
+        modules = f"{te_fp8} of {te_fp8 + (te_high or 0)} TE modules"
+        if outside:
+            modules += f" (outside the recipe: {_names(outside)})"
+        covered.append(modules)
+    if call_share is not None:
+        covered.append(f"{low_calls:g} of {gemm_calls:g} GEMM launches")
+    if flops_share is not None:
+        covered.append(f"{_pct(flops_share)} of linear FLOPs")
+    return f"FP8 covered {', '.join(covered)}; short: {'; '.join(short)}"
+
+
 def fp8_proof(kernels: Kernels | None, census: ModuleCensus | None) -> FP8Proof:
     """Whether a case in an FP8 mode ran FP8 (or FP4) GEMMs, from its kernels and its module census.
 
     ``no-fp8`` needs evidence: GEMMs whose names all say a high precision, or
     TE modules seen running without an FP8 recipe and none with one. GEMM
     names no rule knows (another GPU's kernels) with TE modules under FP8 stay
-    ``unproven``, never refused.
+    ``unproven``, never refused. ``partial``: FP8 ran (FP8 GEMM launches, or TE
+    modules under the recipe) but covered too little of the model: TE modules
+    both with and without the recipe, or under :data:`MIN_FP8_COVERAGE` of the
+    linear FLOPs or of the GEMM launches in FP8. Such a case trained and was
+    timed, but its times are not an FP8 model's.
     """
-    te_fp8 = census.te_fp8 if census is not None and census.observed else None
-    te_high = census.te_high_precision if census is not None and census.observed else None
+    observed = census is not None and census.observed
+    te_fp8 = census.te_fp8 if observed else None
+    te_high = census.te_high_precision if observed else None
+    outside = list(census.te_outside_fp8[:OUTSIDE_RECIPE_KEPT]) if observed and census.te_outside_fp8 else None
+    flops_share = _low_flops_share(census)
     modules = (f"; TE modules under an FP8 recipe: {te_fp8} of {te_fp8 + (te_high or 0)}"
                if te_fp8 is not None else "")
-    if census is not None and census.observed and census.te_outside_fp8:
-        modules += f" (without one: {', '.join(census.te_outside_fp8[:5])}" + \
-                   (" …)" if len(census.te_outside_fp8) > 5 else ")")
+    if outside:
+        modules += f" (without one: {', '.join(outside[:5])}" + (" …)" if len(outside) > 5 else ")")
+    shares = {"fp8_linear_flops_share": flops_share, "outside_recipe": outside}
     if kernels is None:
         verdict = "no-fp8" if (te_fp8 == 0 and te_high) else "unproven"
-        return FP8Proof(verdict=verdict, te_fp8=te_fp8, te_high_precision=te_high,
-                        note="no kernels profiled" + modules)
+        note = "no kernels profiled" + modules
+        if verdict == "unproven" and te_fp8:
+            short = _shortfall(te_fp8, te_high, outside, None, False, 0.0, 0.0, flops_share)
+            if short:
+                verdict, note = "partial", short + " (no kernels profiled)"
+        return FP8Proof(verdict=verdict, te_fp8=te_fp8, te_high_precision=te_high, note=note, **shares)
     ms, calls = _gemm_totals(kernels)
     low_ms, low_calls = ms["fp8"] + ms["fp4"], calls["fp8"] + calls["fp4"]
     gemm_ms, gemm_calls = sum(ms.values()), sum(calls.values())
+    call_share = low_calls / gemm_calls if gemm_calls else None
     ran = ", ".join(f"{calls[p]:g} {p}" for p in rules.GEMM_PRECISIONS if calls[p]) or "none"
     if low_calls > 0:
         verdict = "fp8"
-        note = f"{low_calls:g} of {gemm_calls:g} GEMM launches per step in FP8/FP4 ({ran})"
+        note = f"{low_calls:g} of {gemm_calls:g} GEMM launches per step in FP8/FP4 ({ran})" + modules
     elif gemm_calls and (calls["unknown"] == 0 or te_fp8 == 0):
         verdict = "no-fp8"
-        note = f"no GEMM ran in FP8: GEMM launches per step {ran}"
+        note = f"no GEMM ran in FP8: GEMM launches per step {ran}" + modules
     elif te_fp8 == 0 and te_high:
         verdict = "no-fp8"
-        note = "no TE module ran under an FP8 recipe"
+        note = "no TE module ran under an FP8 recipe" + modules
     else:
         verdict = "unproven"
         note = (f"no GEMM kernel name says FP8, but none says otherwise either ({ran})" if gemm_calls
-                else "no GEMM kernel in the profiled steps")
+                else "no GEMM kernel in the profiled steps") + modules
+    # FP8 evidence (FP8 launches, or TE modules under the recipe) that covers too little: partial.
+    if verdict in ("fp8", "unproven") and (low_calls > 0 or te_fp8):
+        short = _shortfall(te_fp8, te_high, outside, call_share, calls["unknown"] == 0, low_calls, gemm_calls,
+                           flops_share)
+        if short:
+            verdict, note = "partial", f"{short} (GEMM launches per step: {ran})"
     return FP8Proof(verdict=verdict, fp8_gemm_ms=low_ms, gemm_ms=gemm_ms, fp8_gemm_calls=low_calls,
-                    gemm_calls=gemm_calls, te_fp8=te_fp8, te_high_precision=te_high, note=note + modules)
+                    gemm_calls=gemm_calls, te_fp8=te_fp8, te_high_precision=te_high,
+                    fp8_gemm_call_share=call_share, note=note, **shares)
 
 
 def amdahl(gemm_share: float, gemm_speedup: float) -> float:

@@ -56,6 +56,7 @@ def build_record(p: Planned, raw: Measurements, env: Environment, run_id: str, s
             record.throughput = Throughput.from_dict(
                 stats.throughput(summary["median"], tokens, flops, env.peak_tflops, case.nproc))
             record.time_breakdown = breakdown_of(record, env.peak_tflops)
+    prove_te(record)
     prove_fp8(record)
     if record.loss:
         losses = record.loss.per_step
@@ -102,11 +103,32 @@ def _no_fp8_hint(mode: str) -> str:
     return "(a workload that builds torch.nn layers, or calls TE layers outside FP8 autocast?)"
 
 
+NOT_TE_REASON = ("not a TE result: the model has no Transformer Engine module (the workload built torch.nn "
+                 "layers?); kept out of every figure")
+
+
+def prove_te(record: CaseResult) -> None:
+    """A case of a TE-family mode whose model ran no Transformer Engine module is failed: its times are plain
+    PyTorch's under a TE label.
+
+    Only an observed census counts: under CUDA graphs or torch.compile the hooks see nothing, and zero
+    modules there means unknown, not none.
+    """
+    mode = MODES.get(record.mode)
+    census = record.modules
+    if mode is None or mode.family != "te" or census is None or not census.observed or record.status != "ok":
+        return
+    if (census.te_fp8 or 0) == 0 and (census.te_high_precision or 0) == 0:
+        record.status, record.reason = "failed", NOT_TE_REASON
+
+
 def prove_fp8(record: CaseResult) -> None:
     """An FP8 case whose GEMMs all ran in high precision is not an FP8 result: it is failed, saying what ran.
 
     Evidence comes from the profiled extra steps (every CUDA case profiles at
-    least one); a case with none (a CPU, a crash before it) gets no proof.
+    least one); a case with none (a CPU, a crash before it) gets no proof. A
+    ``partial`` case (FP8 covered too little of the model) stays ``ok``: it
+    trained and was timed, and its record says why it is in no FP8 figure.
     """
     if not is_fp8_case(record) or (record.kernels is None and record.modules is None):
         return
@@ -115,4 +137,7 @@ def prove_fp8(record: CaseResult) -> None:
     if proof.verdict == "no-fp8" and record.status == "ok":
         record.status = "failed"
         record.reason = (f"not an FP8 result: {proof.note}. It is kept out of every FP8 figure "
+                         + _no_fp8_hint(record.mode))
+    elif proof.verdict == "partial" and not record.reason:
+        record.reason = (f"partial FP8: {proof.note}. It is kept out of every FP8 figure "
                          + _no_fp8_hint(record.mode))

@@ -33,6 +33,8 @@ MUTATIONS = {
     "fp8-bypass": "the FP8 layers run in high precision (TE's each enter FP8 autocast disabled; torchao's "
                   "Float8Linear run nn.Linear's forward): every GEMM runs in high precision while the case is "
                   "labelled FP8",
+    "fp8-partial": "every TE block but the first runs with FP8 disabled: the model trains, some GEMMs run in "
+                   "FP8, and the case must not pass as an FP8 result (its FP8 proof is partial)",
 }
 
 KINDS = {**PROCESS_FAULTS, **MUTATIONS}

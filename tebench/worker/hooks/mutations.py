@@ -66,7 +66,10 @@ def _pin_fp8_scales(model: nn.Module) -> Callable[..., None]:
 
 
 def _bypass_fp8(model: nn.Module) -> None:
-    """Run every TE module's forward with FP8 disabled: the mistake of a layer called outside the autocast."""
+    """Run every TE module's forward with FP8 disabled: the mistake of a layer called outside the autocast.
+
+    ``model`` may be a part of the whole (``fp8-partial`` passes the blocks after the first).
+    """
     from tebench.worker import te_compat
     from tebench.worker.census import is_te_module
 
@@ -119,6 +122,11 @@ def apply(kind: str, model: nn.Module, workload: Any, family: str, case: Any) ->
             _bypass_fp8(model)
         else:
             _bypass_float8_linear(model)
+    elif kind == "fp8-partial":
+        if family != "te" or getattr(case, "fp8", None) is None:
+            raise RuntimeError("mutation 'fp8-partial' needs a TE-FP8 case")
+        for block in list(_blocks(model, kind))[1:]:
+            _bypass_fp8(block)
     elif kind == "fp8-scale-one":
         fp8 = getattr(case, "fp8", None)
         if family != "te" or fp8 is None or fp8.recipe != "delayed":
