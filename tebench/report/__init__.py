@@ -139,6 +139,9 @@ HEADLINE_COLUMNS = [
     ("fastest", "fastest mode", ""), ("step_ms", "step ms", "ms"), ("speedup_vs_amp", f"vs {tables.BASELINE}", "x"),
     ("speedup_vs_compile", f"vs {tables.COMPILED}", "x"), ("noise", "noise", ""),
     ("memory_saving_vs_amp", f"memory saved vs {tables.BASELINE}", "pct"),
+    # Cases passed over because they do not count (loss parity not passed, GEMMs not all FP8), each faster
+    # than its pool's pick (fastest, best TE-FP8, best AO-FP8) or the fastest of a pool with no pick.
+    ("faster_not_passing", "passed over (parity, FP8 proof)", ""),
     ("best_fp8", f"best {FP8}", ""), ("fp8_speedup_vs_amp", f"{FP8} vs {tables.BASELINE}", "x"),
     # torchao's columns exist only where a torchao case ran (tables.headline), so older reports keep their shape.
     ("best_ao_fp8", f"best {AO_FP8}", ""), ("ao_fp8_speedup_vs_amp", f"{AO_FP8} vs {tables.BASELINE}", "x"),
@@ -194,7 +197,11 @@ def _cost_header(src: Source) -> dict[str, Any]:
 
 def _sentence(row: pd.Series) -> str:
     fmt = tables.fmt
-    text = f"{row['workload']}/{row['size']} on {row['source']}: fastest is {row['fastest']} at {fmt(row['step_ms'], 'ms')} ms/step"
+    text = f"{row['workload']}/{row['size']} on {row['source']}: "
+    if row.get("fastest"):
+        text += f"fastest is {row['fastest']} at {fmt(row['step_ms'], 'ms')} ms/step"
+    else:
+        text += "no case counts (loss parity, FP8 proof)"
     if pd.notna(row["speedup_vs_amp"]):
         text += f" ({fmt(row['speedup_vs_amp'], 'x')} vs {tables.BASELINE}" + (
             ", within noise: the steps' spread is larger than the lead" if row.get("noise") else "") + ")"
@@ -204,28 +211,18 @@ def _sentence(row: pd.Series) -> str:
         text += (f"; best {AO_FP8} ({row['best_ao_fp8']}) is {fmt(row['ao_fp8_speedup_vs_amp'], 'x')} vs "
                  f"{tables.BASELINE} and {fmt(row['ao_fp8_speedup_vs_compile'], 'x')} vs {tables.COMPILED}, "
                  f"parity {row.get('ao_parity') or 'not judged'}")
+        # Both picks count (tables.counts), so their ratio is the comparison among variants that count.
         if pd.notna(row.get("te_vs_ao")):
             text += f"; {FP8} is {fmt(row['te_vs_ao'], 'x')} vs {AO_FP8}"
-            if row.get("te_parity") != "pass" or row.get("ao_parity") != "pass":
-                # The fastest of each library is not the whole answer when one of them fails parity.
-                te_verdict = row.get("te_parity") or "not judged"
-                text += f" ({FP8}'s fastest: parity {te_verdict}; {_passing_words(row)})"
+        elif not row.get("best_fp8"):
+            text += f"; no {FP8} variant counts here"
+    if row.get("faster_not_passing"):
+        text += f"; passed over, not counted: {row['faster_not_passing']}"
     saving = row["memory_saving_vs_amp"]
     if pd.notna(saving) and abs(saving) >= 0.0005:
         text += f"; it uses {fmt(abs(saving), 'pct')} {'less' if saving > 0 else 'more'} memory than {tables.BASELINE}"
     return text + f"; loss parity: {row['parity']}."
 
-
-
-def _passing_words(row: pd.Series) -> str:
-    """TE-FP8 against AO-FP8 among the variants that pass loss parity, or which library has none."""
-    if pd.notna(row.get("te_vs_ao_passing")):
-        return f"of the variants that pass parity, {FP8} is {tables.fmt(row['te_vs_ao_passing'], 'x')} vs {AO_FP8}"
-    if row.get("ao_parity") == "pass":
-        return f"no {FP8} variant passed parity here"
-    if row.get("te_parity") == "pass":
-        return f"no {AO_FP8} variant passed parity here"
-    return "no variant of one library passed parity here"
 
 
 def _environment(src: Source) -> list[tuple[str, str]]:
@@ -333,17 +330,22 @@ def _pays_bars(pays: pd.DataFrame, multi: bool) -> list[dict[str, Any]]:
     """Rows of the "where FP8 pays" bars: label, speedup, bar text and bar width (% of the widest)."""
     if pays.empty:
         return []
-    top = max(1.0, float(pays["speedup_vs_amp"].max())) * 1.05
+    peak = pays["speedup_vs_amp"].max()  # NaN where no size has a case that counts
+    top = max(1.0, float(peak) if pd.notna(peak) else 1.0) * 1.05
     rows = []
     both = "mode" in pays and pays["mode"].map(modes.fp8_library).nunique() > 1
     for _, r in pays.iterrows():
         label = f"{r['workload']}/{r['size']}" + (f" on {r['source']}" if multi else "") + (
             f" {r['mode']}" if both else "")
-        rows.append({"label": label, "variant": r["best_fp8"], "speedup": tables.fmt(r["speedup_vs_amp"], "x"),
+        speedup = float(r["speedup_vs_amp"])
+        # A size whose FP8 cases all failed to count (tables.counts) has no bar, only its note.
+        note = r.get("note") if isinstance(r.get("note"), str) else ""
+        variant = r["best_fp8"] if pd.notna(r["best_fp8"]) else "–"
+        rows.append({"label": label, "variant": variant, "speedup": tables.fmt(speedup, "x"),
                      "vs_compile": tables.fmt(r["speedup_vs_compile"], "x"),
-                     "bar": tables.text_bar(float(r["speedup_vs_amp"]), top),
-                     "width": round(100 * float(r["speedup_vs_amp"]) / top, 1), "one": round(100 / top, 1),
-                     "faster": bool(r["speedup_vs_amp"] > 1)})
+                     "bar": note if not math.isfinite(speedup) else tables.text_bar(speedup, top),
+                     "width": round(100 * speedup / top, 1) if math.isfinite(speedup) else 0.0,
+                     "one": round(100 / top, 1), "faster": bool(speedup > 1), "note": note})
     return rows
 
 
@@ -362,10 +364,14 @@ def _speedup_bars(df: pd.DataFrame, multi: bool) -> list[dict[str, Any]]:
     if ok.empty:
         return []
     top = max(1.0, float(ok["speedup_vs_amp"].max())) * 1.05
+    counted = tables.counts(ok)
     blocks = []
     for (source, workload, size), g in ok.groupby(["source", "workload", "size"], sort=False):
-        lines = _aligned([(v, tables.fmt(x, "x"), tables.text_bar(float(x), top))
-                          for v, x in zip(g["variant"], g["speedup_vs_amp"])])
+        # Every variant stays (the detail view); one that does not count is marked after its bar.
+        lines = _aligned([(r["variant"], tables.fmt(r["speedup_vs_amp"], "x"),
+                           tables.text_bar(float(r["speedup_vs_amp"]), top)
+                           + ("" if counted[i] else f"  ✗ {charts.not_counted_mark(r)}"))
+                          for i, r in g.iterrows()])
         blocks.append({"title": f"{workload}/{size}" + (f" on {source}" if multi else ""), "lines": lines})
     return blocks
 
@@ -422,7 +428,8 @@ def _chart_jobs(sources: list[Source], df: pd.DataFrame, cost: pd.DataFrame,
          lambda: charts.loss_curves(sources, df)),
         ("speedup", f"Speedup over {tables.BASELINE}", f"Each variant's median step time relative to eager "
          f"{tables.BASELINE} at the same size on the same machine; right of the dashed line is faster. "
-         "Hatched: CUDA graphs.",
+         f"Hatched: CUDA graphs. Pale, labelled ✗: {charts.NOT_COUNTED} (or its FP8 proof is partial); it counts "
+         "toward no speed claim.",
          lambda: charts.speedup(df)),
         ("step_time", "Train-step time", "Median of the timed steps (warm-up excluded); error bars span the "
          "25th to 75th percentile of the stored per-step samples. A panel whose values span more than 10× "
@@ -432,7 +439,8 @@ def _chart_jobs(sources: list[Source], df: pd.DataFrame, cost: pd.DataFrame,
          "private memory pool, set up before the reset: compare such cases by their peak reserved "
          "memory (in the case table), not by this chart.", lambda: charts.memory(df)),
         ("scaling", "Scaling with model size", "Per mode, the best variant at each size; x axis ordered by "
-         "training FLOPs per step. Dashed: CUDA graphs.", lambda: charts.scaling(df)),
+         "training FLOPs per step. Dashed: CUDA graphs. An FP8 line takes only the variants that count (passed "
+         "loss parity, FP8 proof not partial): a size where none does leaves a gap.", lambda: charts.scaling(df)),
         ("comparison", "Machines side by side", "Median step time of the same case on each machine.",
          lambda: charts.comparison(df)),
     ]
@@ -497,7 +505,9 @@ def _parity_context(df: pd.DataFrame, multi: bool) -> dict[str, Any]:
     fp8_ran = not df.empty and (df["mode"].isin(FP8_MODES) & (df["status"] == "ok")).any()
     return {
         "headline_sentences": [_sentence(r) for _, r in head.iterrows()],
-        "headline": _both(head, HEADLINE_COLUMNS, multi),
+        # The not-counted column only where some size has such a case: most runs pass throughout.
+        "headline": _both(head, [c for c in HEADLINE_COLUMNS if c[0] != "faster_not_passing"
+                                 or (not head.empty and head["faster_not_passing"].astype(bool).any())], multi),
         "verdict_line": tables.verdict_text(df, reasons=True),
         "verdict_counts": tables.verdict_counts(df),
         "parity_issues": [{"case": r["case_id"], "source": r["source"], "verdict": r["parity"],
@@ -543,15 +553,18 @@ def _table_context(df: pd.DataFrame, sources: list[Source], multi: bool, cost: p
     }
 
 
-def _why_context(why_df: pd.DataFrame, multi: bool) -> dict[str, Any]:
-    """The "why" section: a sentence per size, the time breakdown and memory tables (CUDA records with kernels)."""
+def _why_context(why_df: pd.DataFrame, multi: bool, df: pd.DataFrame) -> dict[str, Any]:
+    """The "why" section: a sentence per size, the time breakdown and memory tables (CUDA records with kernels).
+
+    ``df``, the case frame, gives the sentences each case's loss-parity verdict: they pick among the cases
+    that count, as the headline does."""
     if why_df.empty:
         return {"has_why": False}
     mem = why_df[why_df["mem_peak"].notna()]
     return {
         "has_why": True,
         "why_frame": why_df,
-        "why_sentences": why_mod.sentences(why_df),
+        "why_sentences": why_mod.sentences(why_mod.with_parity(why_df, df)),
         "why_time": _both(why_df, why_mod.time_columns(why_df), multi),
         "why_memory": _both(mem, why_mod.MEMORY_COLUMNS, multi),
         "has_why_memory": not mem.empty,
@@ -581,7 +594,7 @@ def build_context(sources: list[Source], out: Path, assets_url: str | None = Non
         **_parity_context(df, multi),
         **_table_context(df, sources, multi, cost),
         **drawn,
-        **_why_context(why_df, multi),
+        **_why_context(why_df, multi, df),
         "fp8_total": fp8_total,
         "fp8_flags": [(s.label, r.case_id, flag) for s in sources for r in s.records
                       if r.fp8_state for flag in r.fp8_state.get("flags", [])],

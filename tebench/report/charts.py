@@ -39,6 +39,16 @@ LOG_SPAN = 10.0
 """Values spanning more than this factor get a log axis."""
 MAX_BARS = 60
 """Bars per panel, curves per loss panel: beyond this a chart would be unreadable (and huge); the tables hold all."""
+NOT_COUNTED = "did not pass parity"
+"""What a pale bar marked ✗ means: the case does not count (:func:`tables.counts`), it backs no speed claim."""
+NOT_COUNTED_ALPHA = 0.3
+
+
+def not_counted_mark(row: pd.Series) -> str:
+    """Why a case does not count, in a few words: "did not pass parity (fail)", "FP8 proof partial"."""
+    if row.get("fp8_proof") in tables.NOT_FP8_PROOFS and row.get("parity") in tables.COUNTING_VERDICTS:
+        return f"FP8 proof {row['fp8_proof']}"
+    return f"{NOT_COUNTED} ({row.get('parity') or 'not judged'})"
 
 
 def use_plain_text() -> None:
@@ -182,14 +192,19 @@ def _title(key: tuple[str, str, str], multi_source: bool) -> str:
 
 
 def _bars(df: pd.DataFrame, value: str, xlabel: str, title: str, err: tuple[str, str] | None = None,
-          refline: float | None = None, formatter: Any = _plain) -> Figure | None:
-    """One horizontal bar panel per (machine, workload, size); rows keep the case table's order."""
+          refline: float | None = None, formatter: Any = _plain, mark: bool = False) -> Figure | None:
+    """One horizontal bar panel per (machine, workload, size); rows keep the case table's order.
+
+    ``mark``: a case that does not count (:func:`tables.counts`) is drawn pale with "✗" before its label, and
+    the title says what that means; it is not left out (this is the detail view)."""
     groups = [(k, g[g[value].notna()].iloc[:MAX_BARS]) for k, g in _groups(df)]
     groups = [(k, g) for k, g in groups if not g.empty]
     if not groups:
         return None
     multi = df["source"].nunique() > 1
-    longest = max(len(str(v)) for _, g in groups for v in g["variant"])
+    counted = tables.counts(df) if mark else pd.Series(True, index=df.index)
+    labels = {i: ("" if counted[i] else "✗ ") + str(v) for i, v in df["variant"].items()}
+    longest = max(len(labels[i]) for _, g in groups for i in g.index)
     label_w = min(4.2, longest * CHAR_IN + 0.2)
     # Two panels side by side only while the chart stays within a page (~12.5 in at 110 dpi).
     cols = 2 if len(groups) > 1 and 2 * (label_w + 4.6) + 0.6 <= 12.5 else 1
@@ -213,10 +228,12 @@ def _bars(df: pd.DataFrame, value: str, xlabel: str, title: str, err: tuple[str,
             xerr = np.vstack([lo, hi])
         bars = ax.barh(y, values, xerr=xerr, color=[color(m) for m in g["mode"]], capsize=2.5,
                        edgecolor="black", linewidth=0.4, error_kw={"linewidth": 0.8})
-        for bar, graphs in zip(bars, g["graphs"]):
+        for bar, graphs, counts in zip(bars, g["graphs"], counted.loc[g.index]):
             if graphs:
                 bar.set_hatch("//")
-        ax.set_yticks(y, g["variant"], fontsize=FONT)
+            if not counts:
+                bar.set_alpha(NOT_COUNTED_ALPHA)
+        ax.set_yticks(y, [labels[i] for i in g.index], fontsize=FONT)
         ax.set_ylim(-0.6 - (most - len(g)), len(g) - 0.4)
         if span:
             ax.set_xlim(*span)
@@ -227,6 +244,8 @@ def _bars(df: pd.DataFrame, value: str, xlabel: str, title: str, err: tuple[str,
         ax.grid(axis="x", alpha=0.3)
     for ax in axes.ravel()[len(groups):]:
         ax.set_visible(False)
+    if not counted.loc[[i for _, g in groups for i in g.index]].all():
+        title += f"\npale, ✗: {NOT_COUNTED} (or FP8 proof partial): not counted"
     _suptitle(fig, title)
     return fig
 
@@ -234,7 +253,7 @@ def _bars(df: pd.DataFrame, value: str, xlabel: str, title: str, err: tuple[str,
 def speedup(df: pd.DataFrame) -> Figure | None:
     """Speedup of every variant over PT-AMP (eager, same size); >1 is faster."""
     return _bars(df, "speedup_vs_amp", f"speedup over {tables.BASELINE} (×, higher is faster)",
-                 f"Speedup over the {tables.BASELINE} baseline (dashed line: same speed)", refline=1.0)
+                 f"Speedup over the {tables.BASELINE} baseline (dashed line: same speed)", refline=1.0, mark=True)
 
 
 def step_time(df: pd.DataFrame) -> Figure | None:
@@ -435,10 +454,15 @@ def _loss_panel(ax: Any, panel: tuple, scale: tuple, label: Callable[[CaseResult
 
 
 def scaling(df: pd.DataFrame) -> Figure | None:
-    """Step time, tokens/s and MFU against model size, one line per mode (best variant at each size)."""
+    """Step time, tokens/s and MFU against model size, one line per mode (best variant at each size).
+
+    An FP8 mode's best is chosen among the variants that count (:func:`tables.counts`); a size where none
+    does leaves a gap in its line."""
     # Module benchmarks mix module types under one workload: no size axis to scale along.
     ok = df[(df["status"] == "ok") & (df["parallel"] == "single") & df["flops_per_step"].notna()
             & (df["workload"].map(workloads.kind) == "model")]
+    # A best FP8 is a speed claim: only cases that count. The sizes (the x axis) are still every timed one.
+    claim = ~ok["mode"].map(is_fp8) | tables.counts(ok)
     series = []
     for (source, workload), g in ok.groupby(["source", "workload"], sort=False):
         if g["size"].nunique() < 2:
@@ -451,7 +475,7 @@ def scaling(df: pd.DataFrame) -> Figure | None:
     for row, ((source, workload), g) in zip(axes, series):
         order = g.groupby("size")["flops_per_step"].max().sort_values()
         x = np.arange(len(order))
-        for (mode, graphs), mg in g.groupby(["mode", "graphs"], sort=False):
+        for (mode, graphs), mg in g[claim.loc[g.index]].groupby(["mode", "graphs"], sort=False):
             best = mg.loc[mg.groupby("size")["median_ms"].idxmin()].set_index("size").reindex(order.index)
             label = mode + (" + graphs" if graphs else "") + (" (best recipe)" if is_fp8(mode) else "")
             style = dict(color=color(mode), marker="o", linestyle="--" if graphs else "-", label=label)
@@ -469,7 +493,8 @@ def scaling(df: pd.DataFrame) -> Figure | None:
             _dress(ax, (f"{workload}" + (f" — {source}" if df["source"].nunique() > 1 else "")) if i == 0 else None,
                    "model size (training FLOPs per step)", ylabel, xpad=0.6, ypad=0.7)
         row[2].legend(fontsize=FONT, loc="center left", bbox_to_anchor=(1.03, 0.5), frameon=False)
-    _suptitle(fig, "Scaling with model size (best variant of each mode; dashed: CUDA graphs)")
+    _suptitle(fig, "Scaling with model size (best variant of each mode, FP8's among those that passed parity; "
+                   "dashed: CUDA graphs)")
     return fig
 
 

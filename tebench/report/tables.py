@@ -83,6 +83,7 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
                 "reference_mode": par.reference_mode,
                 "reference_final": par.reference_final,
                 "parity_tolerance": par.tolerance,
+                "fp8_proof": last.fp8_proof.verdict if last.fp8_proof is not None else None,
                 "gpu_busy": busy,
                 "bound": None if busy is None else ("CPU-bound" if busy < CPU_BOUND_BELOW else "GPU-bound"),
                 "validation_metric": val.metric,
@@ -168,34 +169,114 @@ def _order_sizes(df: pd.DataFrame) -> list[tuple[str, str]]:
 
 
 def headline(df: pd.DataFrame) -> pd.DataFrame:
-    """Per source, workload and size: the fastest mode, its speedup and memory, and parity."""
+    """Per source, workload and size: the fastest mode that counts (:func:`counts`), its speedup, memory, parity.
+
+    "Fastest" and "best FP8" (TE's, and torchao's where it ran) are chosen among
+    the cases that count only. A faster case that does not count (it failed or
+    could not be judged for loss parity, or its GEMMs were not all FP8) is named
+    in ``faster_not_passing`` beside them, with its speedup, verdict and loss
+    difference; a size where no case counts keeps its row with no fastest.
+    """
     rows = []
     if df.empty:
         return pd.DataFrame(rows)
     ao_ran = torchao_ran(df)
+    counted = counts(df)
     for (source, workload, size), g in df.groupby(["source", "workload", "size"], sort=False):
         ok = g[(g["status"] == "ok") & g["median_ms"].notna() & (g["parallel"] == "single")]
         if ok.empty:
             continue
-        best = ok.loc[ok["median_ms"].idxmin()]
-        fp8 = ok[ok["mode"].isin(TE_FP8_MODES)]
-        best_fp8 = fp8.loc[fp8["median_ms"].idxmin()] if not fp8.empty else None
+        good = ok[counted.loc[ok.index]]
+        best = _fastest(good)
+        fp8 = good[good["mode"].isin(TE_FP8_MODES)]
+        best_fp8 = _fastest(fp8)
         amp = ok[ok["variant"] == BASELINE]
+        # Each pick beside the fastest case of its pool that did not count, where that one is faster.
+        picks = [(ok, best), (ok[ok["mode"].isin(TE_FP8_MODES)], best_fp8)]
+        if ao_ran:
+            ao = ok[ok["mode"].isin(AO_FP8_MODES)]
+            picks.append((ao, _fastest(ao[counted.loc[ao.index]])))
         rows.append({
             "source": source, "workload": workload, "size": size,
-            "fastest": best["variant"],
-            "step_ms": best["median_ms"],
-            "speedup_vs_amp": best["speedup_vs_amp"],
-            "speedup_vs_compile": best["speedup_vs_compile"],
-            "memory_saving_vs_amp": 1 - best["memory_vs_amp"] if pd.notna(best["memory_vs_amp"]) else np.nan,
+            "fastest": best["variant"] if best is not None else None,
+            "step_ms": best["median_ms"] if best is not None else np.nan,
+            "speedup_vs_amp": best["speedup_vs_amp"] if best is not None else np.nan,
+            "speedup_vs_compile": best["speedup_vs_compile"] if best is not None else np.nan,
+            "memory_saving_vs_amp": (1 - best["memory_vs_amp"])
+            if best is not None and pd.notna(best["memory_vs_amp"]) else np.nan,
+            "faster_not_passing": _faster_not_counted(picks, counted),
             "best_fp8": best_fp8["variant"] if best_fp8 is not None else None,
             "fp8_speedup_vs_amp": best_fp8["speedup_vs_amp"] if best_fp8 is not None else np.nan,
-            "noise": within_noise(best, amp.iloc[0] if not amp.empty else None),
+            "noise": within_noise(best, amp.iloc[0] if not amp.empty else None) if best is not None else "",
             "parity": verdict_text(g),
             "not_ok": int((g["status"] != "ok").sum() - (g["status"] == "skipped").sum()),
-            **(_other_fp8(ok, fp8, best_fp8, g) if ao_ran else {}),
+            **(_other_fp8(good, fp8, best_fp8, g) if ao_ran else {}),
         })
     return pd.DataFrame(rows)
+
+
+# One rule with compare's per-record one (analysis.parity.counts_for_speed): the same verdicts and proofs.
+NOT_FP8_PROOFS = parity.NOT_FP8_PROOFS
+COUNTING_VERDICTS = parity.SPEED_VERDICTS
+
+
+def counts(df: pd.DataFrame) -> pd.Series:
+    """Which cases may back a speed claim (headline, where FP8 pays, crossover, torchao against TE): True per row.
+
+    A case counts when its status is ``ok`` and
+
+    * its loss-parity verdict is ``reference`` (it is the reference) or ``pass``. ``fail`` and
+      ``inconclusive`` never count: a speedup of a run that may train another model is no speedup,
+      and an inconclusive verdict is not a pass. ``n/a`` counts only where the case is not judged by
+      design: a data-parallel case (each rank trains on its own batch; the replica check stands in)
+      or a timing-only case with no loss curve at all (a pytest-benchmark module timing, no verdict).
+      A case that is ``n/a`` because no reference ran does not count: nothing vouched for it;
+    * and its FP8 proof (``fp8_proof``) is neither ``partial`` nor ``no-fp8``: an FP8 figure must come
+      from GEMMs that ran in FP8. ``unproven`` (no profile to tell) and no proof (not an FP8 mode) count.
+    """
+    if df.empty:
+        return pd.Series(dtype=bool, index=df.index)
+    verdict = df["parity"] if "parity" in df else pd.Series(None, index=df.index, dtype=object)
+    parallel = df["parallel"] if "parallel" in df else pd.Series("single", index=df.index)
+    nproc = df["nproc"] if "nproc" in df else pd.Series(1, index=df.index)
+    # The same test as analysis.parity.judge uses to leave a data-parallel case unjudged.
+    data_parallel = (parallel != "single") & (nproc.fillna(1) > 1)
+    by_design = (verdict.isna() & ~data_parallel) | ((verdict == "n/a") & data_parallel)
+    judged_ok = verdict.isin(COUNTING_VERDICTS) | by_design
+    proof = df["fp8_proof"] if "fp8_proof" in df else pd.Series(None, index=df.index, dtype=object)
+    return (df["status"] == "ok") & judged_ok & ~proof.isin(NOT_FP8_PROOFS)
+
+
+def _fastest(cases: pd.DataFrame) -> pd.Series | None:
+    """The case with the lowest median step, or None for no case."""
+    return cases.loc[cases["median_ms"].idxmin()] if not cases.empty else None
+
+
+def not_counted_text(row: pd.Series) -> str:
+    """A case that does not count, as a note: "TE-FP8/x ×1.44 (fail, final loss +6.2%)"."""
+    speed = row.get("speedup_vs_amp")
+    shown = fmt(speed, "x") if speed is not None and pd.notna(speed) else f"{fmt(row['median_ms'], 'ms')} ms/step"
+    why = [str(row.get("parity") or "not judged")]
+    diff = row.get("parity_rel_diff")
+    if diff is not None and pd.notna(diff):
+        why.append(f"final loss {diff * 100:+.1f}%")
+    if row.get("fp8_proof") in NOT_FP8_PROOFS:
+        why.append(f"FP8 proof {row['fp8_proof']}")
+    return f"{row['variant']} {shown} ({', '.join(why)})"
+
+
+def _faster_not_counted(picks: list[tuple[pd.DataFrame, pd.Series | None]], counted: pd.Series) -> str:
+    """Per (pool, its pick among the counting cases): the pool's fastest case that does not count, where it is
+    faster than the pick (or there is no pick), each named once; "" where none."""
+    named: dict[str, str] = {}
+    for pool, pick in picks:
+        rest = pool[~counted.loc[pool.index]]
+        if pick is not None:
+            rest = rest[rest["median_ms"] < pick["median_ms"]]
+        top = _fastest(rest)
+        if top is not None:
+            named.setdefault(top["case_id"], not_counted_text(top))
+    return "; ".join(named.values())
 
 
 TE_FP8_MODES = tuple(m for m in modes.FP8_MODES if modes.fp8_library(m) == "te")
@@ -215,8 +296,11 @@ def torchao_ran(df: pd.DataFrame) -> bool:
 
 
 def _other_fp8(ok: pd.DataFrame, te: pd.DataFrame, best_te: pd.Series | None, group: pd.DataFrame) -> dict[str, Any]:
-    """torchao's best FP8 at one size beside TE's (``te``: the size's finished TE-FP8 cases, ``best_te`` the
-    fastest), each with its parity verdict; empty where no torchao case ran."""
+    """torchao's best FP8 at one size beside TE's, each with its parity verdict; empty where no torchao case ran.
+
+    ``ok``: the size's finished cases that count (:func:`counts`); ``te`` its TE-FP8 ones and ``best_te`` the
+    fastest of those; ``group``: every case of the size (whether torchao was in the matrix at all).
+    """
     if not group["mode"].isin(AO_FP8_MODES).any():
         return {}
     ao = ok[ok["mode"].isin(AO_FP8_MODES)]
@@ -229,14 +313,15 @@ def _other_fp8(ok: pd.DataFrame, te: pd.DataFrame, best_te: pd.Series | None, gr
             "ao_fp8_speedup_vs_compile": best["speedup_vs_compile"],
             "te_vs_ao": (best["median_ms"] / best_te["median_ms"]) if best_te is not None else np.nan,
             "te_parity": te_parity, "ao_parity": best.get("parity") or None,
-            # The choice a user makes: a variant that trains as the reference does. The fastest one of a
-            # library may fail parity (uncalibrated delayed scaling did) where a slower one passes.
+            # The choice a user makes: a variant that trains as the reference does. ``ok`` holds only such
+            # variants now, so this equals te_vs_ao; kept as its own column for reports that show it.
             "te_vs_ao_passing": _fastest_passing(ao) / _fastest_passing(te)}
 
 
 def _fastest_passing(cases: pd.DataFrame) -> float:
-    """The lowest median step of the cases that passed loss parity; NaN where none did."""
-    passed = cases[cases["parity"] == "pass"]
+    """The lowest median step of the cases that count (:func:`counts`: passed loss parity, FP8 proven); NaN
+    where none does."""
+    passed = cases[counts(cases)]
     return float(passed["median_ms"].min()) if not passed.empty else np.nan
 
 
@@ -285,13 +370,17 @@ def verdict_text(df: pd.DataFrame, reasons: bool = False) -> str:
 
 
 def fp8_pays(df: pd.DataFrame) -> pd.DataFrame:
-    """Per machine, workload and size (smallest first): the best TE-FP8 variant and its speedups.
+    """Per machine, workload and size (smallest first): the best TE-FP8 variant that counts and its speedups.
 
     The text and bar view of "where FP8 pays": it needs no chart and no
     second size, so a PR comment shows it for any run that timed TE-FP8.
+    Only cases that count (:func:`counts`) are candidates; where none of a
+    size's FP8 cases counts, its row has no speedup (no bar) and a ``note``
+    naming the fastest of them and why it does not count.
     """
     if df.empty:
         return pd.DataFrame()
+    counted = counts(df)
     ok = df[(df["status"] == "ok") & (df["parallel"] == "single") & df["mode"].isin(modes.FP8_MODES)
             & df["speedup_vs_amp"].notna()]
     both = torchao_ran(df)
@@ -301,10 +390,18 @@ def fp8_pays(df: pd.DataFrame) -> pd.DataFrame:
         for pool in ((g[g["mode"].isin(TE_FP8_MODES)], g[g["mode"].isin(AO_FP8_MODES)]) if both else (g,)):
             if pool.empty:
                 continue
-            best = pool.loc[pool["speedup_vs_amp"].idxmax()]
+            good = pool[counted.loc[pool.index]]
+            if good.empty:
+                # A speedup no one may claim gets no bar; the row still says that the size was timed, and how.
+                top = pool.loc[pool["speedup_vs_amp"].idxmax()]
+                rows.append({"source": source, "workload": workload, "size": size, "best_fp8": None,
+                             "speedup_vs_amp": np.nan, "speedup_vs_compile": np.nan, "graphs": bool(top["graphs"]),
+                             "mode": top["mode"], "note": f"not counted: {not_counted_text(top)}"})
+                continue
+            best = good.loc[good["speedup_vs_amp"].idxmax()]
             rows.append({"source": source, "workload": workload, "size": size, "best_fp8": best["variant"],
                          "speedup_vs_amp": best["speedup_vs_amp"], "speedup_vs_compile": best["speedup_vs_compile"],
-                         "graphs": bool(best["graphs"]), "mode": best["mode"]})
+                         "graphs": bool(best["graphs"]), "mode": best["mode"], "note": ""})
     return pd.DataFrame(rows)
 
 
@@ -348,14 +445,19 @@ def crossover(df: pd.DataFrame) -> pd.DataFrame:
     """Per source, workload and graphs setting: the smallest size at which TE-FP8 beats each baseline.
 
     Sizes are ordered by FLOPs per step. "Beats" compares the best TE-FP8
-    variant with the baseline at the same size and CUDA-graphs setting, and
-    counts only when the bootstrap interval of the speedup lies above 1.
+    variant that counts (:func:`counts`) with the baseline at the same size and
+    CUDA-graphs setting, and holds only when the bootstrap interval of the
+    speedup lies above 1. A size whose FP8 cases all fail to count is listed
+    as "not counted" and can never be the crossover.
     """
     rows = []
     if df.empty:
         return pd.DataFrame(rows)
     single = df[(df["status"] == "ok") & (df["parallel"] == "single") & ~df["fp8_weights"]
                 & (df["workload"].map(workloads.kind) == "model")]
+    # FP8 cases that do not count (parity, FP8 proof) are kept to be named, never compared; the
+    # baselines are what the speedups are measured against, as in every speedup column.
+    single = single.assign(counts=counts(single) | ~single["mode"].isin(modes.FP8_MODES))
     libraries = (TE_FP8_MODES, AO_FP8_MODES) if torchao_ran(df) else (modes.FP8_MODES,)
     for source, sg in single.groupby("source", sort=False):
         for pool in libraries:
@@ -380,6 +482,10 @@ def _crossover_rows(source: str, sg: pd.DataFrame, fp8_modes: tuple[str, ...], l
                     base = at[at["mode"] == baseline]
                     if fp8.empty or base.empty:
                         continue
+                    if not fp8["counts"].any():
+                        compared.append(f"{size}: not counted")
+                        continue
+                    fp8 = fp8[fp8["counts"]]
                     best = fp8.loc[fp8["median_ms"].idxmin()]
                     # "Beats" means faster beyond noise: the bootstrap interval of
                     # the step-time ratio must lie entirely above 1.

@@ -148,7 +148,10 @@ def test_render_h200_fixture(tmp_path):
     assert "NVIDIA H200" in html and 'id="crossover"' in html and "CPU-bound" in html
     assert (out / "fp8_state_0.png").is_file() and (out / "scaling.png").is_file()
     md = (out / "report.md").read_text()
-    assert "**Where FP8 pays**" in md and "| gpt | on | PT-AMP | s1024 |" in md
+    assert "**Where FP8 pays**" in md
+    # Every TE-FP8 case of this fixture fails loss parity (uncalibrated delayed scaling): none may be the
+    # crossover (it was s1024 with CUDA graphs when speed alone decided), each size says why.
+    assert "| gpt | on | PT-AMP | not reached (up to s2048) |" in md and "s1024: not counted" in md
 
 
 def test_render_h200_distributed_fixture(tmp_path):
