@@ -100,6 +100,9 @@ class Settings:
     scaling_samples: int = knob(8, "How many times over the run FP8 scaling state is sampled.", min=0, max=10_000)
     validate: bool = knob(True, "Run the workload's held-out validation after training (16 forward passes for "
                           "the GPT; part of the convergence verdict).")
+    energy_sample_ms: float = knob(100.0, "CUDA cases: how often NVML's power, clocks and clock-event reasons "
+                                   "are sampled over the timed steps, in milliseconds (0: the energy counter only).",
+                                   min=0.0, max=60_000.0)
     reference_seeds: int = knob(0, "Extra training runs of a reference mode (PT-FP32, PT-AMP) at other seeds, "
                                 "untimed, after the case: their spread is the seed-to-seed noise that the "
                                 "equivalence verdict compares every mode's difference with (2: three seeds in all).",

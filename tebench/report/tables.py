@@ -90,11 +90,26 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
                 "validation": val.value,
                 "validation_verdict": par.validation_verdict,
                 "dims": case.get("dims", {}),
+                **_energy_columns(last.energy),
             })
     df = pd.DataFrame(rows)
     if df.empty:
         return df
+    # Runs without an energy reading (a CPU, older records) keep their tables as they were.
+    df = df.drop(columns=[c for c in ENERGY_COLUMNS if df[c].isna().all()])
     return order_rows(_add_baselines(df))
+
+
+ENERGY_COLUMNS = ("j_per_step", "tokens_per_j", "avg_power_w", "power_cap_share", "sm_clock_p50")
+
+
+def _energy_columns(en: record.Energy | None) -> dict[str, Any]:
+    """A case's energy figures for the table (NaN where it has no reading)."""
+    if en is None or en.energy_j is None:
+        return {c: np.nan for c in ENERGY_COLUMNS}
+    return {"j_per_step": en.j_per_step, "tokens_per_j": en.tokens_per_j, "avg_power_w": en.avg_power_w,
+            "power_cap_share": (en.reason_share or {}).get("power_cap", np.nan),
+            "sm_clock_p50": (en.sm_clock_mhz or {}).get("p50", np.nan)}
 
 
 def size_order(df: pd.DataFrame) -> dict[tuple[str, str], tuple[float, float]]:
@@ -611,6 +626,11 @@ CASE_COLUMNS: list[tuple[str, str, str]] = [
     ("mfu", "MFU", "pct"),
     ("memory_bytes", "peak memory", "bytes"),
     ("reserved_bytes", "peak reserved", "bytes"),
+    ("j_per_step", "J/step", ""),
+    ("tokens_per_j", "tokens/J", "int"),
+    ("avg_power_w", "power W", "int"),
+    ("power_cap_share", "at power cap", "pct"),
+    ("sm_clock_p50", "SM MHz (p50)", "int"),
     ("gpu_busy", "GPU busy", "pct"),
     ("final_loss", "final loss", "loss"),
     ("parity", "parity", ""),

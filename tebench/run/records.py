@@ -57,6 +57,10 @@ def build_record(p: Planned, raw: Measurements, env: Environment, run_id: str, s
                 stats.throughput(summary["median"], tokens, flops, env.peak_tflops, case.nproc))
             record.time_breakdown = breakdown_of(record, env.peak_tflops)
     prove_te(record)
+    en = record.energy
+    if en is not None and en.energy_j and en.steps and record.throughput and record.throughput.tokens_per_step:
+        # One rank's GPU measured its own energy: its share of the tokens (tokens_per_step counts all ranks).
+        en.tokens_per_j = record.throughput.tokens_per_step / case.nproc * en.steps / en.energy_j
     prove_fp8(record)
     if record.loss:
         losses = record.loss.per_step

@@ -503,6 +503,33 @@ class Distributed(_Part):
 
 
 @_part
+class Energy(_Part):
+    """The GPU's energy, power, clocks and clock-event reasons over the timed steps, from NVML
+    (:mod:`tebench.worker.energy`); ``unavailable`` says why where there is no reading."""
+
+    method: str | None = knob(None, "counter (NVML's total-energy counter) or power_integral (sampled power "
+                                    "integrated, where the counter stood still or is missing).",
+                              choices=("counter", "power_integral"))
+    energy_j: float | None = knob(None, "Joules over the timed steps.", min=0)
+    j_per_step: float | None = knob(None, "Joules per timed step.", min=0)
+    tokens_per_j: float | None = knob(None, "Tokens trained per joule (the parent, from the tokens of a step).", min=0)
+    window_s: float | None = knob(None, "Seconds of the window (the timed steps, edges synchronized).", min=0)
+    steps: int | None = knob(None, "Timed steps in the window.", min=0)
+    samples: int | None = knob(None, "NVML samples taken in it.", min=0)
+    avg_power_w: float | None = knob(None, "Average power over the samples (W).", min=0)
+    power_limit_w: float | None = knob(None, "The enforced power limit (W).", min=0)
+    max_sm_clock_mhz: float | None = knob(None, "The GPU's maximum SM clock (MHz).", min=0)
+    max_mem_clock_mhz: float | None = knob(None, "The GPU's maximum memory clock (MHz).", min=0)
+    sm_clock_mhz: dict[str, float] | None = knob(None, "SM clock percentiles over the samples: p10, p50, p90.")
+    mem_clock_mhz: dict[str, float] | None = knob(None, "Memory clock percentiles: p10, p50, p90.")
+    temperature_c_max: float | None = knob(None, "The highest GPU temperature sampled (C).")
+    reason_share: dict[str, float] | None = knob(None, "Share of samples with each clock-event reason set: "
+                                                       "power_cap, thermal, hw_slowdown, idle, other.")
+    unavailable: str | None = knob(None, "Why there is no energy reading (no CUDA, no NVML, …).")
+    note: str | None = knob(None, "How the reading was made, where it was not the counter.")
+
+
+@_part
 class Measurements(_Part):
     """What a worker measures for one case: its result file, and the measured half of a case record.
 
@@ -529,6 +556,7 @@ class Measurements(_Part):
     launch: Launch | None = None
     updates: Updates | None = None
     timing: Timing | None = None
+    energy: Energy | None = None
 
     @staticmethod
     def measured() -> tuple[str, ...]:

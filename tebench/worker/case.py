@@ -16,10 +16,10 @@ import torch
 from tebench.worker.fp8state import ScalingRecorder
 from tebench.plan.matrix import Case
 from tebench.plan.modes import MODES
-from tebench.schema.records import (FP8State, GpuBusy, Kernels, Loss, Measurements, Memory, ModuleCensus, Phases,
+from tebench.schema.records import (Energy, FP8State, GpuBusy, Kernels, Loss, Measurements, Memory, ModuleCensus, Phases,
                                     Setup, Timing, Updates, Validation, Warmup)
 from tebench.worker import memory as worker_memory
-from tebench.worker import replicas
+from tebench.worker import energy, replicas
 from tebench.worker.census import Census
 from tebench.worker.train import Trainer, build_trainer
 from tebench.worker.hooks.slowdown import injected_slowdown
@@ -177,9 +177,14 @@ def run_case(case: Case, device: torch.device, progress: Progress,
     # Announced before the first timed step, with the step time so far: for a launch-bound case the
     # runner stops pre-started workers until the timed steps end.
     progress("measure", warm["steps"], total, warm["step_ms"][-1] if warm["step_ms"] else None)
+    monitor, no_energy = energy.open_monitor(device, st.energy_sample_ms / 1000.0)
+    if monitor is not None:
+        monitor.begin()  # warm_up ended with a sync: the window opens on an idle device
     t = time.perf_counter()
     samples = timed_steps(trainer, batches, warm["steps"], total, losses, after_step)
     wall = time.perf_counter() - t
+    # timed_steps synchronized at its end (reading the CUDA events): the window closes on an idle device.
+    energy_reading = monitor.end(len(samples)) if monitor is not None else {"unavailable": no_energy}
     phases["measure_s"] = wall
     memory = worker_memory.peaks(device, trainer.eager, trainer.optimizer)
     memory["param_count"] = params
@@ -224,5 +229,6 @@ def run_case(case: Case, device: torch.device, progress: Progress,
         fp8_state=FP8State.from_dict(state) if recorder and (state := recorder.summary()) else None,
         setup=setup,
         updates=Updates.from_dict(updates),
+        energy=Energy.from_dict(energy_reading),
         phases=Phases(**phases),
     )
