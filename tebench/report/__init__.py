@@ -519,6 +519,8 @@ def _parity_context(df: pd.DataFrame, multi: bool) -> dict[str, Any]:
         **_fp8_words(tables.has_torchao(df)),
         "fp8_cases": int(df["mode"].isin(FP8_MODES).sum()) if not df.empty else 0,
         "speedup_text": _speedup_bars(df, multi),
+        "energy_sentences": tables.energy_sentences(df),
+        "power_limits": tables.power_limits(df),
     }
 
 

@@ -100,16 +100,65 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
     return order_rows(_add_baselines(df))
 
 
-ENERGY_COLUMNS = ("j_per_step", "tokens_per_j", "avg_power_w", "power_cap_share", "sm_clock_p50")
+ENERGY_COLUMNS = ("j_per_step", "tokens_per_j", "avg_power_w", "power_cap_share", "sm_clock_p50", "throttle",
+                  "power_limit_w")
+THROTTLE_SHARE = 0.05
+"""A case whose timed steps ran under thermal or hardware slowdown for more than this share is flagged."""
+POWER_CAP_SHARE = 0.5
+"""... and one that ran at its power cap for more than this share (the clock was set by power, not silicon)."""
 
 
 def _energy_columns(en: record.Energy | None) -> dict[str, Any]:
-    """A case's energy figures for the table (NaN where it has no reading)."""
+    """A case's energy figures for the table (NaN where it has no reading), and its throttle flag in words."""
     if en is None or en.energy_j is None:
         return {c: np.nan for c in ENERGY_COLUMNS}
+    shares = en.reason_share or {}
+    flags = [f"{name.replace('_', ' ')} {shares[name]:.0%}" for name in ("thermal", "hw_slowdown")
+             if shares.get(name, 0) > THROTTLE_SHARE]
+    if shares.get("power_cap", 0) > POWER_CAP_SHARE:
+        flags.append(f"power cap {shares['power_cap']:.0%}" + (f" of {en.power_limit_w:.0f} W" if en.power_limit_w
+                                                                else ""))
     return {"j_per_step": en.j_per_step, "tokens_per_j": en.tokens_per_j, "avg_power_w": en.avg_power_w,
-            "power_cap_share": (en.reason_share or {}).get("power_cap", np.nan),
-            "sm_clock_p50": (en.sm_clock_mhz or {}).get("p50", np.nan)}
+            "power_cap_share": shares.get("power_cap", np.nan),
+            "sm_clock_p50": (en.sm_clock_mhz or {}).get("p50", np.nan),
+            "throttle": "; ".join(flags) or np.nan, "power_limit_w": en.power_limit_w}
+
+
+def power_limits(df: pd.DataFrame) -> str:
+    """Each machine's enforced power limit(s), in words ("" where none was read), and a warning when they differ."""
+    if df.empty or "power_limit_w" not in df:
+        return ""
+    limits = {src: sorted({round(v) for v in g["power_limit_w"].dropna()}) for src, g in df.groupby("source", sort=False)}
+    limits = {src: v for src, v in limits.items() if v}
+    if not limits:
+        return ""
+    text = "; ".join(f"{src}: {', '.join(f'{v} W' for v in vals)}" for src, vals in limits.items())
+    if len({tuple(v) for v in limits.values()}) > 1 or any(len(v) > 1 for v in limits.values()):
+        text += ". Speed and energy at different power limits are not like for like"
+    return "Power limit: " + text
+
+
+def energy_sentences(df: pd.DataFrame) -> list[str]:
+    """Per size with energy readings: how much energy per token the best counting FP8 case uses against PT-AMP."""
+    if df.empty or "tokens_per_j" not in df:
+        return []
+    out = []
+    for (source, workload, size), g in df.groupby(["source", "workload", "size"], sort=False):
+        ok = g[counts(g) & g["tokens_per_j"].notna() & (g["parallel"] == "single")]
+        base = ok[ok["variant"] == BASELINE]
+        fp8 = ok[ok["mode"].isin(modes.FP8_MODES)]
+        if base.empty or fp8.empty:
+            continue
+        best, b = _fastest(fp8), base.iloc[0]
+        change = b["tokens_per_j"] / best["tokens_per_j"] - 1.0  # energy per token, FP8 against PT-AMP
+        words = f"{abs(change):.0%} {'less' if change < 0 else 'more'}"
+        power = ""
+        if pd.notna(best.get("avg_power_w")) and pd.notna(b.get("avg_power_w")):
+            power = f"; average power {best['avg_power_w']:.0f} W against {b['avg_power_w']:.0f} W"
+        out.append(f"{workload}/{size}: {best['variant']} uses {words} energy per token than {BASELINE} "
+                   f"({1000 / best['tokens_per_j']:.3g} against {1000 / b['tokens_per_j']:.3g} mJ per token{power})"
+                   + (f" ({source})" if df["source"].nunique() > 1 else ""))
+    return out
 
 
 def size_order(df: pd.DataFrame) -> dict[tuple[str, str], tuple[float, float]]:
@@ -631,6 +680,7 @@ CASE_COLUMNS: list[tuple[str, str, str]] = [
     ("avg_power_w", "power W", "int"),
     ("power_cap_share", "at power cap", "pct"),
     ("sm_clock_p50", "SM MHz (p50)", "int"),
+    ("throttle", "throttled", ""),
     ("gpu_busy", "GPU busy", "pct"),
     ("final_loss", "final loss", "loss"),
     ("parity", "parity", ""),
