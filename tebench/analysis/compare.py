@@ -18,6 +18,8 @@ replication is the round (one process), not the step:
   whole interval lies within the threshold; everything in between is
   ``inconclusive`` (it fails the gate only with ``fail_on_inconclusive``).
 * memory: the change must exceed the spread of the memory peaks across rounds;
+* energy: joules per token (``1 / energy.tokens_per_j`` of each ok round), judged as memory is (beyond
+  the ``energy`` threshold and the spread across rounds); no judgement where a side has no reading;
 * loss: the final loss must rise by more than the loss threshold, or parity
   must go from pass to fail or inconclusive (inconclusive never counts as pass).
 
@@ -29,8 +31,12 @@ regressions fail the gate as before.
 
 Flags make a time verdict advisory (shown, not failing the gate): a launch-bound
 case (GPU busy < 50%; counted with ``gate_launch_bound``), a different physical
-GPU (UUID), or one side running cases concurrently (``--devices``) and the
-other not. Runs from different environments (GPU model, driver, CUDA, torch,
+GPU (UUID), one side running cases concurrently (``--devices``) and the
+other not, or a different enforced power limit or maximum SM clock (``energy.power_limit_w``,
+``energy.max_sm_clock_mhz``; these count with ``count_env_changes``). The same flags make an
+energy verdict advisory (energy per token is power times step time). A round that ran under
+thermal or hardware slowdown is named in the flags; ``drop_throttled`` leaves such rounds out of
+the time test. Runs from different environments (GPU model, driver, CUDA, torch,
 TE) are flagged, and their differences are not counted as code regressions
 unless the caller asks for it (``tebench ab`` does: there the environment is
 what is being compared).
@@ -60,7 +66,7 @@ from tebench.analysis.parity import counts_for_speed
 from tebench.schema.records import CaseResult
 from tebench.store.run_records import CaseRounds, RunRecords
 
-DEFAULT_THRESHOLDS = {"time": 0.05, "memory": 0.05, "loss": 0.10}
+DEFAULT_THRESHOLDS = {"time": 0.05, "memory": 0.05, "loss": 0.10, "energy": 0.05}
 from tebench.analysis.defaults import CORRECTIONS, DEFAULT_ALPHA  # noqa: E402  (their home; re-exported)
 ENV_KEYS = ("device", "driver", "cuda", "torch", "te")
 """Environment differences that make regressions not count (unless asked)."""
@@ -147,6 +153,9 @@ class Options:
     fail_on_inconclusive: bool = False
     """An inconclusive case fails the gate (a gate that must not pass blind)."""
     count_env_changes: bool = False
+    """Count regressions despite a different environment, power limit or maximum SM clock."""
+    drop_throttled: bool = False
+    """Leave rounds that ran under thermal or hardware slowdown out of the time test."""
 
     def __post_init__(self) -> None:
         self.thresholds = {**DEFAULT_THRESHOLDS, **self.thresholds}
@@ -183,6 +192,14 @@ class Side:
     """The case may back a speed claim (:func:`parity.counts_for_speed`; the report's rule)."""
     speed_reason: str | None = None
     """Why it may or may not, in words ("parity fail", "FP8 proof partial")."""
+    energy: list[float] = field(default_factory=list)
+    """Joules per token of each ok round with an energy reading (empty: no reading)."""
+    power_limits: list[float] = field(default_factory=list)
+    """The enforced power limits (W) its records were measured under."""
+    max_sm_clocks: list[float] = field(default_factory=list)
+    """The maximum SM clocks (MHz) its records were measured under."""
+    throttled: dict[int, str] = field(default_factory=dict)
+    """Index into ``rounds`` → "round 2 ran with thermal slowdown 35% of the time"."""
 
 
 def side(records: list[CaseResult] | CaseRounds, concurrent: bool = False) -> Side:
@@ -217,7 +234,46 @@ def side(records: list[CaseResult] | CaseRounds, concurrent: bool = False) -> Si
         concurrent=concurrent,
         speed_counts=speed_counts,
         speed_reason=speed_reason,
+        energy=[1.0 / t for r in rounds.ok if r.energy and (t := r.energy.tokens_per_j) and math.isfinite(t)],
+        power_limits=_energy_values(records, "power_limit_w"),
+        max_sm_clocks=_energy_values(records, "max_sm_clock_mhz"),
+        throttled={i: text for i, r in enumerate(rounds.ok) if (text := _throttle_text(r))},
     )
+
+
+def _energy_values(records: Iterable[CaseResult], name: str) -> list[float]:
+    """The distinct values of one ``energy`` field over the records that carry it."""
+    return sorted({v for r in records if r.energy is not None and (v := getattr(r.energy, name)) is not None})
+
+
+THROTTLE_REASONS = {"thermal": "thermal slowdown", "hw_slowdown": "hardware slowdown"}
+
+
+def _throttle_text(r: CaseResult) -> str | None:
+    """"round 2 ran with thermal slowdown 35% of the time", or None for a round not slowed down."""
+    share = (r.energy.reason_share if r.energy else None) or {}
+    parts = [f"{text} {v:.0%}" for key, text in THROTTLE_REASONS.items() if (v := share.get(key) or 0) > 0]
+    return f"round {r.round_no} ran with {' and '.join(parts)} of the time" if parts else None
+
+
+def _limit_text(name: str, base: list[float], head: list[float]) -> str | None:
+    """"power limit 700 W → 500 W: speed and energy at different power limits are not like for like",
+    or None when the values agree or a side has none (no reading: nothing to compare)."""
+    if not (base and head) or base == head:
+        return None
+    what, unit, plural = {"power_limit_w": ("power limit", "W", "power limits"),
+                          "max_sm_clock_mhz": ("max SM clock", "MHz", "maximum SM clocks")}[name]
+
+    def fmt(values: list[float]) -> str:
+        return ", ".join(f"{v:g} {unit}" for v in values)
+
+    return f"{what} {fmt(base)} → {fmt(head)}: speed and energy at different {plural} are not like for like"
+
+
+def limit_differences(b: Side, h: Side) -> list[str]:
+    """The power-limit and maximum-SM-clock differences between two sides, in words."""
+    return [t for t in (_limit_text("power_limit_w", b.power_limits, h.power_limits),
+                        _limit_text("max_sm_clock_mhz", b.max_sm_clocks, h.max_sm_clocks)) if t]
 
 
 @dataclass
@@ -243,6 +299,8 @@ class Delta:
     paired: bool | None = None
     tokens_ratio: float | None = None
     memory_ratio: float | None = None
+    energy_ratio: float | None = None
+    """Head over base joules per token (None where a side has no energy reading)."""
     loss_change: float | None = None
     base: dict[str, Any] | None = None
     head: dict[str, Any] | None = None
@@ -306,10 +364,27 @@ def _settings_diff(b: dict[str, Any], h: dict[str, Any]) -> list[str]:
 
 def time_test(b: Side, h: Side, opts: Options, paired: bool = False) -> stats.TimeTest | None:
     """The step-time test of one case, or None when a side has no timed round."""
-    if not (b.rounds and h.rounds):
+    brounds, hrounds = _timed_rounds(b, h, opts, paired)
+    if not (brounds and hrounds):
         return None
-    return stats.compare_rounds(b.rounds, h.rounds, paired=paired, confidence=1 - opts.alpha,
+    return stats.compare_rounds(brounds, hrounds, paired=paired, confidence=1 - opts.alpha,
                                 min_rounds=opts.min_rounds, min_steps=opts.min_steps)
+
+
+def _dropped(b: Side, h: Side, opts: Options, paired: bool) -> tuple[set[int], set[int]]:
+    """Indices of the rounds ``drop_throttled`` leaves out on each side; paired, a pair goes together."""
+    if not opts.drop_throttled:
+        return set(), set()
+    if paired:
+        both = set(b.throttled) | set(h.throttled)
+        return both & set(range(len(b.rounds))), both & set(range(len(h.rounds)))
+    return set(b.throttled), set(h.throttled)
+
+
+def _timed_rounds(b: Side, h: Side, opts: Options, paired: bool) -> tuple[list[list[float]], list[list[float]]]:
+    """The rounds that go into the time test (all of them unless ``drop_throttled``)."""
+    db, dh = _dropped(b, h, opts, paired)
+    return [r for i, r in enumerate(b.rounds) if i not in db], [r for i, r in enumerate(h.rounds) if i not in dh]
 
 
 def _invalid(s: Side) -> str | None:
@@ -363,8 +438,10 @@ def judge(case_id: str, device: str, b: Side, h: Side, opts: Options | None = No
     found = _Findings()
     _judge_status(b, h, d, found)
     advisory = _advisory(b, h, opts, d)
+    _throttle_flags(b, h, opts, d, paired=bool(time.paired) if time is not None else False)
     _judge_time(b, h, opts, d, found, time if time is not None else time_test(b, h, opts), p_adjusted)
     _judge_memory(b, h, opts, d, found)
+    _judge_energy(b, h, opts, d, found)
     _judge_loss(b, h, opts, d, found)
     if b.status == h.status and b.status != "ok":
         d.why.append(f"{b.status} in both")
@@ -399,6 +476,11 @@ def _advisory(b: Side, h: Side, opts: Options, d: Delta) -> list[str]:
         advisory.append(f"only {which} ran cases concurrently (--devices): not like for like")
     elif b.concurrent:
         d.flags.append("both sides ran cases concurrently (--devices)")
+    for text in limit_differences(b, h):
+        if opts.count_env_changes:
+            d.flags.append(text + ", counted (--count-env-changes)")
+        else:
+            advisory.append(text)
     busy = [x for x in (b.busy, h.busy) if x is not None]
     if busy and min(busy) < LAUNCH_BOUND_BUSY:
         text = f"launch-bound (GPU busy {min(busy):.0%} < {LAUNCH_BOUND_BUSY:.0%})"
@@ -457,6 +539,32 @@ def _judge_memory(b: Side, h: Side, opts: Options, d: Delta, found: _Findings) -
         found.improved.append(change)
 
 
+def _throttle_flags(b: Side, h: Side, opts: Options, d: Delta, paired: bool) -> None:
+    """Name the rounds that ran slowed down (thermal, hardware), and what ``drop_throttled`` left out."""
+    for name, s in (("base", b), ("head", h)):
+        d.flags.extend(f"{name}: {text}" for _, text in sorted(s.throttled.items()))
+    db, dh = _dropped(b, h, opts, paired)
+    if db or dh:
+        d.flags.append(f"--drop-throttled: {len(db)} base and {len(dh)} head round(s) left out of the time test"
+                       + (" (paired: a pair goes together)" if paired else ""))
+
+
+def _judge_energy(b: Side, h: Side, opts: Options, d: Delta, found: _Findings) -> None:
+    """Joules per token, as memory: beyond the threshold and the spread across rounds (no reading: no judgement)."""
+    if not (b.energy and h.energy):
+        return
+    be, he = float(np.median(b.energy)), float(np.median(h.energy))
+    if not be > 0:
+        return
+    d.energy_ratio = he / be
+    spread = max(np.ptp(b.energy) if len(b.energy) > 1 else 0.0, np.ptp(h.energy) if len(h.energy) > 1 else 0.0)
+    change = f"energy per token {d.energy_ratio - 1:+.1%}"
+    if he > be * (1 + opts.thresholds["energy"]) and he - be > spread:
+        found.regressed.append(("energy", change))
+    elif he < be * (1 - opts.thresholds["energy"]) and be - he > spread:
+        found.improved.append(change)
+
+
 def _judge_loss(b: Side, h: Side, opts: Options, d: Delta, found: _Findings) -> None:
     if b.final_loss is not None and h.final_loss is not None and math.isfinite(b.final_loss):
         d.loss_change = h.final_loss - b.final_loss
@@ -478,8 +586,9 @@ def _weigh(d: Delta, found: _Findings, advisory: list[str]) -> None:
     if found.regressed:
         d.verdict = "status-changed" if found.regressed[0][0] == "status" else "regressed"
         d.why = [text for _, text in found.regressed] + d.why
-        # Advisory flags concern the step time only; any other regression still counts.
-        d.counted = not (advisory and all(metric == "time" for metric, _ in found.regressed))
+        # Advisory flags concern the step time, and the energy per token it is part of; any other
+        # regression still counts.
+        d.counted = not (advisory and all(metric in ("time", "energy") for metric, _ in found.regressed))
     elif found.improved:
         d.verdict = "improved"
         d.why = found.improved + d.why
@@ -565,6 +674,9 @@ class Comparison:
     """Every environment difference, env variables included."""
     skipped: list[str] = field(default_factory=list)
     """Lines of either results file that could not be used (e.g. a NaN step time), as file:line: why."""
+    limit_details: list[str] = field(default_factory=list)
+    """Power-limit and maximum-SM-clock differences between the runs, in words (from the case records'
+    ``energy``): the cases they concern have advisory speed and energy verdicts unless ``count_env_changes``."""
 
     @property
     def thresholds(self) -> dict[str, float]:
@@ -580,8 +692,11 @@ class Comparison:
                 f"adjusted across cases ({o.correction}), alpha {o.alpha:g}; a regression needs an adjusted p "
                 f"below alpha and a slowdown whose interval reaches beyond the threshold (slower: significant, the "
                 f"whole interval within it); an improvement, a change beyond the threshold; unchanged means the {1 - o.alpha:.0%} interval "
-                f"lies within the threshold. memory: change vs the spread across rounds. loss: final-loss change "
-                f"and parity (inconclusive never counts as pass).")
+                f"lies within the threshold. memory: change vs the spread across rounds. energy: joules per token, "
+                f"change vs the spread across rounds (no judgement where a side has no reading). loss: final-loss "
+                f"change and parity (inconclusive never counts as pass)."
+                + (" Rounds that ran under thermal or hardware slowdown are left out of the time test "
+                   "(--drop-throttled)." if o.drop_throttled else ""))
 
     def count(self, verdict: str) -> int:
         """Cases with this verdict; an ``improved`` or ``faster`` that does not count is left out."""
@@ -626,6 +741,7 @@ class Comparison:
         return {
             "base": self.base, "head": self.head, "base_env": self.base_env, "head_env": self.head_env,
             "environment_differs": self.env_differs, "environment_differences": self.env_details,
+            "limit_differences": self.limit_details,
             "regressions_counted": self.counted, "paired": self.paired,
             "thresholds": self.thresholds, "options": asdict(self.options), "method": self.method,
             "summary": {v: self.count(v) for v in VERDICTS},
@@ -681,7 +797,15 @@ def compare_runs(base: results.Run | RunRecords, head: results.Run | RunRecords,
         deltas[(d.case_id, d.device)] = d
     return Comparison(base_name, head_name, benv, henv, differs, opts.count_env_changes or not differs, opts,
                       [deltas[k] for k in sorted(deltas)], paired, env_differences(benv, henv),
-                      list(base.problems) + list(head.problems))
+                      list(base.problems) + list(head.problems),
+                      limit_differences(_run_limits(base), _run_limits(head)))
+
+
+def _run_limits(run: RunRecords) -> Side:
+    """The power limits and maximum SM clocks over a run's records, as a :class:`Side` holds them."""
+    return Side("ok", None, [], None, None, [], None, None,
+                power_limits=_energy_values(run.cases, "power_limit_w"),
+                max_sm_clocks=_energy_values(run.cases, "max_sm_clock_mhz"))
 
 
 def compare(base_path: str | Path, head_path: str | Path, thresholds: dict[str, float] | None = None,
@@ -781,7 +905,16 @@ def to_markdown(c: Comparison, title: str = "tebench compare") -> str:
                             if c.counted else "they are **not** counted as code regressions (exit 0)."))
         else:
             lines.append("> Environment differences: " + ", ".join(esc(x) for x in c.env_details) + ".")
+    if c.limit_details:
+        lines += ["", "> ⚠️ **Base and head ran at different power limits or clocks**: "
+                  + "; ".join(esc(x) for x in c.limit_details) + ". "
+                  + ("Their speed and energy changes are counted (--count-env-changes)."
+                     if c.options.count_env_changes else
+                     "Speed and energy regressions of the cases concerned are advisory, not failing the gate "
+                     "(`--count-env-changes` counts them).")]
     lines.append("")
+
+    energy = any(d.energy_ratio is not None for d in c.deltas)  # no column where no case has a reading
 
     def row(d: Delta) -> dict[str, str]:
         ci = d.time_ci
@@ -791,6 +924,7 @@ def to_markdown(c: Comparison, title: str = "tebench compare") -> str:
                 "CI": f"{ci[0] - 1:+.1%} … {ci[1] - 1:+.1%}" if ci else "–",
                 "rounds": f"{d.rounds[0]}/{d.rounds[1]}" if d.rounds else "–",
                 "tokens/s": _pct(d.tokens_ratio), "memory": _pct(d.memory_ratio),
+                **({"J/token": _pct(d.energy_ratio)} if energy else {}),
                 "Δ final loss": "–" if d.loss_change is None else f"{d.loss_change:+.4g}",
                 "why": "; ".join(d.why + d.flags)}
 

@@ -68,6 +68,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
     _check_out(Path(args.out))
     prestart_depth = check_launch_args(args)
     gate = compare_options(args, True)
+    gate.drop_throttled = args.drop_throttled
     from tebench.analysis import ab
     from tebench.analysis.compare import to_markdown
 
@@ -116,4 +117,6 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--quiet", action="store_true", help="no live progress line")
     add_cost_args(p)
     add_gate_args(p)
+    p.add_argument("--drop-throttled", action="store_true",
+                   help="leave rounds that ran under thermal or hardware slowdown out of the time test")
     p.set_defaults(func=cmd_ab)

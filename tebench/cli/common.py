@@ -206,7 +206,7 @@ def add_gate_args(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--threshold", action="append", default=[], metavar="METRIC=VALUE",
                    help="regression threshold per metric, as a percentage (time=5%%) or a fraction below 1 "
-                   "(time=0.05): time, memory (default 5%%), loss (default 10%%)")
+                   "(time=0.05): time, memory, energy (energy per token; each default 5%%), loss (default 10%%)")
     p.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
                    help="error rate across all cases of the comparison (default %(default)s)")
     p.add_argument("--correction", choices=CORRECTIONS, default="holm",

@@ -31,6 +31,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.out is not None:
         refuse_inputs([check_out_arg(args.out, kind="file")], [args.base, args.head], "--out", args.out)
     opts = compare_options(args, args.count_env_changes)
+    opts.drop_throttled = args.drop_throttled
     # A file in a run directory (OUT/compare.md) is written under that directory's lock, atomically.
     with lock_target(Path(args.out), command_line()) if args.out else contextlib.nullcontext():
         try:
@@ -53,5 +54,8 @@ def add_parser(sub: Any) -> None:
     add_gate_args(p)
     p.add_argument("--out", help="write to this file instead of stdout")
     p.add_argument("--count-env-changes", action="store_true",
-                   help="count regressions even when base and head ran in different environments")
+                   help="count regressions even when base and head ran in different environments (or at "
+                   "different power limits or maximum SM clocks)")
+    p.add_argument("--drop-throttled", action="store_true",
+                   help="leave rounds that ran under thermal or hardware slowdown out of the time test")
     p.set_defaults(func=cmd_compare)
