@@ -23,7 +23,6 @@ judged again) are in :mod:`tebench.store.run_records`.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import typing
 import unicodedata

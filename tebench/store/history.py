@@ -131,8 +131,8 @@ def _rows(run: Any) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
         row = (run.run_id, rec.case_id, rec.round_no, rec.device.name if rec.device else None,
                rec.status, rec.median_ms, rates.get("tokens_per_s"), rec.peak_memory,
                rec.final_loss, rec.verdict, json.dumps(rec.to_dict()))
-        wanted = (lambda r, cid=rec.case_id, rnd=rec.round_no:
-                  r.get("type") == "case" and r.get("case_id") == cid and r.get("round", 0) == rnd)
+        def wanted(r: dict, cid: str = rec.case_id, rnd: int = rec.round_no) -> bool:
+            return r.get("type") == "case" and r.get("case_id") == cid and r.get("round", 0) == rnd
         case_rows.append(_checked(row, _CASE_COLUMNS, run.path, wanted, f"case {rec.case_id}"))
     return header_row, case_rows
 
