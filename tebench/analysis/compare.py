@@ -526,17 +526,29 @@ def _judge_time(b: Side, h: Side, opts: Options, d: Delta, found: _Findings, tim
         d.tokens_ratio = h.tokens_per_s / b.tokens_per_s
 
 
-def _judge_memory(b: Side, h: Side, opts: Options, d: Delta, found: _Findings) -> None:
-    if not (b.memory and h.memory):
-        return
-    bm, hm = float(np.median(b.memory)), float(np.median(h.memory))
-    d.memory_ratio = hm / bm
-    spread = max(np.ptp(b.memory) if len(b.memory) > 1 else 0.0, np.ptp(h.memory) if len(h.memory) > 1 else 0.0)
-    change = f"peak memory {d.memory_ratio - 1:+.1%}"
-    if hm > bm * (1 + opts.thresholds["memory"]) and hm - bm > spread:
-        found.regressed.append(("memory", change))
-    elif hm < bm * (1 - opts.thresholds["memory"]) and bm - hm > spread:
+def _judge_level(metric: str, words: str, base: list[float], head: list[float], opts: Options,
+                 found: _Findings) -> float | None:
+    """A per-round level (memory, energy per token): head over base medians, a change beyond the metric's
+    threshold *and* the spread across rounds found as regressed or improved; None where a side has none."""
+    if not (base and head):
+        return None
+    bm, hm = float(np.median(base)), float(np.median(head))
+    if not bm > 0:
+        return None
+    ratio = hm / bm
+    spread = max(np.ptp(base) if len(base) > 1 else 0.0, np.ptp(head) if len(head) > 1 else 0.0)
+    change = f"{words} {ratio - 1:+.1%}"
+    if hm > bm * (1 + opts.thresholds[metric]) and hm - bm > spread:
+        found.regressed.append((metric, change))
+    elif hm < bm * (1 - opts.thresholds[metric]) and bm - hm > spread:
         found.improved.append(change)
+    return ratio
+
+
+def _judge_memory(b: Side, h: Side, opts: Options, d: Delta, found: _Findings) -> None:
+    ratio = _judge_level("memory", "peak memory", b.memory, h.memory, opts, found)
+    if ratio is not None:
+        d.memory_ratio = ratio
 
 
 def _throttle_flags(b: Side, h: Side, opts: Options, d: Delta, paired: bool) -> None:
@@ -550,19 +562,10 @@ def _throttle_flags(b: Side, h: Side, opts: Options, d: Delta, paired: bool) -> 
 
 
 def _judge_energy(b: Side, h: Side, opts: Options, d: Delta, found: _Findings) -> None:
-    """Joules per token, as memory: beyond the threshold and the spread across rounds (no reading: no judgement)."""
-    if not (b.energy and h.energy):
-        return
-    be, he = float(np.median(b.energy)), float(np.median(h.energy))
-    if not be > 0:
-        return
-    d.energy_ratio = he / be
-    spread = max(np.ptp(b.energy) if len(b.energy) > 1 else 0.0, np.ptp(h.energy) if len(h.energy) > 1 else 0.0)
-    change = f"energy per token {d.energy_ratio - 1:+.1%}"
-    if he > be * (1 + opts.thresholds["energy"]) and he - be > spread:
-        found.regressed.append(("energy", change))
-    elif he < be * (1 - opts.thresholds["energy"]) and be - he > spread:
-        found.improved.append(change)
+    """Joules per token, as memory (no reading on a side: no judgement)."""
+    ratio = _judge_level("energy", "energy per token", b.energy, h.energy, opts, found)
+    if ratio is not None:
+        d.energy_ratio = ratio
 
 
 def _judge_loss(b: Side, h: Side, opts: Options, d: Delta, found: _Findings) -> None:
