@@ -115,7 +115,9 @@ def test_clock_event_reasons_become_shares_and_clocks_percentiles():
 def test_the_sampling_thread_samples_while_the_window_is_open():
     mon = energy.Monitor(StubNVML(counter=[0, 1]), handle=0, period_s=0.005)
     mon.begin()
-    time.sleep(0.1)
+    deadline = time.monotonic() + 30.0  # a loaded machine may run the thread late: wait for it, not a fixed time
+    while len(mon.samples) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
     out = mon.end(3)
     assert out["samples"] >= 4 and not mon._thread.is_alive()
 
