@@ -466,9 +466,9 @@ def judge(records: Sequence[dict[str, Any]], record: dict[str, Any], cache: dict
     if ref_mode is None:
         return {"verdict": "n/a",
                 "reason": f"no reference mode ({' or '.join(REFERENCE_MODES)}) ran for this workload and size"}
-    floor_known, rate = _task_floor(case)
+    rate = task_floor(case)
     seeds = _seed_curves(ref_runs[0])
-    if floor_known and seeds:
+    if rate is not None and seeds:
         return _calibration_note(case, _structure_note(record, _judge_equivalence(record, ref_mode, ref_runs,
                                                                                   seeds, rate)))
     if ref_runs[0] is record:
@@ -488,27 +488,37 @@ def judge(records: Sequence[dict[str, Any]], record: dict[str, Any], cache: dict
                    settings["parity_rtol"], settings["parity_atol"],
                    [c["loss"]["per_step"] for c in companions], cache=cache)
     if out["verdict"] in ("pass", "fail"):
-        frozen = _frozen_beyond_reference(record, others)
-        if frozen:
-            out["reason"] = frozen + ("; " + out["reason"] if out["verdict"] == "fail" else "")
-            out["verdict"] = "fail"
-        val = judge_validation(record.get("validation") or {}, [r.get("validation") or {} for r in others],
-                               [c.get("validation") or {} for c in companions], out.get("band_rel"))
-        out["validation"] = val
-        if val["verdict"] == "fail":
-            out["reason"] = (out["reason"] + "; " if out["verdict"] == "fail" else "") + f"validation: {val['reason']}"
-            out["verdict"] = "fail"
-        elif val["verdict"] in ("pass", "inconclusive"):
-            out["reason"] += f"; validation {val['verdict']}: {val['reason']}"
+        _fold_checks(out, _frozen_beyond_reference(record, others),
+                     judge_validation(record.get("validation") or {}, [r.get("validation") or {} for r in others],
+                                      [c.get("validation") or {} for c in companions], out.get("band_rel")))
     return _calibration_note(case, _structure_note(record, out))
+
+
+def _fail_first(out: dict[str, Any], why: str) -> None:
+    """Make ``out`` a fail whose reason starts with ``why`` (any earlier failure follows it)."""
+    out["reason"] = why + ("; " + out["reason"] if out["verdict"] == "fail" else "")
+    out["verdict"] = "fail"
+
+
+def _fold_checks(out: dict[str, Any], frozen: str | None, validation: dict[str, Any] | None) -> None:
+    """Fold the frozen-parameter check and the validation verdict into a judged curve's verdict (either rule)."""
+    if frozen:
+        _fail_first(out, frozen)
+    if validation is None:
+        return
+    out["validation"] = validation
+    if validation["verdict"] == "fail":
+        out["reason"] = (out["reason"] + "; " if out["verdict"] == "fail" else "") + f"validation: {validation['reason']}"
+        out["verdict"] = "fail"
+    elif validation["verdict"] in ("pass", "inconclusive"):
+        out["reason"] += f"; validation {validation['verdict']}: {validation['reason']}"
 
 
 def _structure_note(record: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
     """A judged case whose predictions depend on what they must not see fails, whatever its loss did."""
     why = structure_failure(record.get("validation") or {}) if out.get("verdict") in JUDGED else None
     if why:
-        out["reason"] = why + ("; " + out["reason"] if out["verdict"] == "fail" else "")
-        out["verdict"] = "fail"
+        _fail_first(out, why)
     return out
 
 
@@ -545,17 +555,17 @@ def structure_failure(validation: dict[str, Any]) -> str | None:
     return "; ".join(out) or None
 
 
-def _task_floor(case: dict[str, Any]) -> tuple[bool, float | None]:
-    """Whether ``case``'s task has a known loss floor (the zipf-markov source), and the floor."""
+def task_floor(case: dict[str, Any]) -> float | None:
+    """The known loss floor of ``case``'s task (the zipf-markov source's entropy rate), or None."""
     spec = SPECS.get(case.get("workload"))
     loss_floor = getattr(spec, "loss_floor", None)
     if loss_floor is None:
-        return False, None
+        return None
     try:
         floor = loss_floor(spec.size_type(**case["dims"]))
     except (TypeError, ValueError):
-        return False, None
-    return (True, floor.entropy_rate) if floor is not None else (False, None)
+        return None
+    return floor.entropy_rate if floor is not None else None
 
 
 def _seed_curves(reference: dict[str, Any]) -> list[list[float]]:
@@ -579,24 +589,16 @@ def _judge_equivalence(record: dict[str, Any], ref_mode: str, ref_runs: list[dic
                                          f"{len(seeds) + 1} seeds; its loss came {where}")}
     out = equivalence.judge(record["loss"]["per_step"], ref_curve, seeds, rate, ref_mode)
     if out["verdict"] in ("pass", "fail"):
-        frozen = _frozen_beyond_reference(record, [r for r in ref_runs if r is not record])
-        if frozen:
-            out["reason"] = frozen + ("; " + out["reason"] if out["verdict"] == "fail" else "")
-            out["verdict"] = "fail"
         val = record.get("validation") or {}
         ref_val = reference.get("validation") or {}
         metric = val.get("metric")
+        verdict = None
         if metric and metric == ref_val.get("metric"):
-            v = equivalence.judge_validation(
+            verdict = equivalence.judge_validation(
                 val.get(metric), ref_val.get(metric), [x for x in ref_val.get("replicas") or []
                                                        if isinstance(x, (int, float)) and math.isfinite(x)],
                 rate, out["margin_nats"], metric)
-            out["validation"] = v
-            if v["verdict"] == "fail":
-                out["reason"] = (out["reason"] + "; " if out["verdict"] == "fail" else "") + f"validation: {v['reason']}"
-                out["verdict"] = "fail"
-            elif v["verdict"] == "pass":
-                out["reason"] += f"; validation pass: {v['reason']}"
+        _fold_checks(out, _frozen_beyond_reference(record, [r for r in ref_runs if r is not record]), verdict)
     return out
 
 
