@@ -47,23 +47,26 @@ def _record(case: Case, monkeypatch, mutation: str | None = None, round_: int = 
                         "mutations", time.time(), 0.0, None).to_dict()
 
 
-@pytest.fixture(scope="module")
-def judged():
-    """Reference, A/A round, unmutated PT-AMP and every CPU mutation of PT-AMP, judged together."""
+def _judged_together(runs: dict[str, tuple[Case, str | None, int]]) -> dict[str, dict]:
+    """``name -> (case, mutation, round)``: each run in this process, then all judged together."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # bit-identical results whatever else the machine is doing
     mp = pytest.MonkeyPatch()
     try:
-        records = {"reference": _record(_case("PT-FP32"), mp),
-                   "a/a round": _record(_case("PT-FP32"), mp, round_=1),
-                   "PT-AMP": _record(_case("PT-AMP"), mp)}
-        for m in CPU_MUTATIONS:
-            records[m] = _record(_case("PT-AMP"), mp, m)
+        records = {name: _record(case, mp, mutation, round_) for name, (case, mutation, round_) in runs.items()}
     finally:
         mp.undo()
         torch.set_num_threads(threads)
     parity.attach(list(records.values()))
     return records
+
+
+@pytest.fixture(scope="module")
+def judged():
+    """Reference, A/A round, unmutated PT-AMP and every CPU mutation of PT-AMP, judged together."""
+    return _judged_together({"reference": (_case("PT-FP32"), None, 0), "a/a round": (_case("PT-FP32"), None, 1),
+                             "PT-AMP": (_case("PT-AMP"), None, 0),
+                             **{m: (_case("PT-AMP"), m, 0) for m in CPU_MUTATIONS}})
 
 
 def test_the_reference_learned(judged):
@@ -150,18 +153,9 @@ def _zipf_case(mode: str, seeds: int = 0) -> Case:
 @pytest.fixture(scope="module")
 def zipf_judged():
     """PT-FP32 at three seeds, PT-AMP, and every CPU mutation of PT-AMP on the zipf-markov task."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    mp = pytest.MonkeyPatch()
-    try:
-        records = {"reference": _record(_zipf_case("PT-FP32", seeds=2), mp), "PT-AMP": _record(_zipf_case("PT-AMP"), mp)}
-        for m in CPU_MUTATIONS:
-            records[m] = _record(_zipf_case("PT-AMP"), mp, m)
-    finally:
-        mp.undo()
-        torch.set_num_threads(threads)
-    parity.attach(list(records.values()))
-    return records
+    return _judged_together({"reference": (_zipf_case("PT-FP32", seeds=2), None, 0),
+                             "PT-AMP": (_zipf_case("PT-AMP"), None, 0),
+                             **{m: (_zipf_case("PT-AMP"), m, 0) for m in CPU_MUTATIONS}})
 
 
 def test_zipf_reference_trains_its_seeds(zipf_judged):
