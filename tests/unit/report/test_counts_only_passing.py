@@ -207,3 +207,21 @@ def test_the_scaling_charts_fp8_line_takes_only_cases_that_count():
     ys = list(line.get_ydata())
     # d1024's only TE-FP8 case fails: a gap; d2048's line point is the passing case, not the faster failing one.
     assert math.isnan(ys[0]) and math.isclose(ys[1], CAL["ms"])
+
+
+def test_the_frame_rule_and_the_record_rule_are_one_rule():
+    """tables.counts (vectorized, for reports) and parity.counts_for_speed (one record, for the gate) agree on
+    every combination of what they read, so the report and compare can never disagree on what counts."""
+    import itertools
+
+    from tebench.analysis import parity
+
+    combos = list(itertools.product(["ok", "failed"], [None, "pass", "reference", "fail", "inconclusive", "n/a"],
+                                    [None, "fp8", "unproven", "partial", "no-fp8"], [("single", 1), ("ddp", 2)]))
+    frame = pd.DataFrame([{"status": st, "parity": v, "fp8_proof": p, "parallel": par, "nproc": n}
+                          for st, v, p, (par, n) in combos])
+    by_frame = tables.counts(frame).tolist()
+    by_record = [parity.counts_for_speed({"status": st, "parity": {"verdict": v}, "fp8_proof": {"verdict": p},
+                                          "case": {"parallel": par, "nproc": n}})[0]
+                 for st, v, p, (par, n) in combos]
+    assert by_frame == by_record
