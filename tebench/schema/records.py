@@ -297,6 +297,10 @@ class Validation(_Part):
     batch_kl: float | None = knob(None, "GPT/Llama: mean KL (nats) by which a sequence's predictions moved when "
                                         "the other sequences of its batch changed: 0 unless attention runs across "
                                         "the batch.", finite=False)
+    context_kl: float | None = knob(None, "GPT/Llama: mean KL (nats) by which the predictions right after every "
+                                          "eighth token moved when that token was replaced: as large as the "
+                                          "reference's in a model whose attention mixes positions, 0 in one "
+                                          "whose attention never does.", finite=False)
     replicas: list[float] | None = knob(None, "A reference mode's replicas (Loss.replicas): the same metric for "
                                               "each, on the same held-out data.", finite=False)
 

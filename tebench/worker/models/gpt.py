@@ -73,6 +73,11 @@ def _successor_list(vocab: int) -> list[int]:
     return zipf_markov.successors(vocab).tolist()
 
 
+def _other_tokens(x: torch.Tensor, vocab: int) -> torch.Tensor:
+    """A different token at every position of ``x`` (a shift of 1..vocab-1, varied along the batch)."""
+    return (x + 1 + x.roll(1, dims=0) % (vocab - 1)) % vocab
+
+
 class PTBlock(nn.Module):
     """Pre-LayerNorm transformer block in plain PyTorch, laid out like te.TransformerLayer."""
 
@@ -246,7 +251,7 @@ class GPTWorkload(GPTSpec):
         return {**out, **self._structure(model, s, seed, device, forward_ctx)}
 
     def _structure(self, model: GPT, s: GPTSize, seed: int, device: torch.device, forward_ctx) -> dict[str, Any]:
-        """How much a sequence's predictions move when tokens they must not see change (mean KL, nats).
+        """How much a sequence's predictions move when tokens change (mean KL, nats).
 
         ``causal_kl``: the later half of every held-out sequence replaced; the
         predictions at the earlier positions must not move (a model without its
@@ -257,11 +262,20 @@ class GPTWorkload(GPTSpec):
         any point on the curve, where a loss comparison needs the model to have
         learned what the mistake hides. FP8 with a per-tensor scale can move them
         by rounding only (a changed amax), far below the threshold parity applies.
+
+        ``context_kl`` is the opposite check: every eighth token replaced, the
+        predictions right after each must move, as far as the reference's do,
+        since both tasks make the next token depend on the one before the
+        current. A model whose attention never mixes positions (the layout
+        mistake, where attention runs over the batch and learns to ignore it)
+        moves them by exactly 0, which ``batch_kl`` cannot see.
         """
         x = self._sequences(s, derive_seed(seed, "held-out"), s.seq).to(device)
         half = s.seq // 2
         later = x.clone()
-        later[:, half:] = (x[:, half:] + 1 + x[:, half:].roll(1, dims=0)) % s.vocab  # other tokens, every one
+        later[:, half:] = _other_tokens(x[:, half:], s.vocab)
+        before = x.clone()
+        before[:, 4::8] = _other_tokens(x[:, 4::8], s.vocab)
         model.eval()
         with torch.no_grad():
             def logp(tokens: torch.Tensor) -> torch.Tensor:
@@ -271,13 +285,15 @@ class GPTWorkload(GPTSpec):
             base = logp(x)
             moved = logp(later)
             rotated = logp(x.roll(1, dims=0)).roll(-1, dims=0)
+            context = logp(before)
         model.train()
 
         def kl(p: torch.Tensor, q: torch.Tensor) -> float:
             return (p.exp() * (p - q)).sum(-1).mean().item()
 
         return {"causal_kl": kl(base[:, :half], moved[:, :half]),
-                "batch_kl": kl(base, rotated) if x.shape[0] > 1 else None}
+                "batch_kl": kl(base, rotated) if x.shape[0] > 1 else None,
+                "context_kl": kl(base[:, 5::8], context[:, 5::8]) if s.seq > 5 else None}
 
     def _heldout_loss(self, model: GPT, s: GPTSize, seed: int, device: torch.device, forward_ctx) -> dict[str, Any]:
         """Mean cross-entropy on held-out batches of the source, beside the source's exact floor.

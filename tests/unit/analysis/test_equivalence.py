@@ -162,3 +162,14 @@ def test_structure_failure_thresholds():
     assert parity.structure_failure({"causal_kl": 0.0, "batch_kl": 1e-6}) is None
     assert "future" in parity.structure_failure({"causal_kl": 0.05})
     assert "batch" in parity.structure_failure({"batch_kl": float("nan")})
+
+
+def test_context_failure_compares_with_the_least_reference():
+    refs = [{"context_kl": 0.3}, {"context_kl": 0.2}]
+    assert parity.context_failure({"context_kl": 0.1}, refs) is None  # half the least reference's
+    assert "ignore the tokens before" in parity.context_failure({"context_kl": 0.0}, refs)
+    assert parity.context_failure({"context_kl": 0.04}, refs) is not None  # under a quarter of 0.2
+    # A reference that has not learned to use the context yet: no check.
+    assert parity.context_failure({"context_kl": 0.0}, [{"context_kl": 0.01}]) is None
+    assert parity.context_failure({"context_kl": 0.0}, []) is None
+    assert parity.context_failure({}, refs) is None

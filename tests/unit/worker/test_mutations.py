@@ -181,3 +181,18 @@ def test_zipf_every_cpu_mutation_fails(zipf_judged, mutation):
 def test_zipf_no_causal_is_a_leak_below_the_floor_and_sees_the_future(zipf_judged):
     reason = zipf_judged["no-causal"]["parity"]["reason"]
     assert "below the task's floor" in reason and "sees the future" in reason
+
+
+def test_zipf_swap_layout_ignores_the_context_the_reference_uses(zipf_judged):
+    """Attention over the batch never mixes a sequence's positions: its context check reads exactly 0."""
+    ref = zipf_judged["reference"]["validation"]["context_kl"]
+    swapped = zipf_judged["swap-layout"]
+    assert ref > parity.CONTEXT_MIN_KL
+    assert swapped["validation"]["context_kl"] < 1e-6
+    assert "ignore the tokens before the current one" in swapped["parity"]["reason"]
+
+
+def test_zipf_unmutated_case_uses_the_context_as_the_reference_does(zipf_judged):
+    ref = zipf_judged["reference"]["validation"]["context_kl"]
+    mine = zipf_judged["PT-AMP"]["validation"]["context_kl"]
+    assert parity.CONTEXT_SHARE * ref < mine < ref / parity.CONTEXT_SHARE
