@@ -756,3 +756,25 @@ def reference_order(cases: list[Case]) -> list[Case]:
     for case in cases:
         groups.setdefault((case.workload, case.size), []).append(case)
     return [c for group in groups.values() for c in sorted(group, key=rank)]
+
+
+def seeds_for_the_reference(cases: list[Case]) -> list[Case]:
+    """``cases`` with ``reference_seeds`` kept only on the mode parity will take as the reference.
+
+    PT-AMP is the reference only where PT-FP32 does not run; beside PT-FP32 its
+    replicas would be trained and never read (about 7 s of a tutorial-size case on
+    an H200). Applied to the cases that will run (after ``--only``), so a run of
+    PT-AMP alone still trains its seeds.
+    """
+    from tebench.plan.modes import REFERENCE_MODES
+
+    def rank(case: Case) -> int:
+        return REFERENCE_MODES.index(case.mode) if case.mode in REFERENCE_MODES else len(REFERENCE_MODES)
+
+    best: dict[tuple, int] = {}
+    for case in cases:
+        key = (case.workload, case.size)
+        best[key] = min(best.get(key, len(REFERENCE_MODES)), rank(case))
+    return [dataclasses.replace(c, settings=dataclasses.replace(c.settings, reference_seeds=0))
+            if c.settings.reference_seeds and rank(c) < len(REFERENCE_MODES) and rank(c) > best[(c.workload, c.size)]
+            else c for c in cases]

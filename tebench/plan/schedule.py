@@ -8,7 +8,7 @@ from tebench.plan import shards as shard
 from tebench.plan.environment import Environment
 from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, caught by the CLI)
 from tebench.plan.gates import gate_case
-from tebench.plan.matrix import Case, Matrix, iter_cases, reference_order
+from tebench.plan.matrix import Case, Matrix, iter_cases, reference_order, seeds_for_the_reference
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,7 @@ def select_cases(matrix: Matrix, only: list[str] | None = None,
     cases = reference_order(list(iter_cases(matrix)))
     if only:
         cases = [c for c in cases if any(fnmatch.fnmatchcase(c.id, pat) for pat in only)]
+    cases = seeds_for_the_reference(cases)
     if shard_spec:
         cases = shard.select(cases, *shard_spec)
     return cases

@@ -154,6 +154,24 @@ def test_cli_runs_gpu_cases_end_to_end(tmp_path, tebench_cli):
     assert cases["gpt/small/PT-AMP"]["device"]["type"] == "cuda"
 
 
+def test_cuda_case_records_energy_power_and_clocks(tmp_path, tebench_cli):
+    """NVML's energy counter over the timed steps, the power limit and the clocks, in the case's record."""
+    out = tmp_path / "run"
+    tebench_cli("run", "--preset", "gpu-smoke", "--out", str(out), "--no-report", "--only", "gpt/small/PT-AMP",
+                check=True)
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    case = next(r for r in records if r["type"] == "case")
+    energy = case["energy"]
+    print("\nenergy:", json.dumps(energy))
+    assert energy.get("unavailable") is None, energy
+    assert energy["method"] in ("counter", "power_integral")
+    assert energy["energy_j"] > 0 and energy["j_per_step"] > 0 and energy["tokens_per_j"] > 0
+    assert 0 < energy["avg_power_w"] <= 1.2 * energy["power_limit_w"]
+    assert energy["samples"] > 0 and 0 < energy["sm_clock_mhz"]["p50"] <= energy["max_sm_clock_mhz"]
+    # Joules over the window agree with average power times its length (the counter against the samples).
+    assert energy["energy_j"] == pytest.approx(energy["avg_power_w"] * energy["window_s"], rel=0.5)
+
+
 # --- Llama workload -----------------------------------------------------------
 
 def _llama_size(**kw):
@@ -449,6 +467,13 @@ def test_zipf_unmutated_te_modes_pass(zipf_judged, name):
 def test_zipf_every_te_mutation_fails(zipf_judged, name):
     assert zipf_judged[name]["setup"].get("test_mutation"), "the mutation was not applied"
     assert zipf_judged[name]["parity"]["verdict"] == "fail", zipf_judged[name]["parity"]["reason"]
+
+
+def test_zipf_swap_layout_fails_the_context_check(zipf_judged):
+    """TE's swapped layout attends over the batch: the predictions never read a sequence's own past."""
+    swapped = zipf_judged["TE-BF16 swap-layout"]
+    assert swapped["validation"]["context_kl"] < 1e-3
+    assert "ignore the tokens before the current one" in swapped["parity"]["reason"]
 
 
 def test_zipf_no_causal_is_below_the_floor(zipf_judged):
