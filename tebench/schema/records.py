@@ -301,6 +301,10 @@ class Validation(_Part):
                                           "eighth token moved when that token was replaced: as large as the "
                                           "reference's in a model whose attention mixes positions, 0 in one "
                                           "whose attention never does.", finite=False)
+    structure_fp8: str | None = knob(None, "How the structural checks (causal_kl, batch_kl, context_kl) ran: "
+                                           "off (FP8 switched off for them), none (no FP8 layer), on (FP8 weights "
+                                           "kept it on). Absent in records from before 2026-12-03's change: "
+                                           "they ran with the case's FP8.", choices=("off", "none", "on"))
     replicas: list[float] | None = knob(None, "A reference mode's replicas (Loss.replicas): the same metric for "
                                               "each, on the same held-out data.", finite=False)
 

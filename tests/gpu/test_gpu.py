@@ -446,7 +446,10 @@ def zipf_judged():
     parity.attach(list(out.values()))
     print("\nzipf-markov verdicts:")
     for name, r in out.items():
+        v = r.get("validation") or {}
         print(f"  {name:<24} {r['parity']['verdict']:<10} {r['parity'].get('reason', '')[:220]}")
+        print(f"  {'':<24} structure ({v.get('structure_fp8')}): causal {v.get('causal_kl')} batch "
+              f"{v.get('batch_kl')} context {v.get('context_kl')}")
     return out
 
 

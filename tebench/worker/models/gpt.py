@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tebench.worker.fp8_off import fp8_off
 from tebench.worker.seeds import derive_seed
 from tebench.worker.models.base import Batch, canonical_shapes, default_init, init_canonical, translate_names
 from tebench.workloads import zipf_markov
@@ -260,8 +261,7 @@ class GPTWorkload(GPTSpec):
         batch, the layout mistake, mixes them). Both hold by construction in a
         correct model, whatever it has learned, so they catch these mistakes at
         any point on the curve, where a loss comparison needs the model to have
-        learned what the mistake hides. FP8 with a per-tensor scale can move them
-        by rounding only (a changed amax), far below the threshold parity applies.
+        learned what the mistake hides.
 
         ``context_kl`` is the opposite check: every eighth token replaced, the
         predictions right after each must move, as far as the reference's do,
@@ -269,6 +269,9 @@ class GPTWorkload(GPTSpec):
         current. A model whose attention never mixes positions (the layout
         mistake, where attention runs over the batch and learns to ignore it)
         moves them by exactly 0, which ``batch_kl`` cannot see.
+
+        Every one runs with FP8 off (:mod:`tebench.worker.fp8_off`): a per-tensor
+        scale taken from the whole batch would move the predictions by rounding.
         """
         x = self._sequences(s, derive_seed(seed, "held-out"), s.seq).to(device)
         half = s.seq // 2
@@ -278,8 +281,11 @@ class GPTWorkload(GPTSpec):
         before[:, 4::8] = _other_tokens(x[:, 4::8], s.vocab)
         model.eval()
         with torch.no_grad():
+            fp8 = []
+
             def logp(tokens: torch.Tensor) -> torch.Tensor:
-                with forward_ctx():
+                with forward_ctx(), fp8_off(model) as state:
+                    fp8.append(state)
                     return F.log_softmax(model(tokens).float(), dim=-1)
 
             base = logp(x)
@@ -293,7 +299,8 @@ class GPTWorkload(GPTSpec):
 
         return {"causal_kl": kl(base[:, :half], moved[:, :half]),
                 "batch_kl": kl(base, rotated) if x.shape[0] > 1 else None,
-                "context_kl": kl(base[:, 5::8], context[:, 5::8]) if s.seq > 5 else None}
+                "context_kl": kl(base[:, 5::8], context[:, 5::8]) if s.seq > 5 else None,
+                "structure_fp8": fp8[0]}
 
     def _heldout_loss(self, model: GPT, s: GPTSize, seed: int, device: torch.device, forward_ctx) -> dict[str, Any]:
         """Mean cross-entropy on held-out batches of the source, beside the source's exact floor.
