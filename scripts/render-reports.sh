@@ -59,3 +59,4 @@ render h200-nightly-trimmed  reports/h200-nightly-trimmed/results.jsonl
 render h200-nightly-warm     reports/h200-nightly-warm/results.jsonl
 render h200-nightly-zipf     reports/h200-nightly-zipf/results.jsonl
 render h200-verdict-mutations reports/h200-verdict-mutations/results.jsonl
+render h200-nightly-energy   reports/h200-nightly-energy/results.jsonl
