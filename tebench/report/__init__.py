@@ -482,11 +482,21 @@ def _both(frame: pd.DataFrame, columns: list[tuple[str, str, str]] | None, multi
     return {"html": html_table(shown), "md": md_table(shown), "frame": shown}
 
 
-def _comparison_columns(comp: pd.DataFrame) -> list[tuple[str, str, str]] | None:
+def _comparison_columns(comp: pd.DataFrame, labels: list[str]) -> list[tuple[str, str, str]] | None:
+    """Headings and formats of :func:`tables.comparison`'s columns (``labels``: the sources, in order)."""
     if comp.empty:
         return None
-    return [("case_id", "case", "")] + [(c, f"{c} (ms)" if "/" not in c else c, "ms" if "/" not in c else "x")
-                                        for c in comp.columns if c != "case_id"]
+    out = [("case_id", "case", "")]
+    for c in comp.columns:
+        if c == "case_id":
+            continue
+        per_watt = c.endswith(tables.PER_WATT)
+        name = c[: -len(tables.PER_WATT)] if per_watt else c
+        if name in labels:  # one source's own figure
+            out.append((c, c if per_watt else f"{c} (ms)", "int" if per_watt else "ms"))
+        else:  # a ratio to the first source
+            out.append((c, c, "x"))
+    return out
 
 
 def _fp8_words(both: bool) -> dict[str, str]:
@@ -544,7 +554,7 @@ def _table_context(df: pd.DataFrame, sources: list[Source], multi: bool, cost: p
         "has_crossover": not cross.empty,
         "distributed": _both(dist, DIST_COLUMNS, multi),
         "has_distributed": not dist.empty,
-        "comparison": _both(comp, _comparison_columns(comp), multi),
+        "comparison": _both(comp, _comparison_columns(comp, list(dict.fromkeys(df["source"])) if not df.empty else []), multi),
         "has_comparison": not comp.empty,
         "not_run": _both(not_run, [("case_id", "case", ""), ("source", "machine", ""), ("status", "status", ""),
                                    ("reason", "reason", "")], multi),

@@ -611,17 +611,36 @@ def distributed(df: pd.DataFrame, sources: list[Source]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+PER_WATT = " tokens/J"
+"""Suffix of the comparison's per-watt columns (a source's tokens per joule, and their ratio)."""
+
+
 def comparison(df: pd.DataFrame) -> pd.DataFrame:
-    """Side by side: median step time of each case on each source, and the ratio to the first."""
+    """Side by side: median step time of each case on each source, and the ratio to the first.
+
+    Where the sources measured energy, their tokens per joule too, and its ratio to the first: a
+    power-capped GPU's speed is its work per joule times its power limit, so per-GPU figures from
+    GPUs at different limits are not like for like, and per-watt ones are (:func:`power_limits`
+    states each side's limit).
+    """
     if df.empty or df["source"].nunique() < 2:
         return pd.DataFrame()
     ok = df[df["status"] == "ok"]
-    pivot = ok.pivot_table(index="case_id", columns="source", values="median_ms", aggfunc="first")
     labels = list(dict.fromkeys(df["source"]))
+    pivot = ok.pivot_table(index="case_id", columns="source", values="median_ms", aggfunc="first")
     pivot = pivot.reindex(columns=[c for c in labels if c in pivot.columns])
     first = pivot.columns[0]
     for col in pivot.columns[1:]:
         pivot[f"{col} / {first}"] = pivot[col] / pivot[first]
+    if "tokens_per_j" in ok and ok["tokens_per_j"].notna().any():
+        energy = ok.pivot_table(index="case_id", columns="source", values="tokens_per_j", aggfunc="first")
+        energy = energy.reindex(columns=[c for c in labels if c in energy.columns])
+        for col in energy.columns:
+            pivot[f"{col}{PER_WATT}"] = energy[col]
+        if first in energy.columns:
+            for col in energy.columns:
+                if col != first:
+                    pivot[f"{col} / {first}{PER_WATT}"] = energy[col] / energy[first]
     return pivot.reset_index()
 
 

@@ -79,3 +79,38 @@ def test_each_machines_power_limit_is_stated_and_a_difference_named(tmp_path):
     assert "not like for like" in words
     one = tables.power_limits(tables.case_frame(sources[:1]))
     assert one == f"Power limit: {sources[0].label}: 700 W"
+
+
+def _second_gpu(tmp_path: Path, first: Path, limit_w: float, tokens_per_j: float) -> Path:
+    """The same run as from another GPU: another name, another power limit, 80% of the step time."""
+    lines = []
+    for line in first.read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("type") == "header":
+            for gpu in rec["env"].get("gpus") or []:
+                gpu["name"] = "NVIDIA Other GPU"
+        if rec.get("type") == "case" and rec.get("energy"):
+            rec["energy"].update(tokens_per_j=tokens_per_j, power_limit_w=limit_w)
+            rec["timing"]["samples_ms"] = [s * 0.8 for s in rec["timing"]["samples_ms"]]
+        lines.append(json.dumps(rec))
+    out = tmp_path / "other.jsonl"
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def test_machines_side_by_side_show_tokens_per_joule_and_each_side_s_power_limit(tmp_path):
+    first = _with_energy(tmp_path)
+    lines = [json.loads(line) for line in first.read_text().splitlines()]
+    for rec in lines:
+        if rec.get("type") == "case" and rec.get("energy"):
+            rec["energy"]["power_limit_w"] = 700.0
+    first.write_text("\n".join(json.dumps(r) for r in lines) + "\n")
+    second = _second_gpu(tmp_path, first, 1000.0, 5000.0)
+    md = (report.render([first, second], tmp_path / "rep") / "report.md").read_text()
+    section = md[md.index("Machines side by side"):]
+    header = next(line for line in section.splitlines() if line.startswith("| case |"))
+    assert header.count("tokens/J") == 3, header  # each side's, and the ratio
+    row = next(line for line in section.splitlines() if line.startswith("| gpt/"))
+    assert "| 6,554 |" in row or "| 6554 |" in row, row
+    assert "×0.76 |" in row, row  # 5000 / 6553.6 tokens per joule
+    assert "700 W" in md and "1000 W" in md and "not like for like" in md
