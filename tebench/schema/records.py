@@ -440,22 +440,24 @@ class Setup(_Part):
     """How the case was set up: optimizer, master weights, compile, graphs, precision (text for the report)."""
 
     family: str | None = knob(None, "pt or te.")
-    optimizer: str | None = None
-    master_weights: str | None = None
-    compile: str | None = None
-    graphs: str | None = None
-    tf32_matmul: bool | None = None
-    amp_dtype: str | None = None
-    grad_scaler: bool | None = None
-    fp8_recipe: str | None = None
+    optimizer: str | None = knob(None, "The optimizer, in words (AdamW fused, TE's FusedAdam with master weights).")
+    master_weights: str | None = knob(None, "Where the fp32 master weights live (the policy every mode shares).")
+    compile: str | None = knob(None, "torch.compile's mode, when the case compiles.")
+    graphs: str | None = knob(None, "What CUDA graphs capture, when the case uses them.")
+    tf32_matmul: bool | None = knob(None, "Whether fp32 matmuls may use TF32 (CUDA).")
+    amp_dtype: str | None = knob(None, "torch.autocast's dtype (bfloat16, or float16 where bf16 is missing).")
+    grad_scaler: bool | None = knob(None, "Whether a GradScaler runs (fp16 autocast only).")
+    fp8_recipe: str | None = knob(None, "TE's FP8 recipe object, as repr() prints it.")
     fp8_library: str | None = knob(None, "Whose FP8: te or torchao (FP8 modes only).")
     fp8_conversion: str | None = knob(None, "AO-FP8: which nn.Linear layers torchao converted, which it kept and why.")
     fp8_converted: int | None = knob(None, "AO-FP8: linear layers converted to torchao's Float8Linear.", min=0)
     fp8_fsdp_all_gather: bool | None = knob(None, "AO-FP8 under FSDP2: weights all-gathered in FP8.")
-    fp8_calibration: str | None = None
-    fp8_weight_transpose: str | None = None
-    lr_schedule: str | None = None
+    fp8_calibration: str | None = knob(None, "Delayed scaling's calibration passes before training, in words.")
+    fp8_weight_transpose: str | None = knob(None, "FP8 weights: how their cached transposes follow the optimizer.")
+    lr_schedule: str | None = knob(None, "The learning-rate schedule, in words (a warm-up; constant otherwise).")
     test_slowdown: float | None = knob(None, "TEBENCH_TEST_SLOWDOWN's factor, when set.", min=1)
+    test_mutation: str | None = knob(None, "TEBENCH_TEST_FAULT's self-test mutation applied to this case, and what "
+                                           "it did. Parity judges such a case but never takes it as a reference.")
 
 
 @_part
