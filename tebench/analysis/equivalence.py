@@ -48,7 +48,7 @@ EXCURSION_FRACTION = 0.04
 """An early excursion is this share of the steps (at least 2) outside the margin in a row."""
 
 
-def smooth(values: Sequence[float], width: int) -> np.ndarray:
+def smooth(values: Sequence[float] | np.ndarray, width: int) -> np.ndarray:
     """Centred moving average of ``width`` steps, same length, edges padded."""
     a = np.asarray(values, dtype=float)
     if width < 2 or a.size < width:

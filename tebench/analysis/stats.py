@@ -53,7 +53,8 @@ def throughput(median_ms: float, tokens: int, flops: float, peak: dict[str, Any]
         "flops_per_step": flops,
         "tflops": tflops,
         "mfu": mfu,
-        "mfu_basis": f"dense BF16 peak {peak_bf16} TFLOP/s x {nproc} GPU(s) ({peak.get('source')})" if mfu else None,
+        "mfu_basis": (f"dense BF16 peak {peak_bf16} TFLOP/s x {nproc} GPU(s) ({peak.get('source')})"
+                      if mfu and peak else None),
     }
 
 
@@ -117,7 +118,7 @@ def _round_level_ratio(base: Sequence[Sequence[float]], head: Sequence[Sequence[
 from tebench.analysis.defaults import MIN_ROUNDS, MIN_STEPS  # noqa: E402  (their home; re-exported)
 
 
-def lag1_autocorrelation(samples: Sequence[float]) -> float:
+def lag1_autocorrelation(samples: Sequence[float] | np.ndarray) -> float:
     """Lag-1 autocorrelation of a series (0.0 for fewer than three values or no variance)."""
     a = np.asarray(samples, dtype=float)
     if a.size < 3:
@@ -127,7 +128,7 @@ def lag1_autocorrelation(samples: Sequence[float]) -> float:
     return float((d[1:] * d[:-1]).sum() / den) if den > 0 else 0.0
 
 
-def block_length(samples: Sequence[float], n: int | None = None) -> int:
+def block_length(samples: Sequence[float] | np.ndarray, n: int | None = None) -> int:
     """Moving-block length for an AR(1)-like series: ``n^(1/3) * (2ρ/(1-ρ²))^(2/3)``
     (the asymptotically optimal rule for AR(1)), at least 1 and at most n/3.
 
@@ -145,7 +146,8 @@ by m/n, as the variance of a median falls as 1/n. Resampling every step of a rou
 would cost 400 million draws (minutes and gigabytes) for a variance the rescaling gives as well."""
 
 
-def block_bootstrap_log_median_var(samples: Sequence[float], resamples: int = 400, seed: int = 0) -> float:
+def block_bootstrap_log_median_var(samples: Sequence[float] | np.ndarray, resamples: int = 400,
+                                   seed: int = 0) -> float:
     """Variance of log(median) of one round, by a circular moving-block bootstrap of its steps.
 
     Rounds longer than MAX_BOOTSTRAP_STEPS are resampled MAX_BOOTSTRAP_STEPS steps at a time

@@ -96,7 +96,7 @@ def chart(df: pd.DataFrame) -> Figure | None:
               zip(table["source"], table["mode"], table["cases"])]
     height = max(1.6, 0.32 * len(table) + 1.1)
     fig = Figure(figsize=(9.0, height))
-    ax = fig.add_axes([0.26, 0.9 / height, 0.72, 1 - 1.45 / height])
+    ax = fig.add_axes((0.26, 0.9 / height, 0.72, 1 - 1.45 / height))
     left = np.zeros(len(table))
     y = np.arange(len(table))
     for key, label, color in PHASES:

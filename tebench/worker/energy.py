@@ -84,7 +84,8 @@ class Monitor:
         self.samples: list[dict[str, Any]] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._t0 = self._e0 = None
+        self._t0: float = 0.0
+        self._e0: int | None = None
 
     def _energy_mj(self) -> int | None:
         return _call(self.nvml.nvmlDeviceGetTotalEnergyConsumption, self.handle)
@@ -180,16 +181,17 @@ def open_monitor(device: Any, period_s: float = DEFAULT_PERIOD_S, nvml: Any = No
         return None, "not a CUDA device"
     if nvml is None:
         try:
-            import pynvml as nvml  # nvidia-ml-py
+            import pynvml  # nvidia-ml-py
         except ImportError:
             return None, "NVML bindings not installed (pip install nvidia-ml-py)"
+        nvml = pynvml
     try:
         nvml.nvmlInit()
     except Exception as exc:
         return None, f"NVML did not start: {exc}"
     import torch
 
-    props = torch.cuda.get_device_properties(device)
+    props: Any = torch.cuda.get_device_properties(device)  # its id fields differ between torch versions
     handle, tried = None, []
     uuid = getattr(props, "uuid", None)
     if uuid is not None:

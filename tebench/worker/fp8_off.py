@@ -11,7 +11,7 @@ model's predictions is what the loss equivalence judges.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from typing import Any, Iterator
 
 from torch import nn
 
@@ -56,7 +56,7 @@ def fp8_off(model: nn.Module) -> Iterator[str]:
         yield "off" if te_modules or float8 else "none"
 
 
-def _restore(module: nn.Module, forward: object) -> None:
+def _restore(module: nn.Module, forward: Any) -> None:
     if forward is None:
         del module.forward
     else:

@@ -16,3 +16,11 @@ def test_ruff_finds_nothing_in_the_package():
     done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "tebench"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_mypy_finds_nothing_in_the_typed_modules():
+    """The modules [tool.mypy] lists type-check clean (the list only grows: pyproject.toml says why)."""
+    pytest.importorskip("mypy", reason="mypy is in the test extra: bash scripts/bootstrap.sh --test")
+    done = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -80,7 +80,7 @@ def init_canonical(
                 # the exact one (on the CPU, like TE's own
                 # preserve_high_precision_init_val) to seed the optimizer's
                 # fp32 master weight; see tebench.worker.train.seed_fp8_masters.
-                param.tebench_init_fp32 = buf.cpu()
+                param.tebench_init_fp32 = buf.cpu()  # type: ignore[attr-defined]  # an attribute of our own
 
 
 def translate_names(

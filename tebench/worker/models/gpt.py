@@ -223,14 +223,15 @@ class GPTWorkload(GPTSpec):
         """Apply a workload-specific self-test mutation (tebench.worker.hooks.mutations); False if not expressible."""
         if kind != "no-causal":
             return False
+        blocks: Any = model.blocks  # an nn.Sequential (or a compile wrapper of one)
         if family == "pt":
-            for block in model.blocks:
+            for block in blocks:
                 block.causal = False
         else:
             from tebench.worker.hooks.mutations import WithForwardKwargs
 
-            for i, block in enumerate(model.blocks):
-                model.blocks[i] = WithForwardKwargs(block, self_attn_mask_type="no_mask")
+            for i, block in enumerate(blocks):
+                blocks[i] = WithForwardKwargs(block, self_attn_mask_type="no_mask")
         return True
 
     def graph_inputs(self, model: GPT, batch: Batch) -> tuple[torch.Tensor, ...]:
