@@ -42,69 +42,81 @@ TE_RECIPE_CLASSES = (
 TE_API = ("autocast", "fp8_autocast", "quantized_model_init", "fp8_model_init", "make_graphed_callables")
 
 
+def _doc(doc: str, **limits: Any) -> dict[str, Any]:
+    """A field's metadata: its doc (the results reference shows it) and the limits a record is checked against."""
+    return {"doc": doc, **limits}
+
+
 @dataclass
 class GPU:
     """One CUDA device as torch sees it."""
 
-    index: int = field(metadata={"min": 0})
-    name: str
-    capability: tuple[int, int] = field(metadata={"nonempty": True, "items_min": 0})
-    memory_bytes: int = field(metadata={"min": 0})
-    multiprocessors: int = field(default=0, metadata={"min": 0})
-    """0 where not recorded."""
+    index: int = field(metadata=_doc("The device's index as torch numbers it (after CUDA_VISIBLE_DEVICES).", min=0))
+    name: str = field(metadata=_doc("Its name (torch.cuda.get_device_name)."))
+    capability: tuple[int, int] = field(metadata=_doc("Compute capability [major, minor].", nonempty=True,
+                                                      items_min=0))
+    memory_bytes: int = field(metadata=_doc("Its total memory.", min=0))
+    multiprocessors: int = field(default=0, metadata=_doc("Its streaming multiprocessors (0 where not recorded).",
+                                                          min=0))
 
 
 @dataclass
 class Support:
     """Whether a feature works here, and if not, why (a human-readable reason)."""
 
-    ok: bool
-    reason: str = ""
+    ok: bool = field(metadata=_doc("Whether it works here."))
+    reason: str = field(default="", metadata=_doc("Why not, in words (or what was checked)."))
+
+
+def _unprobed(doc: str) -> Any:
+    return field(default_factory=lambda: Support(False, "not probed"), metadata=_doc(doc))
 
 
 @dataclass
 class Environment:
     """What tebench detected about the machine it runs on."""
 
-    device_type: str = field(metadata={"choices": ("cpu", "cuda")})
-    gpus: list[GPU] = field(default_factory=list)
-    torch: str = ""
-    cuda: str | None = None
-    cudnn: str | None = None
-    driver: str | None = None
-    te: str | None = None
-    te_error: str | None = None
-    te_recipes: list[str] = field(default_factory=list)
-    te_api: list[str] = field(default_factory=list)
-    torchao: str | None = None
-    """torchao's version, None where it does not import (see ``torchao_error``)."""
-    torchao_error: str | None = None
-    torchao_recipes: list[str] = field(default_factory=list)
-    """torchao's float8 training recipe names (``Float8LinearRecipeName``) where it imports."""
-    fp8: Support = field(default_factory=lambda: Support(False, "not probed"))
-    fp8_block: Support = field(default_factory=lambda: Support(False, "not probed"))
-    mxfp8: Support = field(default_factory=lambda: Support(False, "not probed"))
-    nvfp4: Support = field(default_factory=lambda: Support(False, "not probed"))
-    bf16: bool = False
-    compile: Support = field(default_factory=lambda: Support(False, "not probed"))
-    fsdp2: Support = field(default_factory=lambda: Support(False, "not probed"))
-    python: str = ""
-    platform: str = ""
-    cpu: str = ""
-    cpu_count: int = field(default=0, metadata={"min": 0})
-    cpu_gflops: float | None = field(default=None, metadata={"min": 0})
-    """fp32 matmul GFLOP/s this CPU reached in the probe (a fraction of a second of 512x512
-    matmuls): what ``tebench list`` estimates CPU cases from."""
-    hostname: str = ""
-    gpu_clocks: dict[str, dict[str, str | None]] = field(default_factory=dict)
-    """Per GPU index, nvidia-smi's clock and power fields (text, as nvidia-smi prints them)."""
-    env_vars: dict[str, str] = field(default_factory=dict)
-    tebench: str = __version__
-    git_commit: str | None = None
-    git_dirty: bool | None = None
-    peak_tflops: dict[str, Any] | None = field(default=None, metadata={"shape": PeakRates})
-    """The GPU's datasheet peaks (:class:`PeakRates` as a dict), None for a GPU without an entry."""
-    time: str = ""
+    device_type: str = field(metadata=_doc("cpu or cuda: what the cases run on.", choices=("cpu", "cuda")))
+    gpus: list[GPU] = field(default_factory=list, metadata=_doc("The visible CUDA devices."))
+    torch: str = field(default="", metadata=_doc("torch's version."))
+    cuda: str | None = field(default=None, metadata=_doc("The CUDA version torch was built with."))
+    cudnn: str | None = field(default=None, metadata=_doc("cuDNN's version."))
+    driver: str | None = field(default=None, metadata=_doc("The NVIDIA driver's version."))
+    te: str | None = field(default=None, metadata=_doc("Transformer Engine's version, None where it does not import."))
+    te_error: str | None = field(default=None, metadata=_doc("Why TE does not import, in words."))
+    te_recipes: list[str] = field(default_factory=list, metadata=_doc("TE's FP8 recipe classes this TE has."))
+    te_api: list[str] = field(default_factory=list, metadata=_doc("The TE entry points present (old and new names)."))
+    torchao: str | None = field(default=None, metadata=_doc("torchao's version, None where it does not import "
+                                                            "(see torchao_error)."))
+    torchao_error: str | None = field(default=None, metadata=_doc("Why torchao does not import, in words."))
+    torchao_recipes: list[str] = field(default_factory=list, metadata=_doc(
+        "torchao's float8 training recipe names (Float8LinearRecipeName) where it imports."))
+    fp8: Support = _unprobed("Whether FP8 (delayed and current scaling) runs here: TE's own check.")
+    fp8_block: Support = _unprobed("Whether FP8 block scaling runs here.")
+    mxfp8: Support = _unprobed("Whether MXFP8 runs here.")
+    nvfp4: Support = _unprobed("Whether NVFP4 runs here.")
+    bf16: bool = field(default=False, metadata=_doc("Whether the device supports bf16."))
+    compile: Support = _unprobed("Whether torch.compile works here.")
+    fsdp2: Support = _unprobed("Whether FSDP2 (fully_shard) is available.")
+    python: str = field(default="", metadata=_doc("Python's version."))
+    platform: str = field(default="", metadata=_doc("The OS, as platform.platform() gives it."))
+    cpu: str = field(default="", metadata=_doc("The CPU's model name."))
+    cpu_count: int = field(default=0, metadata=_doc("Logical CPUs.", min=0))
+    cpu_gflops: float | None = field(default=None, metadata=_doc(
+        "fp32 matmul GFLOP/s this CPU reached in the probe (a fraction of a second of 512x512 matmuls): what "
+        "tebench list estimates CPU cases from.", min=0))
+    hostname: str = field(default="", metadata=_doc("The machine's host name."))
+    gpu_clocks: dict[str, dict[str, str | None]] = field(default_factory=dict, metadata=_doc(
+        "Per GPU index, nvidia-smi's clock and power fields (text, as nvidia-smi prints them)."))
+    env_vars: dict[str, str] = field(default_factory=dict, metadata=_doc(
+        "Environment variables that change what TE, CUDA or torch do (NVTE_, CUDA_, NCCL_, TORCH_ ...)."))
+    tebench: str = field(default=__version__, metadata=_doc("tebench's version."))
+    git_commit: str | None = field(default=None, metadata=_doc("The commit of tebench's source tree, where it is a "
+                                                               "git checkout."))
+    git_dirty: bool | None = field(default=None, metadata=_doc("Whether that tree had uncommitted changes."))
+    peak_tflops: dict[str, Any] | None = field(default=None, metadata=_doc(
+        "The GPU's datasheet peaks (PeakRates), None for a GPU without an entry.", shape=PeakRates))
+    time: str = field(default="", metadata=_doc("When the probe ran (local time with offset)."))
 
     @property
     def gpu(self) -> GPU | None:

@@ -16,13 +16,12 @@ from dataclasses import asdict, dataclass, field
 class PeakRates:
     """Dense peak TFLOP/s of one GPU model."""
 
-    match: str
-    """Words of ``torch.cuda.get_device_name()`` that identify the model (whole words: "L4" is
-    not the L40's entry)."""
-    bf16: float = field(metadata={"min": 0})
-    fp8: float | None = field(metadata={"min": 0})
-    fp32: float = field(metadata={"min": 0})
-    source: str
+    match: str = field(metadata={"doc": "Words of torch.cuda.get_device_name() that identify the model (whole "
+                                        "words: \"L4\" is not the L40's entry)."})
+    bf16: float = field(metadata={"min": 0, "doc": "Dense BF16 TFLOP/s (the MFU yardstick)."})
+    fp8: float | None = field(metadata={"min": 0, "doc": "Dense FP8 TFLOP/s, None where the GPU has no FP8."})
+    fp32: float = field(metadata={"min": 0, "doc": "Dense FP32 TFLOP/s."})
+    source: str = field(metadata={"doc": "Where the figures come from (a datasheet)."})
 
     def to_dict(self) -> dict:
         return asdict(self)

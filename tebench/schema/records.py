@@ -181,17 +181,17 @@ class Summary(_Part):
     """
 
     n: int | None = knob(None, "Number of samples.", min=0)
-    median: float | None = None
-    mean: float | None = None
-    stdev: float | None = None
-    min: float | None = None
-    max: float | None = None
-    p10: float | None = None
-    p25: float | None = None
-    p75: float | None = None
-    p90: float | None = None
-    iqr: float | None = None
-    iqr_rel: float | None = None
+    median: float | None = knob(None, "Median (ms).")
+    mean: float | None = knob(None, "Mean (ms).")
+    stdev: float | None = knob(None, "Sample standard deviation (ms).")
+    min: float | None = knob(None, "Fastest sample (ms).")
+    max: float | None = knob(None, "Slowest sample (ms).")
+    p10: float | None = knob(None, "10th percentile (ms).")
+    p25: float | None = knob(None, "25th percentile (ms).")
+    p75: float | None = knob(None, "75th percentile (ms).")
+    p90: float | None = knob(None, "90th percentile (ms).")
+    iqr: float | None = knob(None, "p75 - p25 (ms).")
+    iqr_rel: float | None = knob(None, "iqr / median: the relative spread.")
 
     @classmethod
     def of(cls, samples: Sequence[float]) -> "Summary":
@@ -209,7 +209,8 @@ class Timing(_Part):
                                    items_min=0)
     timer: str | None = knob(None, "cuda_events (GPU timeline) or perf_counter (CPU).")
     wall_ms_per_step: float | None = knob(None, "Wall-clock milliseconds per timed step, host included.", min=0)
-    stats: Summary | None = None
+    stats: Summary | None = knob(None, "The summary of samples_ms as the runner stored it (readers recompute it "
+                                       "from the samples).")
     """``stats.summarize(samples_ms)`` as the runner stored it (readers use :attr:`summary`)."""
 
     @property
@@ -370,7 +371,7 @@ class ModuleCensus(_Part):
     te_outside_fp8: list[str] | None = knob(None, "The first 20 of those, by name.")
     linear_flops: dict[str, float] | None = knob(None, "Per step, the linear layers' GEMM FLOPs (forward and "
                                                        "backward) by the precision they ran in.")
-    note: str | None = None
+    note: str | None = knob(None, "Why the counts are unknown or partial, in words.")
 
 
 @_part
@@ -489,7 +490,7 @@ class RankResult(_Part):
     """One rank of a data-parallel case."""
 
     rank: int = knob(0, "The rank.", min=0, required=True)
-    device: str | None = None
+    device: str | None = knob(None, "The rank's device (cuda:N, or the CPU).")
     median_ms: float = knob(0.0, "Its median step time.", min=0, required=True)
     tokens_per_s: float = knob(0.0, "Its tokens per second.", min=0, required=True)
     peak_allocated_bytes: float | None = knob(None, "Its CUDA allocator peak.", min=0)
@@ -505,10 +506,10 @@ class Distributed(_Part):
     parallel: str | None = knob(None, "ddp or fsdp2.")
     world_size: int | None = knob(None, "Ranks.", min=1)
     backend: str | None = knob(None, "nccl or gloo.")
-    per_rank: list[RankResult] | None = None
+    per_rank: list[RankResult] | None = knob(None, "Each rank's numbers, by rank.")
     aggregate_tokens_per_s: float | None = knob(None, "Sum over ranks.", min=0)
     replicas_in_sync: bool | None = knob(None, "DDP: every rank's parameters agree after training.")
-    note: str | None = None
+    note: str | None = knob(None, "What the numbers mean or why some are missing.")
 
 
 @_part
@@ -550,22 +551,22 @@ class Measurements(_Part):
     status: str = knob("failed", "ok, skipped, failed, oom, timeout or diverged.", choices=STATUSES,
                        required=True)
     reason: str | None = knob(None, "Why a case is not ok, in words.")
-    device: Device | None = None
-    memory: Memory | None = None
-    loss: Loss | None = None
-    validation: Validation | None = None
-    gpu_busy: GpuBusy | None = None
-    kernels: Kernels | None = None
-    modules: ModuleCensus | None = None
-    fp8_state: FP8State | None = None
-    setup: Setup | None = None
-    phases: Phases | None = None
-    distributed: Distributed | None = None
-    warmup: Warmup | None = None
-    launch: Launch | None = None
-    updates: Updates | None = None
-    timing: Timing | None = None
-    energy: Energy | None = None
+    device: Device | None = knob(None, "The device the case ran on.")
+    memory: Memory | None = knob(None, "Peak memory and its parts.")
+    loss: Loss | None = knob(None, "The loss at every step (and the reference's replicas).")
+    validation: Validation | None = knob(None, "Held-out validation.")
+    gpu_busy: GpuBusy | None = knob(None, "The share of the step the GPU was busy (CUDA).")
+    kernels: Kernels | None = knob(None, "Kernel time by category (CUDA).")
+    modules: ModuleCensus | None = knob(None, "Which modules ran in FP8 (the module census).")
+    fp8_state: FP8State | None = knob(None, "FP8 scaling state sampled over the run.")
+    setup: Setup | None = knob(None, "How the case was set up, in words.")
+    phases: Phases | None = knob(None, "Seconds of each phase of the case's process.")
+    distributed: Distributed | None = knob(None, "A data-parallel case's ranks.")
+    warmup: Warmup | None = knob(None, "How the warm-up ended.")
+    launch: Launch | None = knob(None, "How the case's process started.")
+    updates: Updates | None = knob(None, "The frozen-parameter check.")
+    timing: Timing | None = knob(None, "The timed steps.")
+    energy: Energy | None = knob(None, "Energy, power, clocks and throttling over the timed steps (CUDA).")
 
     @staticmethod
     def measured() -> tuple[str, ...]:
@@ -628,10 +629,10 @@ class FP8Proof(_Part):
 class Band(_Part):
     """The reference's loss band, step by step: what a judged curve must stay inside."""
 
-    step: list[int] | None = None
-    center: list[float] | None = knob(None, "", finite=False)
-    lo: list[float] | None = knob(None, "", finite=False)
-    hi: list[float] | None = knob(None, "", finite=False)
+    step: list[int] | None = knob(None, "Steps at which the band is sampled (downsampled for the chart).")
+    center: list[float] | None = knob(None, "The reference's smoothed loss at those steps.", finite=False)
+    lo: list[float] | None = knob(None, "The band's lower edge.", finite=False)
+    hi: list[float] | None = knob(None, "The band's upper edge.", finite=False)
 
 
 @_part
@@ -648,12 +649,12 @@ class Excursion(_Part):
 class ValidationVerdict(_Part):
     """The validation metric against the reference's."""
 
-    verdict: str | None = None
-    reason: str | None = None
-    metric: str | None = None
-    value: float | None = knob(None, "", finite=False)
-    reference: float | None = knob(None, "", finite=False)
-    tolerance: float | None = knob(None, "", finite=False)
+    verdict: str | None = knob(None, "pass, fail, inconclusive or n/a.")
+    reason: str | None = knob(None, "The verdict in words.")
+    metric: str | None = knob(None, "The validation metric compared (Validation.metric).")
+    value: float | None = knob(None, "The case's value of it.", finite=False)
+    reference: float | None = knob(None, "The reference's (mean over its runs).", finite=False)
+    tolerance: float | None = knob(None, "How far apart the two may be.", finite=False)
 
 
 @_part
@@ -661,27 +662,35 @@ class Parity(_Part):
     """The loss-parity verdict of a case against its reference mode (see :mod:`tebench.analysis.parity`)."""
 
     verdict: str | None = knob(None, "pass, fail, inconclusive, reference or n/a.", required=True)
-    reason: str | None = None
-    reference_mode: str | None = None
-    reference_rounds: int | None = knob(None, "", min=0)
-    final: float | None = knob(None, "", finite=False)
-    reference_final: float | None = knob(None, "", finite=False)
-    abs_diff: float | None = knob(None, "", finite=False)
-    rel_diff: float | None = knob(None, "", finite=False)
-    tolerance: float | None = knob(None, "", finite=False)
-    rtol: float | None = None
-    atol: float | None = None
-    reference_noise: float | None = knob(None, "", finite=False)
-    max_curve_rel_dev: float | None = knob(None, "", finite=False)
-    max_curve_dev_step: int | None = knob(None, "", min=0)
-    direction: str | None = None
+    reason: str | None = knob(None, "The verdict in words: what was compared, the numbers, and why it passed or "
+                                    "failed.")
+    reference_mode: str | None = knob(None, "The mode the case was judged against (PT-FP32, else PT-AMP).")
+    reference_rounds: int | None = knob(None, "How many runs of the reference (rounds, or seeds under equivalence) "
+                                              "the verdict used.", min=0)
+    final: float | None = knob(None, "The case's final loss (the mean of its final window).", finite=False)
+    reference_final: float | None = knob(None, "The reference's final loss, the same way.", finite=False)
+    abs_diff: float | None = knob(None, "final - reference_final (nats, signed).", finite=False)
+    rel_diff: float | None = knob(None, "abs_diff relative to reference_final.", finite=False)
+    tolerance: float | None = knob(None, "How far final may be from reference_final: the band's half-width at the "
+                                         "end, or the equivalence margin (nats).", finite=False)
+    rtol: float | None = knob(None, "The parity_rtol setting the band used.")
+    atol: float | None = knob(None, "The parity_atol setting the band used.")
+    reference_noise: float | None = knob(None, "Band rule: the widest the band got, on the log scale.", finite=False)
+    max_curve_rel_dev: float | None = knob(None, "Band rule: the largest relative distance of the case's curve from "
+                                                 "the reference's.", finite=False)
+    max_curve_dev_step: int | None = knob(None, "Band rule: the step where it was.", min=0)
+    direction: str | None = knob(None, "higher or lower: which side of the reference the case ended on.")
     band: dict[str, Any] | None = knob(None, "The reference's band as the chart draws it.", shape=Band)
-    band_rel: float | None = knob(None, "", finite=False)
-    excursion: Excursion | None = None
-    excursion_steps: int | None = knob(None, "", min=0)
-    floor: float | None = knob(None, "", finite=False)
-    noise: dict[str, float] | None = knob(None, "", finite=False)
-    reference_learned: str | None = None
+    band_rel: float | None = knob(None, "The band's relative half-width at the end.", finite=False)
+    excursion: Excursion | None = knob(None, "Band rule: the longest run of steps outside the band, when it failed "
+                                             "the case.")
+    excursion_steps: int | None = knob(None, "Band rule: how many steps in a row outside the band fail a "
+                                             "case.", min=0)
+    floor: float | None = knob(None, "Band rule: the loss below which values count as equal (from parity_atol). "
+                                     "Equivalence: the task's loss floor (nats).", finite=False)
+    noise: dict[str, float] | None = knob(None, "Band rule: the noise terms measured for the band (seed spread, "
+                                                "step noise, ...).", finite=False)
+    reference_learned: str | None = knob(None, "Band rule: whether, and how far, the reference learned, in words.")
     rule: str | None = knob(None, "How the verdict was reached: equivalence (a task with a known floor and a "
                                   "reference trained at several seeds) or absent (the band rule).")
     margin_nats: float | None = knob(None, "Equivalence: the margin the final-window gap must stay within (nats).",
@@ -698,9 +707,10 @@ class Parity(_Part):
                                         finite=False)
     notes: list[str] | None = knob(None, "Equivalence: what a pass carries beside it (an early excursion that "
                                          "rejoined, a growing gap).")
-    shift: int | None = None
-    smoothing: int | None = knob(None, "", min=0)
-    validation: ValidationVerdict | None = None
+    shift: int | None = knob(None, "Band rule: steps the band may shift left or right (a curve's timing jitter).")
+    smoothing: int | None = knob(None, "Band rule: the smoothing window in steps.", min=0)
+    validation: ValidationVerdict | None = knob(None, "The validation metric against the reference's (folded into "
+                                                      "the verdict).")
 
     @property
     def judged(self) -> bool:
@@ -767,9 +777,9 @@ class CaseInfo(_Part):
     size: str = knob("", "The size's name in the matrix.", required=True)
     mode: str = knob("", "The precision mode.", choices=tuple(MODES), required=True)
     dims: dict[str, float | str] = knob(dict, "The size's dimensions (numbers, a module's name).", required=True)
-    fp8: FP8Info | None = None
-    graphs: bool | None = None
-    fp8_weights: bool | None = None
+    fp8: FP8Info | None = knob(None, "The FP8 recipe options (FP8 modes only).")
+    graphs: bool | None = knob(None, "Whether the step runs as CUDA graphs.")
+    fp8_weights: bool | None = knob(None, "Whether the weights are stored in FP8 (TE's quantized parameters).")
     parallel: str | None = knob(None, "single, ddp or fsdp2.", choices=PARALLEL)
     nproc: int | None = knob(None, "Processes (GPUs) the case runs on.", min=1)
     settings: dict[str, Any] | None = knob(None, "Its settings (checked by plan.matrix.Settings' types); absent ones "
@@ -820,22 +830,24 @@ class CaseResult(Measurements):
     FIRST = ("schema", "schema_version", "type", "run_id", "case_id", "round", "case", "status", "reason", "device",
              "started", "duration_s", "log")
 
-    schema: str | None = None
-    schema_version: int | None = None
-    type: str = "case"
-    run_id: str | None = None
+    schema: str | None = knob(None, "tebench.results.")
+    schema_version: int | None = knob(None, "The schema version the record was written with.")
+    type: str = knob("case", "case: the kind of line.")
+    run_id: str | None = knob(None, "The run the record belongs to.")
     case_id: str = knob("", "workload/size/mode[/options]: the case's identity.", required=True)
     round: int | None = knob(None, "Which repetition of the matrix (--rounds).", min=0)
     case: dict[str, Any] = knob(dict, "The case as planned (plan.matrix.Case.to_dict()).", required=True,
                                 shape=CaseInfo)
-    started: str | None = None
+    started: str | None = knob(None, "When the case started (local time with offset).")
     duration_s: float | None = knob(None, "The case's wall-clock seconds, start-up to record.", min=0)
     log: str | None = knob(None, "Its log, relative to the run directory.")
-    throughput: Throughput | None = None
-    time_breakdown: TimeBreakdown | None = None
-    fp8_proof: FP8Proof | None = None
-    parity: Parity | None = None
-    shard_run_id: str | None = None
+    throughput: Throughput | None = knob(None, "Tokens/s, TFLOP/s and MFU from the median step time.")
+    time_breakdown: TimeBreakdown | None = knob(None, "The step's time by kernel category and the memory parts "
+                                                      "(CUDA).")
+    fp8_proof: FP8Proof | None = knob(None, "Whether an FP8 case's GEMMs ran in FP8.")
+    parity: Parity | None = knob(None, "The loss-parity verdict.")
+    shard_run_id: str | None = knob(None, "The run id of the shard a merged record came from (run_id is then the "
+                                          "merged run's).")
     """The run id of the shard a merged record came from (``run_id`` is then the merged run's)."""
 
     @classmethod
@@ -978,7 +990,7 @@ class MatrixInfo(_Part):
 class CompileCache(_Part):
     """The compile cache a run began with."""
 
-    dir: str | None = None
+    dir: str | None = knob(None, "The cache folder.")
     state: str | None = knob(None, "cold, warm or off.", choices=("cold", "warm", "off"))
     files: int | None = knob(None, "Files in it at the start.", min=0)
     bytes: int | None = knob(None, "Its size at the start.", min=0)
@@ -989,13 +1001,13 @@ class CompileCache(_Part):
 class SideInfo(_Part):
     """A side of ``tebench ab``: compare pairs sides by ``id``."""
 
-    id: str | None = None
+    id: str | None = knob(None, "The side's identity: compare pairs a base and a head by it.")
     side: str | None = knob(None, "base or head.")
-    order: str | None = None
-    python: str | None = None
-    tebench_root: str | None = None
-    env: dict[str, str] | None = None
-    device: str | None = None
+    order: str | None = knob(None, "Which side ran first in each round.")
+    python: str | None = knob(None, "The side's Python interpreter.")
+    tebench_root: str | None = knob(None, "The tebench source the side ran.")
+    env: dict[str, str] | None = knob(None, "Environment variables set for the side.")
+    device: str | None = knob(None, "The side's device.")
 
 
 @_part
@@ -1003,7 +1015,7 @@ class Exclusion(_Part):
     """One ``[[exclude]]`` rule of the matrix, its reason and how many cases it removed."""
 
     rule: dict[str, Any] = knob(dict, "The rule's keys and values.", required=True)
-    reason: str | None = None
+    reason: str | None = knob(None, "Why, as the matrix says.")
     cases: int = knob(0, "Cases it removed.", min=0, required=True)
 
 
@@ -1011,43 +1023,44 @@ class Exclusion(_Part):
 class ShardSource(_Part):
     """A shard a merged run was made from."""
 
-    path: str | None = None
-    run_id: str | None = None
-    shard: list[int] | None = None
-    device: str | None = None
-    host: str | None = None
+    path: str | None = knob(None, "The shard's results file.")
+    run_id: str | None = knob(None, "Its run id.")
+    shard: list[int] | None = knob(None, "[I, N] of its --shard.")
+    device: str | None = knob(None, "Its device.")
+    host: str | None = knob(None, "The host it ran on.")
 
 
 @_part
 class RunHeader(_Part):
     """A run's header line: identity, command, matrix and environment."""
 
-    schema: str | None = None
-    schema_version: int | None = None
-    type: str = "header"
-    run_id: str | None = None
+    schema: str | None = knob(None, "tebench.results.")
+    schema_version: int | None = knob(None, "The schema version the file was written with.")
+    type: str = knob("header", "header: the kind of line.")
+    run_id: str | None = knob(None, "The run's id (every record of the run carries it).")
     created: str | None = knob(None, "When the run started (local time with offset).")
     resumed: bool | None = knob(None, "Whether this invocation continued an earlier one (--resume).")
     command: list[str] | None = knob(None, "The command line.")
-    cwd: str | None = None
+    cwd: str | None = knob(None, "The working directory.")
     tebench: str | None = knob(None, "tebench's version.")
-    matrix: MatrixInfo | None = None
+    matrix: MatrixInfo | None = knob(None, "The matrix the run ran.")
     rounds: int | None = knob(None, "--rounds.", min=1)
     shard: list[int] | None = knob(None, "[I, N] of --shard I/N.")
     case_ids: list[str] | None = knob(None, "The cases the run was to run, in order.")
     devices: list[str] | None = knob(None, "--devices.")
-    excluded: list[Exclusion] | None = None
+    excluded: list[Exclusion] | None = knob(None, "The matrix's [[exclude]] rules, their reasons and how many cases "
+                                                  "each removed.")
     """The matrix's ``[[exclude]]`` rules, their reasons and how many cases each removed."""
     launch: str | None = knob(None, "How cases' processes started (--launch); None in runs older than the option.",
                               choices=("prestarted", "cold"))
     prestart_depth: int | None = knob(None, "Pre-started workers per device when launch is prestarted.", min=1)
     prestart_pause: bool | None = knob(None, "Whether pre-started workers were stopped during timed steps.")
-    compile_cache: CompileCache | None = None
+    compile_cache: CompileCache | None = knob(None, "The compile cache the run began with.")
     env: dict[str, Any] | None = knob(None, "The machine, as the probe found it (plan.environment.Environment).",
                                       shape=Environment)
-    ab: SideInfo | None = None
-    merged_from: list[ShardSource] | None = None
-    missing_shards: list[Any] | None = None
+    ab: SideInfo | None = knob(None, "tebench ab: which side this run was.")
+    merged_from: list[ShardSource] | None = knob(None, "tebench merge: the shards this run was made from.")
+    missing_shards: list[Any] | None = knob(None, "tebench merge: shards of the plan that were not given.")
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], where: str = "header") -> "RunHeader":
