@@ -29,6 +29,10 @@ MUTATIONS = {
                    "(te.TransformerLayer's default layout fed batch-first)",
     "freeze-layer": "the first block's parameters never update",
     "lr-x10": "the learning rate is 10x the case's",
+    "leak-next": "each position's input also carries the next position's: the model sees the token it must "
+                 "predict (a target shifted the wrong way)",
+    "init-default": "the model starts from PyTorch's (or TE's) default initialization instead of the canonical "
+                    "weights every other mode starts from",
     "fp8-scale-one": "delayed-scaling FP8 keeps the scaling factor at 1 (no amax-based scaling)",
     "fp8-bypass": "the FP8 layers run in high precision (TE's each enter FP8 autocast disabled; torchao's "
                   "Float8Linear run nn.Linear's forward): every GEMM runs in high precision while the case is "

@@ -32,6 +32,20 @@ class SwapBatchSeq(nn.Module):
         return self.inner(x.transpose(0, 1)).transpose(0, 1)
 
 
+class LeakNext(nn.Module):
+    """Runs ``inner`` on ``x`` plus ``x`` shifted one position back: position t also carries position t+1.
+
+    The mistake of a target shifted the wrong way: each position sees the token it must predict.
+    """
+
+    def __init__(self, inner: nn.Module):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x + x.roll(-1, dims=1))
+
+
 class WithForwardKwargs(nn.Module):
     """Calls ``inner`` with fixed extra keyword arguments (e.g. a mask type)."""
 
@@ -111,6 +125,15 @@ def apply(kind: str, model: nn.Module, workload: Any, family: str, case: Any) ->
             blocks[i] = SwapBatchSeq(block)
     elif kind == "freeze-layer":
         _blocks(model, kind)[0].requires_grad_(False)
+    elif kind == "leak-next":
+        model.blocks = LeakNext(_blocks(model, kind))  # a stack of blocks on [batch, seq, hidden]
+    elif kind == "init-default":
+        # Seeded, so the mutated run is reproducible; not the canonical draw every mode shares.
+        torch.manual_seed(getattr(getattr(case, "settings", None), "seed", 0) + 1)
+        for module in model.modules():
+            reset = getattr(module, "reset_parameters", None)
+            if callable(reset) and module is not model:
+                reset()
     elif kind == "no-causal":
         mutate = getattr(workload, "mutate", None)
         if mutate is None or not mutate(model, kind, family):

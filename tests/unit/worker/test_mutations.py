@@ -28,7 +28,7 @@ from tebench.worker.models.gpt import GPTSize
 # the 2-core CPU machine at 160 steps): a verdict needs a reference that learned.
 STEPS = 160
 SIZE = GPTSize(vocab=32, d_model=64, heads=4, layers=2, ffn=128, seq=32, batch=16)
-CPU_MUTATIONS = ["no-causal", "swap-layout", "freeze-layer", "lr-x10"]
+CPU_MUTATIONS = ["no-causal", "swap-layout", "freeze-layer", "lr-x10", "leak-next", "init-default"]
 
 
 def _case(mode: str) -> Case:
