@@ -356,7 +356,8 @@ def test_unmutated_te_modes_pass(te_judged, name):
 
 
 @pytest.mark.parametrize("name", ["TE-BF16 no-causal", "TE-BF16 swap-layout", "TE-BF16 freeze-layer",
-                                  "TE-BF16 lr-x10", "TE-FP8 fp8-scale-one"])
+                                  "TE-BF16 lr-x10", "TE-BF16 leak-next", "TE-BF16 init-default",
+                                  "TE-FP8 fp8-scale-one"])
 def test_every_te_mutation_fails(te_judged, name):
     assert te_judged[name]["setup"].get("test_mutation"), "the mutation was not applied"
     assert te_judged[name]["parity"]["verdict"] == "fail", te_judged[name]["parity"]["reason"]
@@ -438,7 +439,7 @@ def zipf_judged():
                "TE-BF16": _zipf_record("TE-BF16", None, None, mp),
                "TE-FP8 cal8": _zipf_record("TE-FP8", DELAYED_CAL, None, mp),
                "TE-FP8 current": _zipf_record("TE-FP8", FP8Options("current", "HYBRID"), None, mp)}
-        for m in ("no-causal", "swap-layout", "freeze-layer", "lr-x10"):
+        for m in ("no-causal", "swap-layout", "freeze-layer", "lr-x10", "leak-next", "init-default"):
             out[f"TE-BF16 {m}"] = _zipf_record("TE-BF16", None, m, mp)
         out["TE-FP8 fp8-scale-one"] = _zipf_record("TE-FP8", DELAYED_CAL, "fp8-scale-one", mp)
     finally:
