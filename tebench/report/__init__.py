@@ -40,7 +40,7 @@ from tebench.plan import modes
 from tebench.plan.modes import FP8_MODES
 from tebench.schema import validate
 from tebench.schema.records import CaseResult, Phases, RunHeader
-from tebench.report import charts, harness_cost as phases, tables
+from tebench.report import answer, charts, harness_cost as phases, tables
 from tebench.report import why as why_mod
 from tebench.report.load import Source, load_all
 
@@ -138,7 +138,8 @@ HEADLINE_COLUMNS = [
     ("source", "machine", ""), ("workload", "workload", ""), ("size", "size", ""),
     ("fastest", "fastest mode", ""), ("step_ms", "step ms", "ms"), ("speedup_vs_amp", f"vs {tables.BASELINE}", "x"),
     ("speedup_vs_compile", f"vs {tables.COMPILED}", "x"), ("noise", "noise", ""),
-    ("memory_saving_vs_amp", f"memory saved vs {tables.BASELINE}", "pct"),
+    # Signed ("−12%", "+1.9%"): a column named "saved" showed -1.9% where the fastest used more.
+    ("memory_change", f"memory vs {tables.BASELINE}", "change"),
     # Cases passed over because they do not count (loss parity not passed, GEMMs not all FP8), each faster
     # than its pool's pick (fastest, best TE-FP8, best AO-FP8) or the fastest of a pool with no pick.
     ("faster_not_passing", "passed over (parity, FP8 proof)", ""),
@@ -504,9 +505,12 @@ def _parity_context(df: pd.DataFrame, multi: bool) -> dict[str, Any]:
     pays = _pays_bars(tables.fp8_pays(df), multi)
     fp8_ran = not df.empty and (df["mode"].isin(FP8_MODES) & (df["status"] == "ok")).any()
     return {
+        **_answer(df, multi),
         "headline_sentences": [_sentence(r) for _, r in head.iterrows()],
         # The not-counted column only where some size has such a case: most runs pass throughout.
-        "headline": _both(head, [c for c in HEADLINE_COLUMNS if c[0] != "faster_not_passing"
+        "headline": _both(_same_as_baseline(head, "fastest", [
+            (tables.BASELINE, "speedup_vs_amp"), (tables.BASELINE, "memory_change"),
+            (tables.COMPILED, "speedup_vs_compile")]), [c for c in HEADLINE_COLUMNS if c[0] != "faster_not_passing"
                                  or (not head.empty and head["faster_not_passing"].astype(bool).any())], multi),
         "verdict_line": tables.verdict_text(df, reasons=True),
         "verdict_counts": tables.verdict_counts(df),
@@ -524,6 +528,29 @@ def _parity_context(df: pd.DataFrame, multi: bool) -> dict[str, Any]:
     }
 
 
+def _answer(df: pd.DataFrame, multi: bool) -> dict[str, Any]:
+    """The first screen's tables (one per workload) for both templates, and the legend under them."""
+    groups = answer.groups(df, multi)
+    energy = any("mJ/token" in g["table"].columns for g in groups)
+    return {"answer": [{"title": g["title"], "html": html_table(g["table"], "answer"), "md": md_table(g["table"]),
+                        "passed_over": g["passed_over"]} for g in groups],
+            "answer_legend": answer.legend(energy)}
+
+
+def _same_as_baseline(frame: pd.DataFrame, name: str, pairs: list[tuple[str, str]]) -> pd.DataFrame:
+    """A display copy where a row that *is* a baseline shows "=" in that baseline's columns, not "×1.00"
+    and "±0%": a case against itself says nothing. ``name``: the column naming the row's variant;
+    ``pairs``: (baseline variant, its column)."""
+    if frame.empty or name not in frame:
+        return frame
+    shown = frame.copy()
+    for baseline, column in pairs:
+        if column in shown:
+            shown[column] = shown[column].astype(object)
+            shown.loc[shown[name] == baseline, column] = "="
+    return shown
+
+
 def _table_context(df: pd.DataFrame, sources: list[Source], multi: bool, cost: pd.DataFrame) -> dict[str, Any]:
     """The case, GPU-busy, crossover, multi-GPU, comparison, not-run and cost tables."""
     has_busy = not df.empty and df["gpu_busy"].notna().any()
@@ -532,14 +559,19 @@ def _table_context(df: pd.DataFrame, sources: list[Source], multi: bool, cost: p
     cross = tables.crossover(df)
     comp = tables.comparison(df)
     not_run = tables.not_run(df)
+    flagged = tables.noisy(df)
+    shown = _same_as_baseline(df.assign(spread=flagged.map({True: "IQR > median", False: ""})), "variant",
+                              [(tables.BASELINE, "speedup_vs_amp"), (tables.COMPILED, "speedup_vs_compile")])
+    columns = [c for c in tables.CASE_COLUMNS if (has_busy or c[0] != "gpu_busy")
+               and (flagged.any() or c[0] != "spread")]
     return {
-        "cases": _both(df, tables.CASE_COLUMNS if has_busy else [c for c in tables.CASE_COLUMNS if c[0] != "gpu_busy"],
-                       multi),
+        "cases": _both(shown, columns, multi),
+        "n_noisy": int(flagged.sum()),
         "n_cases": len(df),
         "status_counts": df["status"].value_counts().to_dict() if not df.empty else {},
         "has_busy": bool(has_busy),
         "busy": _both(busy, BUSY_COLUMNS, multi),
-        "cpu_bound": int((busy["bound"] == "CPU-bound").sum()) if not busy.empty else 0,
+        "cpu_bound": int((busy["bound"] == "launch-bound").sum()) if not busy.empty else 0,
         "crossover": _both(cross, CROSSOVER_BOTH_COLUMNS if "fp8" in cross.columns else CROSSOVER_COLUMNS, multi),
         "has_crossover": not cross.empty,
         "distributed": _both(dist, DIST_COLUMNS, multi),

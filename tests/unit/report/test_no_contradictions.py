@@ -1,0 +1,57 @@
+"""The report's numbers never contradict their words: no "saved" that is negative, no case compared with itself,
+no headline speedup that its own spread cannot support, and a flag on every median its spread swamps."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from tebench.report import _same_as_baseline, _table_context, tables
+
+from test_answer import _case, _frame
+
+
+def test_the_headline_memory_column_is_a_signed_change():
+    df = _frame([_case("s", "PT-AMP", 100.0, "pass"), _case("s", "PT-FP32", 90.0, "reference")])
+    head = tables.headline(df).iloc[0]
+    assert head["fastest"] == "PT-FP32" and abs(head["memory_change"] - (-0.10)) < 1e-9
+    assert tables.fmt(head["memory_change"], "change") == "−10%"
+    assert tables.fmt(0.019, "change") == "+1.9%"  # used more: "+", never "memory saved -1.9%"
+
+
+def test_a_case_is_never_compared_with_itself():
+    df = _frame([_case("s", "PT-FP32", 200.0, "reference"), _case("s", "PT-AMP", 100.0, "pass"),
+                 _case("s", "PT-AMP+compile", 120.0, "pass")])
+    head = _same_as_baseline(tables.headline(df), "fastest", [(tables.BASELINE, "speedup_vs_amp"),
+                                                              (tables.BASELINE, "memory_change")])
+    shown = tables.formatted(head, [("speedup_vs_amp", "vs", "x"), ("memory_change", "memory", "change")])
+    assert shown.iloc[0].tolist() == ["=", "="]  # not "×1.00, 0.0%"
+    cases = _table_context(df.assign(gpu_busy=None, bound=None), [], False, pd.DataFrame())["cases"]["frame"]
+    by_case = cases.set_index("case")
+    assert by_case.loc["gpt/s/PT-AMP", f"vs {tables.BASELINE}"] == "="
+    assert by_case.loc["gpt/s/PT-AMP+compile", f"vs {tables.COMPILED}"] == "="
+    assert by_case.loc["gpt/s/PT-AMP+compile", f"vs {tables.BASELINE}"] == "×0.83"
+
+
+def test_a_cpu_headline_within_its_spread_says_within_noise():
+    # The "PT-FP32 ×7.18" of a loaded CPU: PT-AMP's steps scattered over most of their median.
+    # Half its steps ran as fast as PT-FP32's, half behind other jobs: the median falls in between.
+    amp = _case("s", "PT-AMP", 824.0, "pass")
+    amp["samples_ms"] = [[100.0 + k for k in range(15)] + [824.0] + [1500.0 + k for k in range(14)]]
+    amp["iqr_ms"] = 581.0
+    df = _frame([amp, _case("s", "PT-FP32", 115.0, "reference", 0.02)])
+    head = tables.headline(df).iloc[0]
+    assert round(head["speedup_vs_amp"], 2) == 7.17
+    assert head["fastest"] == "PT-FP32" and head["noise"] == "within noise"
+
+
+def test_a_median_its_spread_swamps_is_flagged():
+    # distill PT-FP32 38.2 ms with an IQR of 449.7 ms: the median says little.
+    rows = [_case("s", "PT-AMP", 40.0, "pass"), _case("s", "PT-FP32", 38.2, "reference")]
+    rows[1]["iqr_ms"] = 449.7
+    df = _frame(rows)
+    assert int(tables.noisy(df).sum()) == 1
+    ctx = _table_context(df.assign(gpu_busy=None, bound=None), [], False, pd.DataFrame())
+    flagged = ctx["cases"]["frame"].set_index("case")["noise"]
+    assert flagged["gpt/s/PT-FP32"] == "IQR > median" and flagged["gpt/s/PT-AMP"] == "" and ctx["n_noisy"] == 1
+    quiet = _table_context(_frame(rows[:1]).assign(gpu_busy=None, bound=None), [], False, pd.DataFrame())
+    assert "noise" not in quiet["cases"]["frame"].columns  # no flag, no column
