@@ -421,16 +421,18 @@ def _chart_jobs(sources: list[Source], df: pd.DataFrame, cost: pd.DataFrame,
     if df.empty:
         return []
     multi = len(sources) > 1
+    # Captions name CUDA graphs only where a case ran under them (never on a CPU run).
+    graphs = bool(df["graphs"].any())
     # The loss chart first: it is the largest, and the pool hands jobs out in order.
     jobs: list[ChartJob] = [
         ("loss", "Loss curves", "Training loss at every step, warm-up included, one panel per mode family. "
-         "Every mode starts from the same weights and sees the same batches; the black curve is the "
+         "Every mode starts from the same weights and sees the same batches; the black dashed curve is the "
          "reference mode and the grey band the band each curve was judged against.",
          lambda: charts.loss_curves(sources, df)),
         ("speedup", f"Speedup over {tables.BASELINE}", f"Each variant's median step time relative to eager "
          f"{tables.BASELINE} at the same size on the same machine; right of the dashed line is faster. "
-         f"Hatched: CUDA graphs. Pale, labelled ✗: {charts.NOT_COUNTED} (or its FP8 proof is partial); it counts "
-         "toward no speed claim.",
+         + ("Hatched: CUDA graphs. " if graphs else "")
+         + f"Pale, labelled ✗: {charts.NOT_COUNTED} (or its FP8 proof is partial); it counts toward no speed claim.",
          lambda: charts.speedup(df)),
         ("step_time", "Train-step time", "Median of the timed steps (warm-up excluded); error bars span the "
          "25th to 75th percentile of the stored per-step samples. A panel whose values span more than 10× "
@@ -440,7 +442,7 @@ def _chart_jobs(sources: list[Source], df: pd.DataFrame, cost: pd.DataFrame,
          "private memory pool, set up before the reset: compare such cases by their peak reserved "
          "memory (in the case table), not by this chart.", lambda: charts.memory(df)),
         ("scaling", "Scaling with model size", "Per mode, the best variant at each size; x axis ordered by "
-         "training FLOPs per step. Dashed: CUDA graphs. An FP8 line takes only the variants that count (passed "
+         "training FLOPs per step. " + ("Dashed: CUDA graphs. " if graphs else "") + "An FP8 line takes only the variants that count (passed "
          "loss parity, FP8 proof not partial): a size where none does leaves a gap.", lambda: charts.scaling(df)),
         ("comparison", "Machines side by side", "Median step time of the same case on each machine.",
          lambda: charts.comparison(df)),
