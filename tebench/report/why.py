@@ -22,7 +22,7 @@ from tebench.schema.records import CaseResult
 
 IDLE = ("idle", "idle (GPU waits on the host)", "#ffffff")
 LAUNCH_BOUND_FROM = 0.5
-"""A step idle for at least this share is launch- or CPU-bound: FP8 GEMMs cannot shorten it much."""
+"""A step idle for at least this share is launch-bound: FP8 GEMMs cannot shorten it much."""
 FP8_GEMM_PEAK_GAIN = 2.0
 """The datasheet ratio of dense FP8 to BF16 tensor-core peaks (Hopper, Blackwell): the most FP8 can
 make a GEMM faster."""
