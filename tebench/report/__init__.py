@@ -217,6 +217,9 @@ def _sentence(row: pd.Series) -> str:
             text += f"; {FP8} is {fmt(row['te_vs_ao'], 'x')} vs {AO_FP8}"
         elif not row.get("best_fp8"):
             text += f"; no {FP8} variant counts here"
+    elif pd.notna(row.get("ao_ran", False)) and bool(row.get("ao_ran", False)) and row.get("best_fp8"):
+        # torchao ran at this size and none of its variants counts: name that library, not TE's.
+        text += f"; no {AO_FP8} variant counts here"
     if row.get("faster_not_passing"):
         text += f"; passed over, not counted: {row['faster_not_passing']}"
     saving = row["memory_saving_vs_amp"]

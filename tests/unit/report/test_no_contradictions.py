@@ -55,3 +55,25 @@ def test_a_median_its_spread_swamps_is_flagged():
     assert flagged["gpt/s/PT-FP32"] == "IQR > median" and flagged["gpt/s/PT-AMP"] == "" and ctx["n_noisy"] == 1
     quiet = _table_context(_frame(rows[:1]).assign(gpu_busy=None, bound=None), [], False, pd.DataFrame())
     assert "noise" not in quiet["cases"]["frame"].columns  # no flag, no column
+
+
+def test_gemms_that_got_slower_are_never_called_faster():
+    # Once: "made the GEMMs ×0.98 faster (1.11 → 1.13 ms)".
+    from tebench.report import why
+    from test_counts_only_passing import _why
+
+    text = why.sentences(_why(10.0, 1.11, 9.9, 1.13))[0]
+    assert "made the GEMMs ×1.02 slower (1.11 → 1.13 ms)" in text and "×0.98 faster" not in text
+    assert why.faster_words(1.2) == "×1.20 faster" and why.faster_words(1.001) == "no faster"
+
+
+def test_the_library_with_no_passing_variant_is_the_one_named():
+    # TE-FP8 passed, every AO-FP8 variant failed: the sentence names torchao, and compares nothing.
+    from tebench.report import _sentence
+
+    df = _frame([_case("s", "PT-FP32", 200.0, "reference"), _case("s", "PT-AMP", 100.0, "pass"),
+                 _case("s", "TE-FP8/current", 70.0, "pass", proof="fp8"),
+                 _case("s", "AO-FP8/tensorwise", 60.0, "fail", proof="fp8")])
+    text = _sentence(tables.headline(df).iloc[0])
+    assert "no AO-FP8 variant counts here" in text and "no TE-FP8 variant" not in text
+    assert "vs AO-FP8" not in text and "fastest is TE-FP8/current" in text
