@@ -239,11 +239,13 @@ def _environment(src: Source) -> list[tuple[str, str]]:
         ("device", src.device),
         ("GPUs", "; ".join(f"{g['index']}: {g['name']}, CC {g['capability'][0]}.{g['capability'][1]}, "
                           f"{g['memory_bytes'] / 2**30:.0f} GiB, {g.get('multiprocessors')} SMs" for g in gpus) or "none"),
-        ("driver / CUDA / cuDNN", f"{env.get('driver') or '–'} / {env.get('cuda') or '–'} / {env.get('cudnn') or '–'}"),
+        ("driver / CUDA / cuDNN", clip_words(f"{env.get('driver') or '–'} / {env.get('cuda') or '–'} / "
+                                             f"{env.get('cudnn') or '–'}")),
         ("GPU clocks / power", "; ".join(f"GPU {i}: max SM {c.get('clocks.max.sm')} MHz, max mem "
                                         f"{c.get('clocks.max.mem')} MHz, power limit {c.get('power.limit')} W"
                                         for i, c in clocks.items()) or "–"),
-        ("torch / Transformer Engine", f"{env.get('torch') or '–'} / {env.get('te') or 'not available: ' + str(env.get('te_error') or '–')}"),
+        ("torch / Transformer Engine", clip_words(f"{env.get('torch') or '–'} / "
+                                                  f"{env.get('te') or 'not available: ' + str(env.get('te_error') or '–')}")),
         ("Python / CPU", f"{env.get('python') or '–'} / {env.get('cpu') or '–'} ×{env.get('cpu_count') or '?'}"),
         ("host", str(env.get("hostname") or "–")),
         ("MFU peak", f"{peak['bf16']} TFLOP/s dense BF16 ({peak['source']})" if peak else "unknown GPU: no MFU"),
@@ -252,6 +254,19 @@ def _environment(src: Source) -> list[tuple[str, str]]:
         ("relevant variables", ", ".join(f"{k}={v}" for k, v in (env.get("env_vars") or {}).items()) or "none set"),
     ]
     return rows
+
+
+ENV_CELL_CHARS = 200
+"""Characters an environment cell shows. The probe stores error messages cut at a fixed length, often
+mid-word ("… a conflicting cuDNN in LD_LIBRA"); the cell ends at a word instead, marked "…"."""
+
+
+def clip_words(text: str, limit: int = ENV_CELL_CHARS) -> str:
+    """``text`` up to ``limit`` characters, cut after a whole word and marked "…" where it is longer."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(None, 1)[0]
+    return cut.rstrip(" ,;:") + " …"
 
 
 def _listed(value: Any) -> str:

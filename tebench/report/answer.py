@@ -110,7 +110,7 @@ def _energy_cell(row: pd.Series) -> str:
 def _verdict_cell(row: pd.Series) -> str:
     """"pass" (or "reference"), "within noise" where the pick passed but its lead cannot be told from noise,
     "none passed" where no case of the size counts."""
-    if row["pick"] is None:
+    if not isinstance(row["pick"], str):  # None, or NaN once pandas has held it
         return "none passed"
     if row["noise"]:
         return "within noise"
@@ -121,7 +121,7 @@ def display(rows: pd.DataFrame, energy: bool) -> pd.DataFrame:
     """One workload's rows as text, the columns of :data:`COLUMNS` (mJ/token only where ``energy``)."""
     out = pd.DataFrame({
         "size": rows["size"].astype(str),
-        "fastest passing": [r if r else "–" for r in rows["pick"]],
+        "fastest passing": [r if isinstance(r, str) and r else "–" for r in rows["pick"]],
         "vs AMP": [_speedup_cell(r, "speedup_vs_amp", tables.BASELINE) for _, r in rows.iterrows()],
         "vs compile": [_speedup_cell(r, "speedup_vs_compile", tables.COMPILED) for _, r in rows.iterrows()],
         "memory": ["=" if r["pick"] == tables.BASELINE else change_text(r["memory_change"])

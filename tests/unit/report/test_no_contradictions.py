@@ -77,3 +77,38 @@ def test_the_library_with_no_passing_variant_is_the_one_named():
     text = _sentence(tables.headline(df).iloc[0])
     assert "no AO-FP8 variant counts here" in text and "no TE-FP8 variant" not in text
     assert "vs AO-FP8" not in text and "fastest is TE-FP8/current" in text
+
+
+def test_an_environment_cell_ends_at_a_word():
+    from tebench.report import clip_words
+
+    stored = ("580.159.04 / 13.0 / unusable by torch: cuDNN version incompatibility: PyTorch was compiled  against "
+              "(9, 19, 0) but found runtime version (9, 14, 0). PyTorch already comes bundled with cuDNN. One option "
+              "to resolving this error is to ensure PyTorch can find the bundled cuDNN. one possibility is that "
+              "there is a conflicting cuDNN in LD_LIBRA")
+    shown = clip_words(stored)
+    assert shown.endswith(" …") and "LD_LIBRA" not in shown and len(shown) <= 202
+    assert stored.startswith(shown[:-2]) and shown[-3] != " "
+    assert clip_words("580.159.04 / 13.0 / 9.14") == "580.159.04 / 13.0 / 9.14"
+
+
+def test_files_from_one_machine_are_named_by_file_not_run_id(tmp_path):
+    from conftest import FIXTURES
+    from tebench.report import load
+    import shutil
+
+    a, b = tmp_path / "a" / "results.jsonl", tmp_path / "d4096.jsonl"
+    a.parent.mkdir()
+    shutil.copy(FIXTURES / "cpu-smoke.jsonl", a)
+    shutil.copy(FIXTURES / "cpu-smoke.jsonl", b)
+    labels = [s.label for s in load.load_all([a, b])]
+    assert labels == ["CPU (AMD EPYC), a/results.jsonl", "CPU (AMD EPYC), d4096.jsonl"]
+
+
+def test_the_memory_tables_fp8_weights_column_says_when_it_is_non_zero(tmp_path):
+    from conftest import ROOT
+    from tebench.report import render
+
+    out = render([ROOT / "reports" / "h200-nightly-energy" / "results.jsonl"], tmp_path / "r")
+    for text in ((out / "report.md").read_text(), (out / "index.html").read_text()):
+        assert "FP8 weights, copies and transposes" in text and "non-zero only where FP8 weights are kept" in text
