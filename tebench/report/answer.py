@@ -78,7 +78,10 @@ def frame(df: pd.DataFrame) -> pd.DataFrame:
                                "failed": int(g["parity"].isin(["fail", "inconclusive"]).sum()),
                                "passed_over": tables._faster_not_counted([(ok, best)], counted)}
         if best is not None:
-            row.update(pick=best["variant"], mode=best["mode"], parity=best["parity"] or "not judged",
+            verdict = best["parity"]
+            # A pick that counts with no verdict is a timing with no loss curve (a pytest-benchmark module).
+            row.update(pick=best["variant"], mode=best["mode"],
+                       parity=verdict if isinstance(verdict, str) and verdict else "timing only",
                        speedup_vs_amp=best["speedup_vs_amp"], speedup_vs_compile=best["speedup_vs_compile"],
                        noise=lead_is_noise(best, base))
             if pd.notna(best["memory_vs_amp"]):

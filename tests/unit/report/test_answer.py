@@ -103,3 +103,11 @@ def test_a_size_where_nothing_passed_says_so():
 def test_md_width_counts_what_a_cell_shows():
     md = "| a | b |\n|---|---|\n| x\\|y | &lt;z |"
     assert answer.md_width(md) == (3 + answer.CELL_PAD) + (2 + answer.CELL_PAD)
+
+
+def test_a_timing_with_no_loss_curve_says_timing_only():
+    from conftest import FIXTURES
+
+    df = tables.case_frame(load.load_all([FIXTURES / "h200-modules-benchmark.json"]))
+    shown = answer.display(answer.frame(df), energy=False)
+    assert set(shown["verdict"]) == {"timing only"} and "nan" not in shown.to_string()
