@@ -77,8 +77,6 @@ def closest_ids(glob: str, ids: list[str], n: int = 3) -> list[str]:
 
 def unmatched_only(cases: list[Case], only: list[str] | None) -> list[str]:
     """One line for each ``--only`` glob that matches no id of ``cases``, naming it and close ids."""
-    import difflib
-
     ids = [c.id for c in cases]
     out = []
     for glob in only or []:
