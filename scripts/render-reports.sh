@@ -47,7 +47,7 @@ render h200-d4096-lr-warmup  reports/h200-d4096-lr-warmup/warmup-0-8-16.jsonl \
                              reports/h200-d4096-lr-warmup/warmup-16-calibration.jsonl
 render h200x2-distributed    tests/fixtures/h200x2-distributed.jsonl
 render h200-modules          tests/fixtures/h200-modules-benchmark.json
-render cpu-smoke             tests/fixtures/cpu-smoke.jsonl
+render cpu-smoke             reports/cpu-smoke/results.jsonl
 render h200-harness-cost     reports/h200-harness-cost/nightly-depth4.jsonl
 render h200-breakdown        reports/h200-breakdown/kernels.jsonl reports/h200-breakdown/d4096.jsonl \
                              reports/h200-breakdown/bypass.jsonl reports/h200-breakdown/graphs.jsonl

@@ -858,10 +858,17 @@ def headline(c: Comparison, title: str = "tebench compare") -> list[str]:
         lines.append(f"{slower} case(s) are slower beyond noise but within the {c.thresholds['time']:.0%} "
                      "threshold: not failing the gate, but real (listed below).")
     if inconclusive:
-        few = len(c.too_few_rounds)
-        what = (f"{few} of them have too few rounds for a verdict: run with `--rounds 5` or more"
-                if few else "their intervals reach beyond the threshold: more rounds, or a quieter machine, "
-                            "narrow them")
+        # Only the inconclusive cases that lack rounds: a case with too few rounds can still be
+        # judged on its other measures (or be missing), and "50 of 46" is no count.
+        few = sum(1 for d in c.too_few_rounds if d.verdict == "inconclusive")
+        wide = "their intervals reach beyond the threshold: more rounds, or a quieter machine, narrow them"
+        if not few:
+            what = wide
+        elif few == inconclusive:
+            what = "all of them have too few rounds for a verdict: run with `--rounds 5` or more"
+        else:
+            what = (f"{few} of them have too few rounds for a verdict (run with `--rounds 5` or more); for the "
+                    f"other {inconclusive - few}, " + wide)
         gate = ("they fail the gate (--fail-on-inconclusive)" if c.options.fail_on_inconclusive
                 else "this gate passes without knowing (`--fail-on-inconclusive` makes them fail it)")
         lines.append(f"Can't tell for {inconclusive} case(s): {what}; {gate}.")

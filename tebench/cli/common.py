@@ -109,7 +109,7 @@ def add_matrix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", help="a shipped preset: auto (smoke on CPU, tutorial on a GPU), "
                    + ", ".join(preset_names()))
     p.add_argument("--only", action="append", default=[], metavar="GLOB",
-                   help="run only cases whose id matches (repeatable), e.g. 'gpt/*/TE-*'")
+                   help="only the cases whose id matches (repeatable), e.g. 'gpt/*/TE-*'")
     p.add_argument("--shard", metavar="I/N", help="run shard I of N (cost-balanced, deterministic)")
 
 
@@ -218,7 +218,8 @@ def add_gate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fail-on-missing", action="store_true", help="a case in base but not in head fails the gate")
     p.add_argument("--fail-on-inconclusive", action="store_true",
                    help="an inconclusive case (too few rounds, an interval beyond the threshold) fails the gate")
-    p.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    p.add_argument("--format", choices=("markdown", "json"), default="markdown",
+                   help="markdown (a PR comment; the default) or json (every case's numbers, for a script)")
 
 
 def emit(text: str, out: str | None, markdown: bool) -> None:

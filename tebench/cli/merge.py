@@ -43,5 +43,5 @@ def add_parser(sub: Any) -> None:
     p.add_argument("shards", nargs="+", help="shard run directories or results files")
     p.add_argument("--out", required=True, help="directory for the merged results.jsonl and report/")
     p.add_argument("--require-complete", action="store_true", help="exit 2 when a shard is missing")
-    p.add_argument("--no-report", action="store_true")
+    p.add_argument("--no-report", action="store_true", help="write the merged results.jsonl only, no report/")
     p.set_defaults(func=cmd_merge)

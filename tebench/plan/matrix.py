@@ -96,7 +96,8 @@ class Settings:
     parity_atol: float = knob(0.05, "Loss parity: losses below this count as equal; capped at a tenth of the "
                               "reference's final loss.", min=0.0, max=1e6)
     profile_steps: int = knob(3, "Extra steps run under the profiler on CUDA to measure how busy the GPU is "
-                              "(not timed).", min=0, max=10_000)
+                              "(not timed). 0 measures no GPU-busy fraction, but one step is still profiled for "
+                              "the time breakdown and the FP8 proof.", min=0, max=10_000)
     scaling_samples: int = knob(8, "How many times over the run FP8 scaling state is sampled.", min=0, max=10_000)
     validate: bool = knob(True, "Run the workload's held-out validation after training (16 forward passes for "
                           "the GPT; part of the convergence verdict).")
@@ -306,7 +307,11 @@ def preset_path(name: str) -> Path:
         path = _presets_dir() / f"{name}.toml"
         if path.is_file():
             return Path(str(path))
-    raise MatrixError("--preset", "preset", name, f"no such preset (known: {', '.join(preset_names())})")
+    import difflib
+
+    close = difflib.get_close_matches(str(name), preset_names(), 1, 0.6)
+    guess = f"did you mean {close[0]!r}? " if close else ""
+    raise MatrixError("--preset", "preset", name, f"no such preset ({guess}known: {', '.join(preset_names())})")
 
 
 def _depth(data: Any) -> int:

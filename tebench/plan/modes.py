@@ -76,13 +76,14 @@ class Mode:
     def _gate_torchao(self, env: "Environment") -> str | None:
         from tebench.plan.torchao_support import pair_problem
 
+        # The deciding gate first: on a machine with no CUDA GPU, installing torchao would not make it run.
+        if env.device_type != "cuda":
+            return f"{self.name} needs a CUDA GPU (torchao's FP8 matmul is CUDA-only); none was detected"
         if env.torchao is None:
             return f"{self.name} needs torchao ({env.torchao_error or 'not installed'}; pip install 'tebench[ao]')"
         problem = pair_problem(env.torchao, env.torch)
         if problem:
             return f"{self.name}: {problem}"
-        if env.device_type != "cuda":
-            return f"{self.name} needs a CUDA GPU (torchao's FP8 matmul is CUDA-only); none was detected"
         cc = env.gpu.capability
         if cc < (8, 9):
             return f"{self.name} needs compute capability >= 8.9; {env.gpu.name} has {cc[0]}.{cc[1]}"

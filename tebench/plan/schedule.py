@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass
 from tebench.plan import shards as shard
 from tebench.plan.environment import Environment
@@ -49,10 +50,33 @@ def _repaired(glob: str, ids: list[str]) -> str | None:
     return out if out != glob and any(fnmatch.fnmatchcase(cid, out) for cid in ids) else None
 
 
-def unmatched_only(cases: list[Case], only: list[str] | None) -> list[str]:
-    """One line for each ``--only`` glob that matches no id of ``cases``, naming it and close ids."""
+def closest_ids(glob: str, ids: list[str], n: int = 3) -> list[str]:
+    """The ``n`` ids closest to ``glob``, part by part ("/"-separated): a wildcard part compares only its
+    literal text with as much of the id's part, so 'gpt/*/TE-FP9*' ranks TE-FP8 ids first (a whole-string
+    match, wildcards dropped, ranked TE-BF16 and PT-FP32 ids above them)."""
     import difflib
 
+    parts = glob.split("/")
+
+    def score(cid: str) -> float:
+        theirs = cid.split("/")
+        total = 0.0
+        for mine, other in zip(parts, theirs):
+            literal = re.sub(r"[*?]|\[[^\]]*\]", "", mine)
+            if not literal:
+                total += 1.0  # a bare wildcard matches any part
+                continue
+            other = other[:len(literal)] if any(ch in mine for ch in "*?[") else other
+            total += difflib.SequenceMatcher(None, literal, other).ratio()
+        # Over the glob's parts only: a '*' matches '/' too, so 'TE-FP9*' may stand for 'TE-FP8/delayed…'.
+        return total / len(parts)
+
+    ranked = sorted(ids, key=lambda cid: -score(cid))
+    return [cid for cid in ranked[:n] if score(cid) >= 0.5]
+
+
+def unmatched_only(cases: list[Case], only: list[str] | None) -> list[str]:
+    """One line for each ``--only`` glob that matches no id of ``cases``, naming it and close ids."""
     ids = [c.id for c in cases]
     out = []
     for glob in only or []:
@@ -63,7 +87,7 @@ def unmatched_only(cases: list[Case], only: list[str] | None) -> list[str]:
         if fixed:
             hits = sum(fnmatch.fnmatchcase(cid, fixed) for cid in ids)
             hints.append(f"--only {fixed!r} would match {hits} case(s)")
-        close = difflib.get_close_matches(glob.replace("*", "").replace("?", ""), ids, 3, 0.5)
+        close = closest_ids(glob, ids)
         if close:
             hints.append("close case ids: " + ", ".join(close))
         if not hints:

@@ -40,7 +40,7 @@ from tebench.plan import modes
 from tebench.plan.modes import FP8_MODES
 from tebench.schema import validate
 from tebench.schema.records import CaseResult, Phases, RunHeader
-from tebench.report import charts, harness_cost as phases, tables
+from tebench.report import answer, charts, harness_cost as phases, tables
 from tebench.report import why as why_mod
 from tebench.report.load import Source, load_all
 
@@ -138,7 +138,8 @@ HEADLINE_COLUMNS = [
     ("source", "machine", ""), ("workload", "workload", ""), ("size", "size", ""),
     ("fastest", "fastest mode", ""), ("step_ms", "step ms", "ms"), ("speedup_vs_amp", f"vs {tables.BASELINE}", "x"),
     ("speedup_vs_compile", f"vs {tables.COMPILED}", "x"), ("noise", "noise", ""),
-    ("memory_saving_vs_amp", f"memory saved vs {tables.BASELINE}", "pct"),
+    # Signed ("−12%", "+1.9%"): a column named "saved" showed -1.9% where the fastest used more.
+    ("memory_change", f"memory vs {tables.BASELINE}", "change"),
     # Cases passed over because they do not count (loss parity not passed, GEMMs not all FP8), each faster
     # than its pool's pick (fastest, best TE-FP8, best AO-FP8) or the fastest of a pool with no pick.
     ("faster_not_passing", "passed over (parity, FP8 proof)", ""),
@@ -216,6 +217,9 @@ def _sentence(row: pd.Series) -> str:
             text += f"; {FP8} is {fmt(row['te_vs_ao'], 'x')} vs {AO_FP8}"
         elif not row.get("best_fp8"):
             text += f"; no {FP8} variant counts here"
+    elif pd.notna(row.get("ao_ran", False)) and bool(row.get("ao_ran", False)) and row.get("best_fp8"):
+        # torchao ran at this size and none of its variants counts: name that library, not TE's.
+        text += f"; no {AO_FP8} variant counts here"
     if row.get("faster_not_passing"):
         text += f"; passed over, not counted: {row['faster_not_passing']}"
     saving = row["memory_saving_vs_amp"]
@@ -235,11 +239,13 @@ def _environment(src: Source) -> list[tuple[str, str]]:
         ("device", src.device),
         ("GPUs", "; ".join(f"{g['index']}: {g['name']}, CC {g['capability'][0]}.{g['capability'][1]}, "
                           f"{g['memory_bytes'] / 2**30:.0f} GiB, {g.get('multiprocessors')} SMs" for g in gpus) or "none"),
-        ("driver / CUDA / cuDNN", f"{env.get('driver') or '–'} / {env.get('cuda') or '–'} / {env.get('cudnn') or '–'}"),
+        ("driver / CUDA / cuDNN", clip_words(f"{env.get('driver') or '–'} / {env.get('cuda') or '–'} / "
+                                             f"{env.get('cudnn') or '–'}")),
         ("GPU clocks / power", "; ".join(f"GPU {i}: max SM {c.get('clocks.max.sm')} MHz, max mem "
                                         f"{c.get('clocks.max.mem')} MHz, power limit {c.get('power.limit')} W"
                                         for i, c in clocks.items()) or "–"),
-        ("torch / Transformer Engine", f"{env.get('torch') or '–'} / {env.get('te') or 'not available: ' + str(env.get('te_error') or '–')}"),
+        ("torch / Transformer Engine", clip_words(f"{env.get('torch') or '–'} / "
+                                                  f"{env.get('te') or 'not available: ' + str(env.get('te_error') or '–')}")),
         ("Python / CPU", f"{env.get('python') or '–'} / {env.get('cpu') or '–'} ×{env.get('cpu_count') or '?'}"),
         ("host", str(env.get("hostname") or "–")),
         ("MFU peak", f"{peak['bf16']} TFLOP/s dense BF16 ({peak['source']})" if peak else "unknown GPU: no MFU"),
@@ -248,6 +254,19 @@ def _environment(src: Source) -> list[tuple[str, str]]:
         ("relevant variables", ", ".join(f"{k}={v}" for k, v in (env.get("env_vars") or {}).items()) or "none set"),
     ]
     return rows
+
+
+ENV_CELL_CHARS = 200
+"""Characters an environment cell shows. The probe stores error messages cut at a fixed length, often
+mid-word ("… a conflicting cuDNN in LD_LIBRA"); the cell ends at a word instead, marked "…"."""
+
+
+def clip_words(text: str, limit: int = ENV_CELL_CHARS) -> str:
+    """``text`` up to ``limit`` characters, cut after a whole word and marked "…" where it is longer."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(None, 1)[0]
+    return cut.rstrip(" ,;:") + " …"
 
 
 def _listed(value: Any) -> str:
@@ -420,16 +439,18 @@ def _chart_jobs(sources: list[Source], df: pd.DataFrame, cost: pd.DataFrame,
     if df.empty:
         return []
     multi = len(sources) > 1
+    # Captions name CUDA graphs only where a case ran under them (never on a CPU run).
+    graphs = bool(df["graphs"].any())
     # The loss chart first: it is the largest, and the pool hands jobs out in order.
     jobs: list[ChartJob] = [
         ("loss", "Loss curves", "Training loss at every step, warm-up included, one panel per mode family. "
-         "Every mode starts from the same weights and sees the same batches; the black curve is the "
+         "Every mode starts from the same weights and sees the same batches; the black dashed curve is the "
          "reference mode and the grey band the band each curve was judged against.",
          lambda: charts.loss_curves(sources, df)),
         ("speedup", f"Speedup over {tables.BASELINE}", f"Each variant's median step time relative to eager "
          f"{tables.BASELINE} at the same size on the same machine; right of the dashed line is faster. "
-         f"Hatched: CUDA graphs. Pale, labelled ✗: {charts.NOT_COUNTED} (or its FP8 proof is partial); it counts "
-         "toward no speed claim.",
+         + ("Hatched: CUDA graphs. " if graphs else "")
+         + f"Pale, labelled ✗: {charts.NOT_COUNTED} (or its FP8 proof is partial); it counts toward no speed claim.",
          lambda: charts.speedup(df)),
         ("step_time", "Train-step time", "Median of the timed steps (warm-up excluded); error bars span the "
          "25th to 75th percentile of the stored per-step samples. A panel whose values span more than 10× "
@@ -439,7 +460,7 @@ def _chart_jobs(sources: list[Source], df: pd.DataFrame, cost: pd.DataFrame,
          "private memory pool, set up before the reset: compare such cases by their peak reserved "
          "memory (in the case table), not by this chart.", lambda: charts.memory(df)),
         ("scaling", "Scaling with model size", "Per mode, the best variant at each size; x axis ordered by "
-         "training FLOPs per step. Dashed: CUDA graphs. An FP8 line takes only the variants that count (passed "
+         "training FLOPs per step. " + ("Dashed: CUDA graphs. " if graphs else "") + "An FP8 line takes only the variants that count (passed "
          "loss parity, FP8 proof not partial): a size where none does leaves a gap.", lambda: charts.scaling(df)),
         ("comparison", "Machines side by side", "Median step time of the same case on each machine.",
          lambda: charts.comparison(df)),
@@ -514,9 +535,12 @@ def _parity_context(df: pd.DataFrame, multi: bool) -> dict[str, Any]:
     pays = _pays_bars(tables.fp8_pays(df), multi)
     fp8_ran = not df.empty and (df["mode"].isin(FP8_MODES) & (df["status"] == "ok")).any()
     return {
+        **_answer(df, multi),
         "headline_sentences": [_sentence(r) for _, r in head.iterrows()],
         # The not-counted column only where some size has such a case: most runs pass throughout.
-        "headline": _both(head, [c for c in HEADLINE_COLUMNS if c[0] != "faster_not_passing"
+        "headline": _both(_same_as_baseline(head, "fastest", [
+            (tables.BASELINE, "speedup_vs_amp"), (tables.BASELINE, "memory_change"),
+            (tables.COMPILED, "speedup_vs_compile")]), [c for c in HEADLINE_COLUMNS if c[0] != "faster_not_passing"
                                  or (not head.empty and head["faster_not_passing"].astype(bool).any())], multi),
         "verdict_line": tables.verdict_text(df, reasons=True),
         "verdict_counts": tables.verdict_counts(df),
@@ -534,6 +558,29 @@ def _parity_context(df: pd.DataFrame, multi: bool) -> dict[str, Any]:
     }
 
 
+def _answer(df: pd.DataFrame, multi: bool) -> dict[str, Any]:
+    """The first screen's tables (one per workload) for both templates, and the legend under them."""
+    groups = answer.groups(df, multi)
+    energy = any("mJ/token" in g["table"].columns for g in groups)
+    return {"answer": [{"title": g["title"], "html": html_table(g["table"], "answer"), "md": md_table(g["table"]),
+                        "passed_over": g["passed_over"]} for g in groups],
+            "answer_legend": answer.legend(energy)}
+
+
+def _same_as_baseline(frame: pd.DataFrame, name: str, pairs: list[tuple[str, str]]) -> pd.DataFrame:
+    """A display copy where a row that *is* a baseline shows "=" in that baseline's columns, not "×1.00"
+    and "±0%": a case against itself says nothing. ``name``: the column naming the row's variant;
+    ``pairs``: (baseline variant, its column)."""
+    if frame.empty or name not in frame:
+        return frame
+    shown = frame.copy()
+    for baseline, column in pairs:
+        if column in shown:
+            shown[column] = shown[column].astype(object)
+            shown.loc[shown[name] == baseline, column] = "="
+    return shown
+
+
 def _table_context(df: pd.DataFrame, sources: list[Source], multi: bool, cost: pd.DataFrame) -> dict[str, Any]:
     """The case, GPU-busy, crossover, multi-GPU, comparison, not-run and cost tables."""
     has_busy = not df.empty and df["gpu_busy"].notna().any()
@@ -542,14 +589,19 @@ def _table_context(df: pd.DataFrame, sources: list[Source], multi: bool, cost: p
     cross = tables.crossover(df)
     comp = tables.comparison(df)
     not_run = tables.not_run(df)
+    flagged = tables.noisy(df)
+    shown = _same_as_baseline(df.assign(spread=flagged.map({True: "IQR > median", False: ""})), "variant",
+                              [(tables.BASELINE, "speedup_vs_amp"), (tables.COMPILED, "speedup_vs_compile")])
+    columns = [c for c in tables.CASE_COLUMNS if (has_busy or c[0] != "gpu_busy")
+               and (flagged.any() or c[0] != "spread")]
     return {
-        "cases": _both(df, tables.CASE_COLUMNS if has_busy else [c for c in tables.CASE_COLUMNS if c[0] != "gpu_busy"],
-                       multi),
+        "cases": _both(shown, columns, multi),
+        "n_noisy": int(flagged.sum()),
         "n_cases": len(df),
         "status_counts": df["status"].value_counts().to_dict() if not df.empty else {},
         "has_busy": bool(has_busy),
         "busy": _both(busy, BUSY_COLUMNS, multi),
-        "cpu_bound": int((busy["bound"] == "CPU-bound").sum()) if not busy.empty else 0,
+        "cpu_bound": int((busy["bound"] == "launch-bound").sum()) if not busy.empty else 0,
         "crossover": _both(cross, CROSSOVER_BOTH_COLUMNS if "fp8" in cross.columns else CROSSOVER_COLUMNS, multi),
         "has_crossover": not cross.empty,
         "distributed": _both(dist, DIST_COLUMNS, multi),

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import matplotlib
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, Locator, LogLocator, MaxNLocator, NullFormatter
 
 from tebench import workloads
 from tebench.plan.modes import MODES, Mode, is_fp8
@@ -135,7 +135,23 @@ def _axis(axis: Any, log: bool, formatter: Any = _plain, span: tuple[float, floa
         subs = (1.0, 2.0, 5.0) if decades <= 3 else (1.0,)
         axis.set_major_locator(LogLocator(base=10, subs=subs, numticks=9))
         axis.set_minor_formatter(NullFormatter())
+    elif formatter is _bytes:
+        axis.set_major_locator(_BytesLocator())
     axis.set_major_formatter(FuncFormatter(formatter))
+
+
+class _BytesLocator(Locator):
+    """Ticks at round numbers of the axis's own unit (100 MiB, 200 MiB …, not 47.7 MiB, 95.4 MiB …), at most
+    five: labels such as "381 MiB" are wide, and six of them ran into each other on a 4.6 in panel."""
+
+    def __call__(self) -> Any:
+        lo, hi = self.axis.get_view_interval()
+        return self.tick_values(lo, hi)
+
+    def tick_values(self, vmin: float, vmax: float) -> Any:
+        top = max(abs(vmin), abs(vmax))
+        div = next((d for d in (2**30, 2**20, 2**10) if top >= d), 1)
+        return MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]).tick_values(vmin / div, vmax / div) * div
 
 
 def _grid_figure(rows: int, cols: int, panel_w: float, panel_h: float | list[float], left: float = 0.75,
@@ -432,8 +448,10 @@ def _loss_panel(ax: Any, panel: tuple, scale: tuple, label: Callable[[CaseResult
                         color="#bbbbbb", alpha=0.55, linewidth=0, label="reference band" if first else None)
     if ref is not None:
         ref_losses = ref.loss.per_step
-        ax.plot(range(len(ref_losses)), ref_losses, color="black", linewidth=1.3,
-                label=f"{ref.mode} (reference)" if first else None)
+        # Dashed and on top: a curve that follows the reference closely (the common case) would hide a
+        # solid reference drawn beneath it.
+        ax.plot(range(len(ref_losses)), ref_losses, color="black", linewidth=1.4, linestyle=(0, (3, 2.5)),
+                zorder=4, label=f"{ref.mode} (reference, dashed)" if first else None)
     for j, rec in enumerate(members):
         c, style = distinct(j)
         losses = rec.loss.per_step

@@ -2,8 +2,8 @@
 
 Both become :class:`Source` objects holding result records in tebench's
 schema, so everything downstream handles one shape. A source is labelled by
-the device it ran on; two sources from the same device model get their run id
-appended, so a side-by-side comparison always has distinct columns.
+the device it ran on; two sources from the same device model get their file's
+name appended, so a side-by-side comparison always has distinct columns.
 """
 
 from __future__ import annotations
@@ -212,9 +212,18 @@ def load_all(paths: list[str | Path]) -> list[Source]:
     sources = [load(p) for p in paths]
     counts = Counter(s.device for s in sources)
     for s in sources:
-        s.label = s.device if counts[s.device] == 1 else f"{s.device} [{s.header.run_id or Path(s.path).stem}]"
+        # Several files from one device model are files, not machines: name each by its file, which the
+        # reader can find, not by a run id (a timestamp and a hash that say nothing at a glance).
+        s.label = s.device if counts[s.device] == 1 else f"{s.device}, {file_name(s.path)}"
     labels = Counter(s.label for s in sources)
     for i, s in enumerate(sources):
         if labels[s.label] > 1:
             s.label = f"{s.label} #{i + 1}"
     return sources
+
+
+def file_name(path: str | Path) -> str:
+    """A results file as a label: its name, with its folder where the name alone says little
+    (``results.jsonl`` of ``runs/a`` and of ``runs/b``)."""
+    p = Path(path)
+    return f"{p.parent.name}/{p.name}" if p.stem in ("results", "report") and p.parent.name else p.name

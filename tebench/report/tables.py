@@ -26,7 +26,7 @@ from tebench.report.load import Source
 BASELINE = modes.baseline("amp")
 COMPILED = modes.baseline("compile")
 CPU_BOUND_BELOW = 0.5
-"""A GPU busy less than half of the step is labelled CPU-bound."""
+"""A GPU busy less than half of the step is labelled launch-bound (the word the docs and `ab` use too)."""
 STATUS_SEVERITY = run_records.STATUS_SEVERITY
 JUDGED = parity.JUDGED
 
@@ -85,7 +85,7 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
                 "parity_tolerance": par.tolerance,
                 "fp8_proof": last.fp8_proof.verdict if last.fp8_proof is not None else None,
                 "gpu_busy": busy,
-                "bound": None if busy is None else ("CPU-bound" if busy < CPU_BOUND_BELOW else "GPU-bound"),
+                "bound": None if busy is None else ("launch-bound" if busy < CPU_BOUND_BELOW else "GPU-bound"),
                 "validation_metric": val.metric,
                 "validation": val.value,
                 "validation_verdict": par.validation_verdict,
@@ -268,6 +268,8 @@ def headline(df: pd.DataFrame) -> pd.DataFrame:
             "speedup_vs_compile": best["speedup_vs_compile"] if best is not None else np.nan,
             "memory_saving_vs_amp": (1 - best["memory_vs_amp"])
             if best is not None and pd.notna(best["memory_vs_amp"]) else np.nan,
+            "memory_change": (best["memory_vs_amp"] - 1)
+            if best is not None and pd.notna(best["memory_vs_amp"]) else np.nan,
             "faster_not_passing": _faster_not_counted(picks, counted),
             "best_fp8": best_fp8["variant"] if best_fp8 is not None else None,
             "fp8_speedup_vs_amp": best_fp8["speedup_vs_amp"] if best_fp8 is not None else np.nan,
@@ -370,10 +372,11 @@ def _other_fp8(ok: pd.DataFrame, te: pd.DataFrame, best_te: pd.Series | None, gr
     ao = ok[ok["mode"].isin(AO_FP8_MODES)]
     te_parity = (best_te.get("parity") or None) if best_te is not None else None
     if ao.empty:
-        return {"best_ao_fp8": None, "ao_fp8_speedup_vs_amp": np.nan, "ao_fp8_speedup_vs_compile": np.nan,
+        # "ao_ran": torchao's cases were in the matrix at this size, and none counts (the sentence says so).
+        return {"ao_ran": True, "best_ao_fp8": None, "ao_fp8_speedup_vs_amp": np.nan, "ao_fp8_speedup_vs_compile": np.nan,
                 "te_vs_ao": np.nan, "te_parity": te_parity, "ao_parity": None, "te_vs_ao_passing": np.nan}
     best = ao.loc[ao["median_ms"].idxmin()]
-    return {"best_ao_fp8": best["variant"], "ao_fp8_speedup_vs_amp": best["speedup_vs_amp"],
+    return {"ao_ran": True, "best_ao_fp8": best["variant"], "ao_fp8_speedup_vs_amp": best["speedup_vs_amp"],
             "ao_fp8_speedup_vs_compile": best["speedup_vs_compile"],
             "te_vs_ao": (best["median_ms"] / best_te["median_ms"]) if best_te is not None else np.nan,
             "te_parity": te_parity, "ao_parity": best.get("parity") or None,
@@ -389,9 +392,18 @@ def _fastest_passing(cases: pd.DataFrame) -> float:
     return float(passed["median_ms"].min()) if not passed.empty else np.nan
 
 
+NOISE_RESAMPLES = 400
+"""Resamples of a headline speedup's bootstrap interval: enough to tell an interval that includes ×1 from one that
+does not, cheap enough for every size of a report (the crossover uses as many)."""
+
+
 def within_noise(best: pd.Series, base: pd.Series | None) -> str:
-    """"within noise" when the fastest mode's lead over the baseline is smaller than either one's
-    interquartile spread (relative to its median): one run cannot tell them apart. "" otherwise."""
+    """"within noise" when one run cannot tell the fastest mode from the baseline, "" otherwise.
+
+    Either rule says so: the lead is smaller than either one's interquartile spread (relative to its
+    median), or the bootstrap interval of the speedup (:func:`speedup_interval`) includes ×1. The second
+    is what keeps a CPU headline honest: a step time whose IQR is most of its median supports no ×7.
+    """
     if base is None or best["variant"] == base["variant"]:
         return ""
     spreads = [r["iqr_ms"] / r["median_ms"] for r in (best, base)
@@ -399,7 +411,35 @@ def within_noise(best: pd.Series, base: pd.Series | None) -> str:
     speedup = best.get("speedup_vs_amp")
     if not spreads or speedup is None or pd.isna(speedup) or speedup <= 0:
         return ""
-    return "within noise" if abs(math.log(speedup)) < max(spreads) else ""
+    if abs(math.log(speedup)) < max(spreads):
+        return "within noise"
+    interval = speedup_interval(best, base)
+    return "within noise" if interval is not None and interval[0] <= 1.0 <= interval[1] else ""
+
+
+def speedup_interval(best: pd.Series, base: pd.Series) -> tuple[float, float] | None:
+    """The bootstrap interval of ``best``'s speedup over ``base`` (rounds resampled, then steps), or None where
+    either has no stored samples."""
+    if not _has_samples(best) or not _has_samples(base):
+        return None
+    _, lo, hi = stats.bootstrap_ratio(best["samples_ms"], base["samples_ms"], resamples=NOISE_RESAMPLES)
+    return lo, hi
+
+
+def _has_samples(row: pd.Series) -> bool:
+    rounds = row.get("samples_ms")
+    return isinstance(rounds, (list, tuple)) and any(len(r) for r in rounds)
+
+
+NOISY_SPREAD = 1.0
+"""A case whose steps' IQR exceeds this share of its median is flagged: its median says little."""
+
+
+def noisy(df: pd.DataFrame) -> pd.Series:
+    """Which finished cases' IQR exceeds their median (:data:`NOISY_SPREAD`): True per row."""
+    if df.empty or "iqr_ms" not in df:
+        return pd.Series(False, index=df.index)
+    return (df["status"] == "ok") & (df["iqr_ms"] > NOISY_SPREAD * df["median_ms"])
 
 
 def short_reason(reason: Any, limit: int = 60) -> str:
@@ -659,8 +699,15 @@ def fmt(value: Any, kind: str = "") -> str:
         return "–"
     if kind == "ms":
         return f"{value:.3g}" if value < 10 else f"{value:,.1f}"
+    if isinstance(value, str) and kind:
+        return value  # a word in a number column: "=" where a case is its own baseline
     if kind == "x":
         return f"×{value:.2f}"
+    if kind == "change":
+        # Signed, so that a column of changes never shows a negative "saving".
+        if abs(value) < 0.0005:
+            return "±0%"
+        return f"{'−' if value < 0 else '+'}{abs(value) * 100:.{0 if abs(value) >= 0.095 else 1}f}%"
     if kind == "s":
         return f"{value:,.1f}"
     if kind == "pct":
@@ -686,6 +733,8 @@ CASE_COLUMNS: list[tuple[str, str, str]] = [
     ("status", "status", ""),
     ("median_ms", "step ms (median)", "ms"),
     ("iqr_ms", "IQR ms", "ms"),
+    # Only where some case's IQR exceeds its median (:func:`noisy`): its median says little.
+    ("spread", "noise", ""),
     ("rounds", "rounds", ""),
     ("speedup_vs_amp", f"vs {BASELINE}", "x"),
     ("speedup_vs_compile", f"vs {COMPILED}", "x"),

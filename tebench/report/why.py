@@ -8,6 +8,7 @@ run, a record from before kernels were kept): the section is then left out.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
@@ -22,7 +23,7 @@ from tebench.schema.records import CaseResult
 
 IDLE = ("idle", "idle (GPU waits on the host)", "#ffffff")
 LAUNCH_BOUND_FROM = 0.5
-"""A step idle for at least this share is launch- or CPU-bound: FP8 GEMMs cannot shorten it much."""
+"""A step idle for at least this share is launch-bound: FP8 GEMMs cannot shorten it much."""
 FP8_GEMM_PEAK_GAIN = 2.0
 """The datasheet ratio of dense FP8 to BF16 tensor-core peaks (Hopper, Blackwell): the most FP8 can
 make a GEMM faster."""
@@ -143,7 +144,7 @@ def sentences(df: pd.DataFrame) -> list[str]:
             share = b["gemm_ms"] / b["step_ms"] if b["step_ms"] > 0 else 0.0
             estimate = breakdown.amdahl(share, FP8_GEMM_PEAK_GAIN)
             measured = b["step_ms"] / f["step_ms"] if f["step_ms"] > 0 else None
-            text += (f". {f['case_id'].split('/', 2)[2]} made the GEMMs {tables.fmt(gain, 'x')} faster "
+            text += (f". {f['case_id'].split('/', 2)[2]} made the GEMMs {faster_words(gain)} "
                      f"({tables.fmt(b['gemm_ms'], 'ms')} → {tables.fmt(f['gemm_ms'], 'ms')} ms); its FP8 casts, "
                      f"transposes and amax took {tables.fmt(f['fp8_cast'], 'ms')} ms "
                      f"({_share(f['fp8_cast'], b['step_ms'])} of {tables.BASELINE}'s step); "
@@ -155,8 +156,7 @@ def sentences(df: pd.DataFrame) -> list[str]:
             other = _other_library(fp8, f)
             if other is not None:
                 text += (f". The other library's fastest, {other['case_id'].split('/', 2)[2]}, made them "
-                         f"{tables.fmt(b['gemm_ms'] / other['gemm_ms'] if other['gemm_ms'] > 0 else None, 'x')} "
-                         f"faster, with {tables.fmt(other['fp8_cast'], 'ms')} ms of FP8 casts and amax and "
+                         f"{faster_words(b['gemm_ms'] / other['gemm_ms'] if other['gemm_ms'] > 0 else None)}, with {tables.fmt(other['fp8_cast'], 'ms')} ms of FP8 casts and amax and "
                          f"{tables.fmt(other['norm'], 'ms')} ms of normalization (against "
                          f"{tables.fmt(f['norm'], 'ms')}): {tables.fmt(b['step_ms'] / other['step_ms'], 'x')} "
                          "end to end")
@@ -167,6 +167,16 @@ def sentences(df: pd.DataFrame) -> list[str]:
                      "until the step is larger (or CUDA graphs take the launches away)")
         out.append(text + ".")
     return out
+
+
+def faster_words(ratio: float | None) -> str:
+    """A time ratio (before / after) in words that agree with it: "×1.20 faster", "×1.02 slower" (never
+    "×0.98 faster"), "no faster" at ×1.00."""
+    if ratio is None or not math.isfinite(ratio) or ratio <= 0:
+        return "– faster"
+    if round(ratio, 2) == 1.0:
+        return "no faster"
+    return f"{tables.fmt(ratio, 'x')} faster" if ratio > 1 else f"{tables.fmt(1 / ratio, 'x')} slower"
 
 
 TIME_COLUMNS = [("case_id", "case", ""), ("source", "machine", ""), ("step_ms", "step ms", "ms"),

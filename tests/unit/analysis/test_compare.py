@@ -18,6 +18,7 @@ from conftest import FIXTURES, MICRO_GPT
 from conftest import read_jsonl as lines
 from conftest import write_jsonl as write
 from tebench.analysis.compare import CompareError, Options, compare, parse_threshold, to_markdown
+from tebench.analysis.compare import headline as headline_lines
 
 CPU = FIXTURES / "cpu-smoke.jsonl"
 AMP = "gpt/tiny/PT-AMP"
@@ -450,3 +451,15 @@ def test_a_slowdown_beyond_noise_whose_interval_reaches_past_the_threshold_fails
     # The same change the other way is no improvement: an improvement needs the change itself past it.
     back = delta(compare(head, base))
     assert back.verdict == "faster" and compare(head, base).exit_code == 0
+
+
+def test_cant_tell_never_counts_more_cases_than_it_cannot_tell():
+    # Compare once said "Can't tell for 46 case(s): 50 of them have too few rounds" (cases with too
+    # few rounds that were judged anyway, or missing, were counted among the 46).
+    import re
+
+    line = next(x for x in headline_lines(compare(CPU, CPU)) if x.startswith("Can't tell for"))
+    total = int(re.search(r"Can't tell for (\d+) case", line).group(1))
+    part = re.search(r"(\d+) of them have too few", line)
+    assert part is None or int(part.group(1)) <= total
+    assert "all of them have too few rounds" in line  # one round a side: every inconclusive case lacks rounds

@@ -118,6 +118,10 @@ def test_gate_refuses_with_the_reason(env, words):
 def test_gate_on_a_cpu_and_without_a_compiler():
     cpu = Environment(device_type="cpu", compile=Support(True), torch="2.13.0+cpu", torchao="0.18.0")
     assert "needs a CUDA GPU (torchao's FP8 matmul is CUDA-only)" in gate_case(ao_case(), cpu)
+    # Without torchao too, the CPU decides: installing torchao would not make it run there.
+    bare = Environment(device_type="cpu", compile=Support(True), torch="2.13.0+cpu", torchao=None)
+    assert gate_case(ao_case(), bare).startswith("AO-FP8 needs a CUDA GPU") and "pip install" not in gate_case(
+        ao_case(), bare)
     broken = ao_env()
     broken.compile = Support(False, "torch.compile on CUDA needs Triton, which does not import: x")
     assert "Triton" in gate_case(ao_case(), broken)

@@ -145,7 +145,7 @@ def test_render_h200_fixture(tmp_path):
     out = report.render([H200], tmp_path / "rep")
     html = (out / "index.html").read_text()
     check_self_contained(html)
-    assert "NVIDIA H200" in html and 'id="crossover"' in html and "CPU-bound" in html
+    assert "NVIDIA H200" in html and 'id="crossover"' in html and "launch-bound" in html
     assert (out / "fp8_state_0.png").is_file() and (out / "scaling.png").is_file()
     md = (out / "report.md").read_text()
     assert "**Where FP8 pays**" in md

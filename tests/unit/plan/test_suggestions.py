@@ -1,0 +1,23 @@
+"""Suggestions for a mistyped preset or --only glob name what was meant."""
+
+from __future__ import annotations
+
+import pytest
+
+from tebench.plan import matrix, schedule
+
+
+def test_a_mistyped_preset_gets_a_did_you_mean():
+    with pytest.raises(matrix.MatrixError, match="did you mean 'nightly'"):
+        matrix.preset_path("nightyl")
+    with pytest.raises(matrix.MatrixError) as err:
+        matrix.preset_path("zzzz")
+    assert "did you mean" not in str(err.value) and "known: crossover" in str(err.value)
+
+
+def test_only_suggestions_rank_ids_of_the_mode_that_was_meant():
+    cases = list(matrix.iter_cases(matrix.load("nightly", is_preset=True)))
+    line = schedule.unmatched_only(cases, ["gpt/*/TE-FP9*"])[0]
+    close = line.split("close case ids: ")[1].split(";")[0].split(", ")
+    assert len(close) == 3 and all("/TE-FP8/" in cid for cid in close), close
+    assert schedule.closest_ids("gpt/tutorial/PT_AMP", [c.id for c in cases])[0] == "gpt/tutorial/PT-AMP"
