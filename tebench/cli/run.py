@@ -60,6 +60,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         if mat is None:
             mat = load_matrix(args, env)
             select(mat, args.only, shard_spec)
+        if devices and env.device_type != "cuda":
+            # Still run: on a CPU the indices are slots (cases run that many at a time), which the
+            # scheduler's tests use; but a user who meant GPUs must hear that there are none.
+            print(f"tebench run: --devices {args.devices}: this machine has no CUDA GPU; the cases run on the "
+                  f"CPU, {len(devices)} at a time", file=sys.stderr)
         if devices and env.device_type == "cuda":
             bad = [d for d in devices if int(d) >= len(env.gpus)]
             if bad:
