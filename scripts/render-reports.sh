@@ -39,24 +39,24 @@ render() {  # render NAME RESULTS...: into DEST/NAME; old charts go (their count
   fi
 }
 
-render h200-nightly          reports/h200-nightly/results.jsonl
-render h200-crossover        reports/h200-crossover/results.jsonl
-render h200-tutorial-distill reports/h200-tutorial-distill/results.jsonl
-render h200-llama           reports/h200-llama/results.jsonl
-render h200-d4096-lr-warmup  reports/h200-d4096-lr-warmup/warmup-0-8-16.jsonl \
-                             reports/h200-d4096-lr-warmup/warmup-16-calibration.jsonl
+render h200-nightly          reports/h200-nightly/results.jsonl.gz
+render h200-crossover        reports/h200-crossover/results.jsonl.gz
+render h200-tutorial-distill reports/h200-tutorial-distill/results.jsonl.gz
+render h200-llama           reports/h200-llama/results.jsonl.gz
+render h200-d4096-lr-warmup  reports/h200-d4096-lr-warmup/warmup-0-8-16.jsonl.gz \
+                             reports/h200-d4096-lr-warmup/warmup-16-calibration.jsonl.gz
 render h200x2-distributed    tests/fixtures/h200x2-distributed.jsonl
 render h200-modules          tests/fixtures/h200-modules-benchmark.json
 render cpu-smoke             reports/cpu-smoke/results.jsonl
-render h200-harness-cost     reports/h200-harness-cost/nightly-depth4.jsonl
-render h200-breakdown        reports/h200-breakdown/kernels.jsonl reports/h200-breakdown/d4096.jsonl \
-                             reports/h200-breakdown/bypass.jsonl reports/h200-breakdown/graphs.jsonl
-render h200-torchao          reports/h200-torchao/d4096.jsonl reports/h200-torchao/nightly-d2048.jsonl \
-                             reports/h200-torchao/crossover-s2048.jsonl
-render h200-torchao-mutations reports/h200-torchao-mutations/results.jsonl
-render h200-torchao-nightly  reports/h200-torchao-nightly/results.jsonl
-render h200-nightly-trimmed  reports/h200-nightly-trimmed/results.jsonl
-render h200-nightly-warm     reports/h200-nightly-warm/results.jsonl
-render h200-nightly-zipf     reports/h200-nightly-zipf/results.jsonl
-render h200-verdict-mutations reports/h200-verdict-mutations/results.jsonl
+render h200-harness-cost     reports/h200-harness-cost/nightly-depth4.jsonl.gz
+render h200-breakdown        reports/h200-breakdown/kernels.jsonl.gz reports/h200-breakdown/d4096.jsonl.gz \
+                             reports/h200-breakdown/bypass.jsonl.gz reports/h200-breakdown/graphs.jsonl.gz
+render h200-torchao          reports/h200-torchao/d4096.jsonl.gz reports/h200-torchao/nightly-d2048.jsonl.gz \
+                             reports/h200-torchao/crossover-s2048.jsonl.gz
+render h200-torchao-mutations reports/h200-torchao-mutations/results.jsonl.gz
+render h200-torchao-nightly  reports/h200-torchao-nightly/results.jsonl.gz
+render h200-nightly-trimmed  reports/h200-nightly-trimmed/results.jsonl.gz
+render h200-nightly-warm     reports/h200-nightly-warm/results.jsonl.gz
+render h200-nightly-zipf     reports/h200-nightly-zipf/results.jsonl.gz
+render h200-verdict-mutations reports/h200-verdict-mutations/results.jsonl.gz
 render h200-nightly-energy   reports/h200-nightly-energy/results.jsonl

@@ -82,11 +82,19 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason="needs torchao (pip install 'tebench[ao]')"))
 
 
+def read_text(path: Path) -> str:
+    """A file's text; a stored run kept as ``*.jsonl.gz`` is decompressed."""
+    import gzip
+
+    data = Path(path).read_bytes()
+    return (gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data).decode()
+
+
 def read_jsonl(path: Path) -> list[dict]:
-    """Every record of a results file (or any JSON Lines file)."""
+    """Every record of a results file (or any JSON Lines file, compressed or not)."""
     import json
 
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    return [json.loads(line) for line in read_text(path).splitlines() if line.strip()]
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:

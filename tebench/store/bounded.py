@@ -11,9 +11,11 @@ reads no more than the limit for that kind of file. A refusal is an
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import os
 import stat
+import zlib
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
@@ -37,6 +39,7 @@ SNIFF_BYTES = 64 * KiB
 """How much of a ``*.json`` file is looked at to tell pytest-benchmark output from a results file."""
 
 _READ_CHUNK = 1 * MiB
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 class InputError(RunError):
@@ -129,11 +132,23 @@ def iter_lines(path: str | Path, what: str = "results file", limit: int = RESULT
     ``file:line``. Lines keep their newline. InputError for a path that is not a
     regular file or is larger than ``limit``; also if the file grows past
     ``limit`` while it is read.
+
+    A gzip-compressed file (it starts with the gzip magic) is read as the text it holds, so that a
+    stored run can be kept compressed; ``limit`` then bounds the decompressed bytes too.
     """
-    with open_file(path, what, limit) as fh:
+    with open_file(path, what, limit) as raw:
+        fh: BinaryIO = raw
+        if raw.read(2) == GZIP_MAGIC:
+            raw.seek(0)
+            fh = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
+        else:
+            raw.seek(0)
         total = 0
         for lineno in itertools.count(1):
-            line = fh.readline(line_limit + 1)
+            try:
+                line = fh.readline(line_limit + 1)
+            except (EOFError, OSError, zlib.error) as exc:  # a truncated or damaged gzip stream
+                raise InputError(path, f"its gzip stream is damaged after line {lineno - 1} ({exc})") from None
             if not line:
                 return
             total += len(line)

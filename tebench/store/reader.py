@@ -60,9 +60,14 @@ class Run:
 
 
 def results_path(path: str | Path) -> Path:
-    """Accept a run directory or a results file."""
+    """Accept a run directory or a results file (in a directory, ``results.jsonl``, else a compressed
+    ``results.jsonl.gz``: how a stored run may be kept)."""
     p = Path(path)
-    return p / RESULTS_NAME if p.is_dir() else p
+    if not p.is_dir():
+        return p
+    plain = p / RESULTS_NAME
+    packed = p / (RESULTS_NAME + ".gz")
+    return packed if (not plain.exists() and packed.exists()) else plain
 
 
 def check_record(record: Any, *, text: bool = True) -> None:

@@ -22,7 +22,7 @@ from tebench.store import reader as results
 from tebench.plan.modes import REFERENCE_MODES
 
 from conftest import ROOT  # noqa: E402
-STORED = sorted(ROOT.glob("reports/*/results.jsonl")) + sorted((ROOT / "tests" / "fixtures").glob("*.jsonl"))
+STORED = sorted(ROOT.glob("reports/*/results.jsonl*")) + sorted((ROOT / "tests" / "fixtures").glob("*.jsonl"))
 
 
 def _same_setup_before(case: dict[str, Any], other: dict[str, Any]) -> bool:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, read_text
 from tebench.analysis import compare, stats
 from tebench.schema import records as record
 from tebench.store import run_records
@@ -22,14 +22,14 @@ from tebench.schema import version as versions
 from tebench.schema.records import CaseResult, RunHeader
 from tebench.store.run_records import CaseRounds
 
-RESULT_FILES = sorted(ROOT.glob("reports/*/results.jsonl")) + sorted(FIXTURES.glob("*.jsonl"))
+RESULT_FILES = sorted(ROOT.glob("reports/*/results.jsonl*")) + sorted(FIXTURES.glob("*.jsonl"))
 CPU = FIXTURES / "cpu-smoke.jsonl"
 H200 = FIXTURES / "h200-crossover.jsonl"
 
 
 def _lines(path: Path) -> list[dict]:
     out = []
-    for line in path.read_text().splitlines():
+    for line in read_text(path).splitlines():
         try:
             d = json.loads(line)
         except ValueError:

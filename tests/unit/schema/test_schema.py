@@ -20,7 +20,7 @@ import typing
 
 import pytest
 
-from conftest import FIXTURES, ROOT, STUB_CLI
+from conftest import FIXTURES, ROOT, STUB_CLI, read_text
 from tebench.schema import records, validate
 from tebench.schema.records import CaseResult, Measurements, RunHeader, _Part
 from tebench.schema.version import RecordError
@@ -30,7 +30,7 @@ H200 = FIXTURES / "h200-crossover.jsonl"
 
 
 def _lines(path):
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [json.loads(line) for line in read_text(path).splitlines() if line.strip()]
 
 
 def _parts() -> list[type]:
@@ -116,7 +116,7 @@ def test_text_that_is_not_unicode_is_refused_anywhere():
 
 
 def test_every_stored_record_passes_its_declarations():
-    for path in sorted(ROOT.glob("reports/*/results.jsonl")) + sorted(FIXTURES.glob("*.jsonl")):
+    for path in sorted(ROOT.glob("reports/*/results.jsonl*")) + sorted(FIXTURES.glob("*.jsonl")):
         for d in _lines(path):
             (CaseResult if d["type"] == "case" else RunHeader).check(d)
 
