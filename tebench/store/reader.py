@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,6 +132,52 @@ def _normal_case(case: dict[str, Any]) -> dict[str, Any]:
     return normal
 
 
+class _HugeInt(str):
+    """The digits of a JSON integer past Python's int-conversion limit, kept as text to be named."""
+
+
+def _digits(text: str) -> int | _HugeInt:
+    try:
+        return int(text)
+    except ValueError:  # past sys.get_int_max_str_digits() (4300 by default)
+        return _HugeInt(text)
+
+
+def _find_huge(value: Any, path: str = "") -> tuple[str, str] | None:
+    """The path and digits of the first integer :func:`_digits` kept as text, if any."""
+    stack = [(path, value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, _HugeInt):
+            return where, item
+        if isinstance(item, dict):
+            stack.extend((f"{where}.{k}" if where else str(k), v) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(item))
+    return None
+
+
+def loads(text: str) -> Any:
+    """``json.loads``, except that an integer past Python's digit limit (4,300 digits) raises
+    RecordError naming its field instead of a ValueError that names nothing.
+
+    The limit guards int() against quadratic time; no stored field is near it, so such a number
+    is damage. The normal path costs nothing: the field is looked for only when decoding failed.
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # "Exceeds the limit (4300 digits) for integer string conversion"
+        found = _find_huge(json.loads(text, parse_int=_digits))
+        if found is None:
+            raise
+        where, digits = found
+        raise RecordError(where or "(the record)", f"{digits[:12]}...",
+                          f"an integer of {len(digits)} digits, past the {sys.get_int_max_str_digits()}-digit "
+                          "limit of any stored number") from None
+
+
 def _restore_non_finite(record: dict[str, Any]) -> None:
     """Put back the NaN/inf values the writer replaced with null (listed in ``non_finite``)."""
     notes = record.get("non_finite")
@@ -172,7 +219,10 @@ def read(path: str | Path) -> Run:
         if not raw.strip():
             continue
         try:
-            record = json.loads(raw.decode("utf-8"))
+            record = loads(raw.decode("utf-8"))
+        except RecordError as exc:
+            problems.append(f"{where}: {exc}")
+            continue
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             # A process killed mid-write leaves a partial line; the case it
             # belonged to simply has no record and is re-run by --resume.
