@@ -139,6 +139,22 @@ def _rows(run: Any) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
     return header_row, case_rows
 
 
+def _check_one_run(run: Any) -> None:
+    """HistoryError unless the file holds one run with a run id: the history is keyed by it.
+
+    A header without one was stored under a null id and reported as "already stored" the next
+    time; a file holding two runs (concatenated, or parts appended) would be stored under the
+    first's id with the second's records standing in for the first's.
+    """
+    ids = list(dict.fromkeys(h.run_id for h in run.headers))
+    if not all(isinstance(i, str) and i for i in ids):
+        raise HistoryError(f"{run.path}: a header without a run id ([run_id] = {run.run_id!r}); "
+                           "the history is keyed by it: nothing of this file was stored")
+    if len(ids) > 1:
+        raise HistoryError(f"{run.path}: holds {len(ids)} runs ({', '.join(ids[:5])}); the history stores one "
+                           "run per file: split it into one file per run and add each (nothing was stored)")
+
+
 def add(db: str | Path, path: str | Path) -> Added:
     """Store a results file in the database; adding the same run again changes nothing.
 
@@ -148,6 +164,7 @@ def add(db: str | Path, path: str | Path) -> Added:
     """
     # Parity judged again over the run, as the report and --strict judge it.
     run = run_records.read(path)
+    _check_one_run(run)
     header_row, case_rows = _rows(run)
     with closing(connect(db, create=True)) as conn:
         try:

@@ -38,6 +38,13 @@ class Run:
     skipped_lines: int = 0
     problems: list[str] = field(default_factory=list)
     """``file:line: what is wrong`` for each skipped line."""
+    replaced: list[str] = field(default_factory=list)
+    """``file:line: …`` for each case record that replaced another run's record of the same case and round."""
+
+    @property
+    def run_ids(self) -> list[str]:
+        """The distinct run ids of the headers, in order: more than one when runs were appended to one file."""
+        return list(dict.fromkeys(h.get("run_id") for h in self.headers))
 
     @property
     def header(self) -> dict[str, Any]:
@@ -195,6 +202,24 @@ def _restore_non_finite(record: dict[str, Any]) -> None:
             continue  # a damaged note: the value stays null, which readers treat as "not measured"
 
 
+def _replaced_by_another_run(record: dict[str, Any], run: Run, owners: dict[tuple[Any, Any], tuple[str, str]],
+                             where: str) -> str | None:
+    """A note when a case record of one run replaces another run's record of the same case and round.
+
+    A resumed run appends records of its own run id, and the last one counts, silently. Several runs
+    in one file happen too: runs of a matrix's parts appended to one file, a case re-run on its own
+    (the last record still counts, as readers always did). Two results files concatenated by
+    mistake look the same, so the replacement is never silent: the caller warns with this note.
+    """
+    run_id = record.get("run_id") or run.run_id
+    key = (record.get("case_id"), record.get("round", 0))
+    owner = owners.get(key)
+    owners[key] = (run_id, where)
+    if owner is None or owner[0] == run_id:
+        return None
+    return f"{where}: case {key[0]} round {key[1]} of run {run_id} replaces run {owner[0]}'s record at {owner[1]}"
+
+
 def read(path: str | Path) -> Run:
     """Read a results file or run directory.
 
@@ -208,6 +233,7 @@ def read(path: str | Path) -> Run:
         raise FileNotFoundError(f"{path}: no results file ({file} does not exist or is not a file)")
     run = Run(path=str(file))
     problems: list[str] = []
+    owners: dict[tuple[Any, Any], tuple[str, str]] = {}
     seen_record = False
     # Bounded: a FIFO, a device or a file past the size limit is refused (InputError, exit 2), and a
     # line past the line limit is skipped without being held in memory.
@@ -249,6 +275,10 @@ def read(path: str | Path) -> Run:
         except RecordError as exc:
             problems.append(f"{where}: {exc}")
             continue
+        if record["type"] == "case":
+            note = _replaced_by_another_run(record, run, owners, where)
+            if note:
+                run.replaced.append(note)
         if record["type"] == "header":
             run.headers.append(record)
         else:
@@ -258,6 +288,11 @@ def read(path: str | Path) -> Run:
     if problems:
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
         warnings.warn(f"{file}: skipped {len(problems)} unreadable line(s): {shown}", stacklevel=2)
+    if run.replaced:
+        shown = "; ".join(run.replaced[:3]) + (f"; and {len(run.replaced) - 3} more" if len(run.replaced) > 3 else "")
+        warnings.warn(f"{file}: holds {len(run.run_ids)} runs; {len(run.replaced)} case record(s) of one run "
+                      f"replaced by another's (the last counts; split the file if that is wrong): {shown}",
+                      stacklevel=2)
     if not run.headers:
         why = f" ({len(problems)} line(s) unreadable, first {problems[0]})" if problems else ""
         raise SchemaError(f"{file}: no header record{why}; not a tebench results file")
