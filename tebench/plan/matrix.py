@@ -611,6 +611,9 @@ def _size(workload: str, size_name: str, dims: Any, base: Settings) -> tuple[Any
     except SizeError as exc:
         key = f"{where}.{exc.key}" if exc.key else where
         raise _Bad(key, exc.value, str(exc)) from None
+    except Exception as exc:  # a user workload's check() may raise anything: name it, never a traceback
+        raise _Bad(where, dims, f"workload '{workload}': its check() of this size raised "
+                                f"{type(exc).__name__}: {exc}") from None
     return size, settings
 
 
