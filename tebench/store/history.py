@@ -204,6 +204,8 @@ def _row_problem(row: tuple[Any, ...]) -> str | None:
         why = _sql_problem(value, kind)
         if why is None and isinstance(value, float) and kind == _REAL and not np.isfinite(value):
             why = "must be finite"
+        if why is None and column == "case_id" and value.count("/") < 2:
+            why = "not a case id (workload/size/mode...)"
         if why:
             shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
             return f"[{column}] = {shown}: {why}"
