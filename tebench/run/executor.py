@@ -127,7 +127,10 @@ class Executor:
                 f"--nproc-per-node={case.nproc}", *worker]
 
     def _child_env(self, device: str | None) -> dict[str, str]:
-        child_env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": child_pythonpath(),
+        # PYTHONSAFEPATH (Python >= 3.11): `python -m` would put the working directory first on the
+        # import path, and a folder named tebench there would stand in for tebench. A workload named
+        # by import path is still found there: plugin resolution appends the working directory.
+        child_env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": child_pythonpath(), "PYTHONSAFEPATH": "1",
                      "TEBENCH_PARENT_PID": str(os.getpid()),
                      **caches.child_env(self.opts.compile_cache, {**os.environ, **self.opts.env}), **self.opts.env}
         if device is not None:

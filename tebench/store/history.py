@@ -26,6 +26,8 @@ import pandas as pd
 
 from tebench.analysis import compare, stats
 from tebench.store import run_records
+from tebench.store import reader as results
+from tebench.schema.version import RecordError
 from tebench.schema.records import CaseResult
 from tebench.store import bounded, history_db
 from tebench.store.history_db import HistoryError
@@ -250,15 +252,26 @@ def records(db: str | Path, run_ids: list[str]) -> list[CaseResult]:
     """The stored records of some runs."""
     if not run_ids:
         return []
+    import warnings
+
     with _reading(db) as conn:
-        q = f"SELECT record_json FROM cases WHERE run_id IN ({','.join('?' * len(run_ids))})"
+        q = f"SELECT rowid, record_json FROM cases WHERE run_id IN ({','.join('?' * len(run_ids))})"
         rows = conn.execute(q, run_ids).fetchall()
-    out = []
-    for (text,) in rows:
+    out, problems = [], []
+    for rowid, text in rows:
+        # The same checks as a results line: a damaged stored record is skipped by its rowid.
         try:
-            out.append(CaseResult.from_dict(json.loads(text), f"{db}: record"))
-        except (TypeError, ValueError, KeyError, AttributeError) as exc:
-            raise HistoryError(f"{db}: a stored case record is damaged ({type(exc).__name__}: {exc})") from None
+            record = results.loads(text) if isinstance(text, str) else None
+            if not isinstance(record, dict):
+                raise RecordError("record_json", text, "not a JSON object")
+            record.setdefault("type", "case")
+            results.check_record(record)
+            out.append(CaseResult.from_dict(record, f"{db}: record"))
+        except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
+            problems.append(f"cases rowid {rowid}: {exc}")
+    if problems:
+        warnings.warn(f"{db}: skipped {len(problems)} damaged stored record(s): {'; '.join(problems[:3])}",
+                      stacklevel=2)
     return out
 
 

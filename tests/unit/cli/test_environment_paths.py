@@ -138,3 +138,13 @@ def test_cli_merge_into_an_out_of_bytes_that_are_not_utf8(tmp_path, capsys):
 ])
 def test_only_a_complete_progress_message_reaches_the_display(line, kept):
     assert (progress_message(line) is not None) == kept
+
+
+def test_workers_do_not_import_a_tebench_folder_from_the_working_directory():
+    from tebench.run.executor import Executor
+
+    class Stub:  # what _child_env reads of an Executor
+        opts = type("O", (), {"compile_cache": None, "env": {}})()
+
+    child = Executor._child_env(Stub(), None)
+    assert child["PYTHONSAFEPATH"] == "1" and str(ROOT) in child["PYTHONPATH"]

@@ -90,3 +90,12 @@ def test_a_database_of_a_newer_tebench_is_called_newer(db, capsys):
 def test_new_databases_carry_the_format_version(db):
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == history_db.FORMAT_VERSION
+
+
+@pytest.mark.parametrize("stored", ["{cut short", '{"case_id": 5}', "9" * 5000, "[]"])
+def test_a_damaged_stored_record_is_skipped_by_rowid(db, stored):
+    run_id = history.frame(db)["run_id"].iloc[0]
+    _sql(db, "UPDATE cases SET record_json = ? WHERE rowid = 3", stored)
+    with pytest.warns(UserWarning, match=r"skipped 1 damaged stored record\(s\): cases rowid 3"):
+        kept = history.records(db, [run_id])
+    assert len(kept) == 10
