@@ -23,7 +23,8 @@ class UsageError(Exception):
 
 
 # ASCII only: str.isdigit() (and \d) accept '²' or '٣', which no CUDA_VISIBLE_DEVICES names.
-_DEVICE_INDEX = re.compile(r"[0-9]+")
+# At most 9 digits: no machine has more GPUs, and int() refuses past 4,300 digits.
+_DEVICE_INDEX = re.compile(r"[0-9]{1,9}")
 
 
 def command_line() -> str:

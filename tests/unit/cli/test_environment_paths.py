@@ -148,3 +148,11 @@ def test_workers_do_not_import_a_tebench_folder_from_the_working_directory():
 
     child = Executor._child_env(Stub(), None)
     assert child["PYTHONSAFEPATH"] == "1" and str(ROOT) in child["PYTHONPATH"]
+
+
+@pytest.mark.parametrize("flag", ["--devices", "--shard"])
+def test_an_option_of_thousands_of_digits_is_bad_input(tmp_path, capsys, no_probe, flag):
+    # Found by the nightly fuzz profile: --devices 999…9 (5,000 digits) reached int() and exited 70.
+    value = "9" * 5000 if flag == "--devices" else "1/" + "9" * 5000
+    assert cli.main(["run", "--preset", "smoke", "--out", str(tmp_path / "o"), flag, value]) == 2
+    assert "internal error" not in capsys.readouterr().err
