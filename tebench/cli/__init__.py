@@ -56,15 +56,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # --help and usage errors end here, before any other import
 
+    # What _run's except clauses name, imported before the signal handlers are: a SIGTERM during an
+    # import there would escape the guard.
+    from tebench import errors, escape  # noqa: F401
+    from tebench.plan import environment, matrix, shards  # noqa: F401
+    from tebench.schema import version  # noqa: F401
+
+    warnings.showwarning = _warn
+    guard.tolerate_warning_errors()
+    replaced = guard.install_signals()
+    try:
+        return _run(args)
+    finally:
+        guard.restore_signals(replaced)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, its expected refusals turned into exit 2 and anything else into the guard's exit."""
+    from tebench.cli import guard
     from tebench.errors import RunError
     from tebench.escape import for_terminal
     from tebench.plan.environment import ProbeError
     from tebench.plan.matrix import MatrixError
     from tebench.plan.shards import ShardError
     from tebench.schema.version import SchemaError
-    warnings.showwarning = _warn
-    guard.tolerate_warning_errors()
-    guard.install_signals()
+
     try:
         return args.func(args)
     # Messages quote matrices, records and paths: their control characters are shown, not obeyed.

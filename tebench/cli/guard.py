@@ -52,19 +52,28 @@ def _raise_terminated(signum: int, frame: Any) -> None:
     raise Terminated(signum)
 
 
-def install_signals() -> None:
+def install_signals() -> dict[int, Any]:
     """SIGTERM and SIGHUP end the command like SIGINT does (cleanup, then exit 128+N).
 
-    Only from the main thread (signal.signal refuses elsewhere, e.g. a test calling main in a thread).
+    Returns the handlers replaced, for :func:`restore_signals` (a caller of ``main`` in-process, a
+    test, gets its own back). Only from the main thread (signal.signal refuses elsewhere).
     """
     import threading
 
     if threading.current_thread() is not threading.main_thread():
-        return
+        return {}
     _INSTALLED_IN[:] = [os.getpid()]
+    replaced = {}
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) is signal.SIG_DFL:  # an ignored SIGHUP (nohup) stays ignored
-            signal.signal(sig, _raise_terminated)
+            replaced[sig] = signal.signal(sig, _raise_terminated)
+    return replaced
+
+
+def restore_signals(replaced: dict[int, Any]) -> None:
+    """Put back the handlers :func:`install_signals` replaced."""
+    for sig, handler in replaced.items():
+        signal.signal(sig, handler)
 
 
 def signal_exit(exc: KeyboardInterrupt) -> int:
