@@ -38,3 +38,19 @@ def for_terminal(text: object, keep_newlines: bool = False) -> str:
     if not keep_newlines:
         return visible(text)
     return "\n".join(visible(line) for line in str(text).split("\n"))
+
+
+def short_repr(value: object, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters, safe for any value.
+
+    An integer past Python's digit limit (4,300 digits) has no decimal repr (``repr`` raises
+    ValueError); a hexadecimal literal in a TOML file or an integer computed from one can be one.
+    It is shown by its size instead, so the message about it can still be printed.
+    """
+    try:
+        text = repr(value)
+    except ValueError:
+        if isinstance(value, int):
+            return f"<an integer of {value.bit_length()} bits>"
+        return f"<a {type(value).__name__} that cannot be shown>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -39,7 +39,7 @@ from tebench.run.executor import Executor
 from tebench.run.options import RunOptions, resolve_options
 from tebench.run.outdir import OutLock
 from tebench.run.prestart import upcoming_cases
-from tebench.plan.environment import Environment, probe
+from tebench.plan.environment import Environment, ProbeError, probe
 from tebench.plan.matrix import Matrix
 
 SIDES = ("base", "head")
@@ -166,7 +166,10 @@ def _prepare(name: str, spec: SideSpec, opts: ABOptions, ab_id: str) -> _Side:
     if opts.device is not None:
         probe_env["CUDA_VISIBLE_DEVICES"] = opts.device
     with _environ(probe_env):
-        env = probe(python=spec.python)
+        try:
+            env = probe(python=spec.python)
+        except ProbeError as exc:  # name the side and its flag: two interpreters are in play
+            raise ABError(f"--{name}-python {spec.python}: the {name} side's {exc}") from None
     out = opts.out / name
     if (out / results.RESULTS_NAME).exists():
         raise ABError(f"{out / results.RESULTS_NAME} already exists; choose another --out")

@@ -735,10 +735,18 @@ class Comparison:
 
     @property
     def exit_code(self) -> int:
-        """1 on a counted failure; 2 when no case was measured on both sides (a gate must not pass on nothing)."""
+        """1 on a counted failure; 2 when no case was measured on both sides (a gate must not pass on nothing),
+        or when every failure is damage in the base run: bad input, not a regression of the head."""
         if self.failures and self.counted:
-            return 1
+            return 2 if self.base_damaged else 1
         return 0 if self.measured else 2
+
+    @property
+    def base_damaged(self) -> list[Delta]:
+        """The failures, when each is an ``invalid`` verdict for the base's measurements alone (else [])."""
+        only_base = all(d.verdict == "invalid" and d.why and all(w.startswith("base:") for w in d.why)
+                        for d in self.failures)
+        return self.failures if (self.failures and only_base) else []
 
     def to_dict(self) -> dict[str, Any]:
         return {

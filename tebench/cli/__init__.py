@@ -1,5 +1,9 @@
 """The ``tebench`` command line: a thin layer over plain functions, one module per command.
 
+Every command runs inside one guard (:mod:`tebench.cli.guard`): an unexpected
+exception exits with ``guard.EXIT_INTERNAL`` (70) and a one-line message, its
+traceback kept in a log file; a signal exits 128+N after the usual cleanup.
+
 Each command module has ``add_parser(sub)`` and a ``cmd_*`` function that calls
 plain functions tests call directly. Bad input (a broken matrix, an unknown
 preset, an unreadable results file) exits with status 2 and a message that
@@ -46,16 +50,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tebench`` console script."""
     import warnings
 
+    from tebench.cli import guard
+
+    guard.safe_streams()  # before --help, which prints preset and mode names
     parser = build_parser()
     args = parser.parse_args(argv)  # --help and usage errors end here, before any other import
 
+    # What _run's except clauses name, imported before the signal handlers are: a SIGTERM during an
+    # import there would escape the guard.
+    from tebench import errors, escape  # noqa: F401
+    from tebench.plan import environment, matrix, shards  # noqa: F401
+    from tebench.schema import version  # noqa: F401
+
+    warnings.showwarning = _warn
+    guard.tolerate_warning_errors()
+    replaced = guard.install_signals()
+    try:
+        return _run(args)
+    finally:
+        guard.restore_signals(replaced)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, its expected refusals turned into exit 2 and anything else into the guard's exit."""
+    from tebench.cli import guard
     from tebench.errors import RunError
     from tebench.escape import for_terminal
     from tebench.plan.environment import ProbeError
     from tebench.plan.matrix import MatrixError
     from tebench.plan.shards import ShardError
     from tebench.schema.version import SchemaError
-    warnings.showwarning = _warn
+
     try:
         return args.func(args)
     # Messages quote matrices, records and paths: their control characters are shown, not obeyed.
@@ -65,8 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ProbeError as exc:
         print(f"tebench {args.command}: error: {for_terminal(exc, keep_newlines=True)}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as exc:  # SIGINT, or SIGTERM/SIGHUP (guard.Terminated): cleanup has run
+        return guard.signal_exit(exc)
     except BrokenPipeError:  # e.g. `tebench list | head`
         sys.stderr.close()
         return 0
@@ -77,3 +102,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tebench {args.command}: error: {for_terminal(where)}{for_terminal(exc.strerror or exc)}",
               file=sys.stderr)
         return EXIT_BAD_INPUT
+    except Exception as exc:  # noqa: BLE001  (the guard: anything no command expected)
+        return guard.report_crash(args, exc)

@@ -21,6 +21,7 @@ from tebench.cli.common import (
     compile_cache_dir,
     emit,
     load_matrix,
+    nonempty,
     nothing_measured,
     parse_devices,
     select,
@@ -101,7 +102,7 @@ def add_parser(sub: Any) -> None:
     """The command's arguments, on the ``tebench`` parser's subcommands."""
     p = sub.add_parser("ab", help="run base and head interleaved (ABBA) on one device and compare (exit 1)")
     p.add_argument("matrix", nargs="?", help="a matrix file (TOML); default: --preset auto")
-    p.add_argument("--preset", help="a shipped preset, as for run")
+    p.add_argument("--preset", type=nonempty("--preset"), help="a shipped preset, as for run")
     p.add_argument("--only", action="append", default=[], metavar="GLOB", help="run only matching cases")
     p.add_argument("--out", required=True, help="directory for base/, head/, compare.md and compare.json")
     p.add_argument("--rounds", type=int, default=5, help="rounds per side (default %(default)s; at least "

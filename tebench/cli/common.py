@@ -23,7 +23,8 @@ class UsageError(Exception):
 
 
 # ASCII only: str.isdigit() (and \d) accept '²' or '٣', which no CUDA_VISIBLE_DEVICES names.
-_DEVICE_INDEX = re.compile(r"[0-9]+")
+# At most 9 digits: no machine has more GPUs, and int() refuses past 4,300 digits.
+_DEVICE_INDEX = re.compile(r"[0-9]{1,9}")
 
 
 def command_line() -> str:
@@ -34,6 +35,17 @@ def command_line() -> str:
 def _writable_dir(path: Path) -> bool:
     # access() also answers EROFS (a read-only mount), which permission bits do not show.
     return os.access(path, os.W_OK | os.X_OK)
+
+
+def _try_create_under(existing: Path, flag: str, value: str) -> None:
+    """UsageError unless a directory can really be made in ``existing``: access() says yes to root on
+    /proc or a pseudo file system, where the later mkdir fails after the hardware was probed."""
+    import tempfile
+
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".tebench-check-", dir=existing))
+    except OSError as exc:
+        raise UsageError(f"{flag} {value}: cannot create it under {existing} ({exc.strerror or exc})") from None
 
 
 def check_out_arg(value: str, flag: str = "--out", kind: str = "dir") -> Path:
@@ -58,6 +70,7 @@ def check_out_arg(value: str, flag: str = "--out", kind: str = "dir") -> Path:
             raise UsageError(f"{flag} {value}: cannot create it: {existing} is a file, not a directory")
         if not _writable_dir(existing):
             raise UsageError(f"{flag} {value}: cannot create it: {existing} is not writable")
+        _try_create_under(existing, flag, value)
         return path
     if path.is_dir():
         raise UsageError(f"{flag} {value}: is a directory; give the file to write")
@@ -102,11 +115,23 @@ def parse_devices(value: str | None, flag: str = "--devices") -> list[str] | Non
     return indices
 
 
+def nonempty(flag: str) -> Any:
+    """An argparse type refusing an empty or blank value (exit 2 naming ``flag``): ``--preset ''``
+    must not fall back to the default, which probes the machine and runs the auto preset."""
+    def check(value: str) -> str:
+        if not value.strip():
+            raise argparse.ArgumentTypeError(f"{flag} {value!r}: empty; give a name (e.g. smoke) or leave the option out")
+        return value
+
+    check.__name__ = flag.lstrip("-")  # argparse names the type in its message
+    return check
+
+
 def add_matrix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("matrix", nargs="?", help="a matrix file (TOML); default: --preset auto")
     from tebench.plan.matrix import preset_names  # torch-free; the list is the presets directory's
 
-    p.add_argument("--preset", help="a shipped preset: auto (smoke on CPU, tutorial on a GPU), "
+    p.add_argument("--preset", type=nonempty("--preset"), help="a shipped preset: auto (smoke on CPU, tutorial on a GPU), "
                    + ", ".join(preset_names()))
     p.add_argument("--only", action="append", default=[], metavar="GLOB",
                    help="only the cases whose id matches (repeatable), e.g. 'gpt/*/TE-*'")

@@ -42,6 +42,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
         text = strict_json(result.to_json()) if args.format == "json" else to_markdown(result)
         emit(text, args.out, args.format == "markdown")
     nothing_measured(result, "tebench compare")
+    if result.base_damaged:
+        import sys
+
+        from tebench.escape import for_terminal
+
+        first = result.base_damaged[0]
+        print(f"tebench compare: error: {for_terminal(args.base)}: the base run's measurements are damaged in "
+              f"{len(result.base_damaged)} case(s) (first: {for_terminal(first.case_id)}: "
+              f"{for_terminal('; '.join(first.why))}); that is bad input, not a regression of the head",
+              file=sys.stderr)
     return result.exit_code
 
 

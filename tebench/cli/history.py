@@ -19,6 +19,10 @@ def check_db(db: str, must_exist: bool) -> None:
         state = check(db)
     except HistoryError as exc:
         raise UsageError(f"--db {exc}") from None
+    if state == "new" and not must_exist and not os.path.isdir(os.path.dirname(os.path.abspath(db))):
+        raise UsageError(f"--db {db}: no such directory {os.path.dirname(db) or '.'} to create the database in")
+    if state == "new" and not must_exist and not os.access(os.path.dirname(os.path.abspath(db)), os.W_OK):
+        raise UsageError(f"--db {db}: cannot create the database: its directory is not writable (read-only?)")
     if state == "new" and must_exist:
         what = "an empty file, no history database yet" if os.path.exists(db) else "no such history database"
         raise UsageError(f"--db {db}: {what} (create it with 'tebench history add')")

@@ -28,12 +28,20 @@ def cmd_merge(args: argparse.Namespace) -> int:
         print(f"merged {len(args.shards)} shard(s) into {path}")
         if merged.missing:
             print(f"missing shard(s): {', '.join(merged.missing)}", file=sys.stderr)
+        if merged.missing_cases:
+            from tebench.escape import for_terminal
+
+            shown = "; ".join(merged.missing_cases[:20])
+            more = f"; and {len(merged.missing_cases) - 20} more" if len(merged.missing_cases) > 20 else ""
+            print(for_terminal(f"{len(merged.missing_cases)} case round(s) in no shard's results (not run, or the run "
+                               f"was stopped; --resume that shard): {shown}{more}"), file=sys.stderr)
         if not args.no_report:
             from tebench.report import render
 
             report = render([path], out / "report")
             print(f"report: {report / 'index.html'}")
-    return EXIT_BAD_INPUT if (merged.missing and args.require_complete) else 0
+    incomplete = merged.missing or merged.missing_cases
+    return EXIT_BAD_INPUT if (incomplete and args.require_complete) else 0
 
 
 
@@ -42,6 +50,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("merge", help="join shard results (tebench run --shard I/N) into one run")
     p.add_argument("shards", nargs="+", help="shard run directories or results files")
     p.add_argument("--out", required=True, help="directory for the merged results.jsonl and report/")
-    p.add_argument("--require-complete", action="store_true", help="exit 2 when a shard is missing")
+    p.add_argument("--require-complete", action="store_true",
+                   help="exit 2 when a shard, or a case of a shard, is missing")
     p.add_argument("--no-report", action="store_true", help="write the merged results.jsonl only, no report/")
     p.set_defaults(func=cmd_merge)

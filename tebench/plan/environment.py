@@ -280,11 +280,19 @@ def _refresh(env: Environment) -> Environment:
     return env
 
 
+_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+"""The directory holding this tebench package (tebench/plan/environment.py is three levels down)."""
+
+
 def _run_probe(timeout: float, python: str | None) -> tuple[Environment, bool]:
     """Detection in a child process; (environment, whether the answer is complete)."""
     cmd = [python or sys.executable, "-m", "tebench.worker.probe", "--json"]
+    # `python -m` puts the working directory first on the import path: a folder named tebench there
+    # would be imported instead. This interpreter's probe runs from the root of this tebench; another
+    # interpreter's (ab's sides, which set PYTHONPATH to their tebench) from the file system root.
+    cwd = _PACKAGE_ROOT if python is None else os.path.abspath(os.sep)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     except subprocess.TimeoutExpired:
         env = Environment(device_type="cpu")
         env.te_error = f"detection timed out after {timeout:.0f} s"
@@ -301,7 +309,9 @@ def _run_probe(timeout: float, python: str | None) -> tuple[Environment, bool]:
     try:
         return Environment.from_dict(json.loads(proc.stdout.strip().splitlines()[-1])), True
     except (ValueError, IndexError, TypeError, KeyError) as exc:
-        raise ProbeError(f"hardware detection printed no usable answer ({exc}):\n{proc.stdout[-500:]}") from None
+        said = f":\n{proc.stdout[-500:]}" if proc.stdout.strip() else " (it printed nothing)"
+        raise ProbeError(f"hardware detection with {cmd[0]} printed no usable answer; is it a Python with "
+                         f"tebench's dependencies? ({type(exc).__name__}: {exc}){said}") from None
 
 
 def probe(timeout: float = 180.0, python: str | None = None, cached: bool = False) -> Environment:

@@ -13,6 +13,8 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import re
+import sys
 import unicodedata
 from dataclasses import dataclass, field
 from importlib import resources
@@ -24,6 +26,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
+from tebench.escape import short_repr
 from tebench.schema import knobs as fields
 from tebench.store import bounded
 from tebench.schema.knobs import FieldError, knob
@@ -55,8 +58,7 @@ _MISSING = object()
 
 
 def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 120 else text[:117] + "..."
+    return short_repr(value, 120)  # safe for a hexadecimal integer past the decimal digit limit
 
 
 class _Bad(ValueError):
@@ -349,12 +351,24 @@ def _read_toml(path: Path, source: str, budget: int = bounded.MATRIX_MAX_BYTES) 
         raise MatrixError(source, "file", _MISSING, f"not valid TOML: {exc}") from None
     except RecursionError:
         raise MatrixError(source, "file", _MISSING, "not valid TOML: nested too deeply") from None
+    except ValueError:  # tomllib's int() of a decimal integer past the 4,300-digit limit
+        raise MatrixError(source, "file", _MISSING, f"not valid TOML: {_huge_decimal(raw)}") from None
     # Every later step (merging extends, recording origins, hashing, writing the header) walks the
     # tables recursively: a file nested deeper than any matrix needs is refused here, once.
     if _depth(data) > MAX_NESTING:
         raise MatrixError(source, "file", _MISSING, f"tables or arrays nested more than {MAX_NESTING} deep "
                                                     "(a matrix needs 4: the file, sizes, a workload, a size)")
     return data, hashlib.sha256(raw).hexdigest(), len(raw)
+
+
+def _huge_decimal(raw: bytes) -> str:
+    """Where a decimal integer too long for Python's int() is in a matrix file's text."""
+    limit = sys.get_int_max_str_digits()
+    found = re.search(rb"[0-9][0-9_]{%d,}" % limit, raw)
+    if found is None:
+        return f"a number past Python's {limit}-digit limit"
+    line = raw.count(b"\n", 0, found.start()) + 1
+    return f"line {line}: an integer of {len(found.group())} digits, past Python's {limit}-digit limit"
 
 
 def _origins(data: dict[str, Any], source: str, prefix: str = "") -> dict[str, str]:
@@ -602,6 +616,9 @@ def _size(workload: str, size_name: str, dims: Any, base: Settings) -> tuple[Any
     except SizeError as exc:
         key = f"{where}.{exc.key}" if exc.key else where
         raise _Bad(key, exc.value, str(exc)) from None
+    except Exception as exc:  # a user workload's check() may raise anything: name it, never a traceback
+        raise _Bad(where, dims, f"workload '{workload}': its check() of this size raised "
+                                f"{type(exc).__name__}: {exc}") from None
     return size, settings
 
 

@@ -21,6 +21,7 @@ import math
 import multiprocessing as mp
 import os
 import re
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -403,6 +404,19 @@ def _draw_job(i: int) -> bytes | None:
     return None if fig is None else png_bytes(fig)
 
 
+_STOPPING = {signal.SIGINT, signal.SIGTERM}
+
+
+def _drawing_child() -> None:
+    # A Ctrl-C reaches the whole process group: the parent stops the pool (SIGTERM, which ends a
+    # child quietly). A child that also raised KeyboardInterrupt would print a traceback, and one
+    # that died of it leaves multiprocessing's Pool waiting forever on its lost task. The child
+    # was forked with these signals blocked (see draw_all), so none arrives before this runs.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPPING)
+
+
 def draw_all(jobs: list[Callable[[], Any]]) -> list[bytes | None]:
     """PNG bytes of each job's figure (None where a job has nothing to draw), each drawn once.
 
@@ -414,11 +428,18 @@ def draw_all(jobs: list[Callable[[], Any]]) -> list[bytes | None]:
     """
     global _JOBS
     wanted = os.environ.get("TEBENCH_REPORT_PROCESSES", "")
-    workers = min(len(jobs), int(wanted) if wanted.isdigit() and int(wanted) > 0 else min(4, usable_cpus()))
+    # isascii: str.isdigit() accepts '²', which int() refuses; any other value means the default.
+    chosen = int(wanted) if wanted.isascii() and wanted.isdigit() and len(wanted) <= 6 else 0
+    workers = min(len(jobs), chosen or min(4, usable_cpus()))
     if workers > 1 and sys.platform == "linux":
         _JOBS = jobs
         try:
-            with mp.get_context("fork").Pool(workers) as pool:
+            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)  # until the children exist
+            try:
+                pool = mp.get_context("fork").Pool(workers, initializer=_drawing_child)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # a signal held meanwhile arrives here
+            with pool:
                 return pool.map(_draw_job, range(len(jobs)), chunksize=1)
         finally:
             _JOBS = []

@@ -55,6 +55,21 @@ def child_pythonpath() -> str:
     return root if not current else f"{root}{os.pathsep}{current}"
 
 
+def progress_message(line: str) -> dict[str, Any] | None:
+    """The worker's progress message on one stdout line, or None for anything else (a workload's own
+    output, JSON included: only a complete progress message is one)."""
+    try:
+        msg = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not (isinstance(msg, dict) and msg.get("event") == "progress"):
+        return None
+    counts = (msg.get("step"), msg.get("total"))
+    if not isinstance(msg.get("phase"), str) or not all(isinstance(n, int) and not isinstance(n, bool) for n in counts):
+        return None
+    return msg
+
+
 class Executor:
     """Runs planned cases in child processes and records each as it finishes (``tebench run`` drives
     it over a matrix; ``tebench ab`` interleaves two of them).
@@ -77,7 +92,8 @@ class Executor:
         self.spawned = 0
         self.finished: dict[str | None, float] = {}
         """When the last case on each device was recorded: the hand-off time to the next one is kept."""
-        self.work = opts.out / ".work"
+        # Absolute: a workload may change directory in build, and the worker must still find its files.
+        self.work = Path(os.path.abspath(opts.out)) / ".work"
         self.logs = opts.out / "logs"
         try:
             self.work.mkdir(parents=True, exist_ok=True)
@@ -111,7 +127,10 @@ class Executor:
                 f"--nproc-per-node={case.nproc}", *worker]
 
     def _child_env(self, device: str | None) -> dict[str, str]:
-        child_env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": child_pythonpath(),
+        # PYTHONSAFEPATH (Python >= 3.11): `python -m` would put the working directory first on the
+        # import path, and a folder named tebench there would stand in for tebench. A workload named
+        # by import path is still found there: plugin resolution appends the working directory.
+        child_env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": child_pythonpath(), "PYTHONSAFEPATH": "1",
                      "TEBENCH_PARENT_PID": str(os.getpid()),
                      **caches.child_env(self.opts.compile_cache, {**os.environ, **self.opts.env}), **self.opts.env}
         if device is not None:
@@ -246,17 +265,20 @@ class Executor:
             self._prestart(upcoming or [], device)
 
             def pump() -> None:
+                # The worker's stdout also carries whatever a workload prints. This thread must outlive
+                # any line: were it to die, the pipe would fill and the worker block until its timeout.
                 for line in proc.stdout:
-                    try:
-                        msg = json.loads(line)
-                    except json.JSONDecodeError:
+                    msg = progress_message(line)
+                    if msg is None:
                         write_log(log, line)
                         continue
-                    if isinstance(msg, dict) and msg.get("event") == "progress":
+                    try:
                         if (msg["phase"] == "measure") != (last.get("phase") == "measure"):
                             self.pause_spares(device, msg["phase"] == "measure" and launch_bound(msg.get("step_ms")))
                         last.update(msg)
                         self.display.update(key, case.id, msg["phase"], msg["step"], msg["total"])
+                    except Exception as exc:  # noqa: BLE001  (a display problem must not stop the pump)
+                        write_log(log, f"# progress line not shown ({type(exc).__name__}: {exc}): {line}")
 
             reader = threading.Thread(target=pump, daemon=True)
             reader.start()

@@ -8,6 +8,7 @@ import fcntl
 import os
 import socket
 import time
+import uuid
 from pathlib import Path
 from typing import Iterator
 from tebench.store import reader as results
@@ -64,7 +65,8 @@ def lock_out(out: Path, command: str = "") -> Iterator[None]:
         raise RunError(f"{out} is in use by another tebench run ({holder or 'holder unknown'}); "
                        "wait for it to finish or choose another --out") from None
     line = f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}"
-    line = (f"{line}: {command}" if command else line).encode()[:HOLDER_MAX_BYTES - 1]
+    # surrogateescape: a path of bytes that are not UTF-8 reaches sys.argv as lone surrogates.
+    line = (f"{line}: {command}" if command else line).encode("utf-8", "surrogateescape")[:HOLDER_MAX_BYTES - 1]
     with contextlib.suppress(OSError):
         os.ftruncate(fd, 0)
         os.pwrite(fd, line + b"\n", 0)
@@ -146,7 +148,9 @@ def out_of_space(directory: Path) -> bool:
         st = os.statvfs(directory)
         if st.f_bavail * st.f_frsize < MIN_FREE_BYTES:
             return True
-        probe = directory / f".probe-{os.getpid()}"
+        # Unique per call: device threads probe at once, and a name shared by the process let one
+        # thread unlink the other's file mid-probe, which read as a full disk.
+        probe = directory / f".probe-{os.getpid()}-{uuid.uuid4().hex}"
         with probe.open("wb") as fh:
             fh.write(b"\0" * 4096)
             fh.flush()

@@ -58,5 +58,6 @@ class RecordError(ValueError):
 
 
 def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    from tebench.escape import short_repr
+
+    return short_repr(value, 80)

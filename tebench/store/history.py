@@ -26,6 +26,8 @@ import pandas as pd
 
 from tebench.analysis import compare, stats
 from tebench.store import run_records
+from tebench.store import reader as results
+from tebench.schema.version import RecordError
 from tebench.schema.records import CaseResult
 from tebench.store import bounded, history_db
 from tebench.store.history_db import HistoryError
@@ -43,7 +45,9 @@ def _reading(db: str | Path) -> Iterator[sqlite3.Connection]:
     try:
         with closing(connect(db)) as conn:
             yield conn
-    except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
+    except sqlite3.DatabaseError as exc:
+        raise HistoryError(f"{db}: {history_db.describe_error(exc, 'cannot read it')}") from None
+    except pd.errors.DatabaseError as exc:
         raise HistoryError(f"{db}: a damaged history database ({exc})") from None
 
 
@@ -137,6 +141,22 @@ def _rows(run: Any) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
     return header_row, case_rows
 
 
+def _check_one_run(run: Any) -> None:
+    """HistoryError unless the file holds one run with a run id: the history is keyed by it.
+
+    A header without one was stored under a null id and reported as "already stored" the next
+    time; a file holding two runs (concatenated, or parts appended) would be stored under the
+    first's id with the second's records standing in for the first's.
+    """
+    ids = list(dict.fromkeys(h.run_id for h in run.headers))
+    if not all(isinstance(i, str) and i for i in ids):
+        raise HistoryError(f"{run.path}: a header without a run id ([run_id] = {run.run_id!r}); "
+                           "the history is keyed by it: nothing of this file was stored")
+    if len(ids) > 1:
+        raise HistoryError(f"{run.path}: holds {len(ids)} runs ({', '.join(ids[:5])}); the history stores one "
+                           "run per file: split it into one file per run and add each (nothing was stored)")
+
+
 def add(db: str | Path, path: str | Path) -> Added:
     """Store a results file in the database; adding the same run again changes nothing.
 
@@ -146,6 +166,7 @@ def add(db: str | Path, path: str | Path) -> Added:
     """
     # Parity judged again over the run, as the report and --strict judge it.
     run = run_records.read(path)
+    _check_one_run(run)
     header_row, case_rows = _rows(run)
     with closing(connect(db, create=True)) as conn:
         try:
@@ -159,21 +180,71 @@ def add(db: str | Path, path: str | Path) -> Added:
                                               row).rowcount
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                # A failed COMMIT (a full disk) may have ended the transaction already: the error that
+                # says why is the one raised, not "cannot rollback - no transaction is active".
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
                 raise
             total = conn.execute("SELECT COUNT(*) FROM cases WHERE run_id=?", (run.run_id,)).fetchone()[0]
         except sqlite3.DatabaseError as exc:
-            raise HistoryError(f"{db}: a damaged history database ({exc})") from None
+            raise HistoryError(f"{db}: {history_db.describe_error(exc, f'cannot add {path}')}") from None
     return Added(run.run_id, new_run, new_cases, total)
 
 
+_FRAME_COLUMNS = (("run_id", _TEXT), ("created", _TEXT), ("git_commit", _TEXT), ("case_id", _TEXT),
+                  ("round", _INTEGER), ("device", _TEXT), ("status", _TEXT), ("median_ms", _REAL),
+                  ("tokens_per_s", _REAL), ("memory_bytes", _REAL), ("final_loss", _REAL), ("parity", _TEXT))
+_REQUIRED = ("run_id", "case_id", "round")
+UNKNOWN_DEVICE = "(device not recorded)"
+
+
+def _row_problem(row: tuple[Any, ...]) -> str | None:
+    """Why one stored row cannot be charted (None: it can): SQLite keeps any value in any column."""
+    for value, (column, kind) in zip(row, _FRAME_COLUMNS):
+        if value is None and column in _REQUIRED:
+            return f"[{column}] is null"
+        why = _sql_problem(value, kind)
+        if why is None and isinstance(value, float) and kind == _REAL and not np.isfinite(value):
+            why = "must be finite"
+        if why is None and column == "case_id" and value.count("/") < 2:
+            why = "not a case id (workload/size/mode...)"
+        if why:
+            shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+            return f"[{column}] = {shown}: {why}"
+    return None
+
+
 def frame(db: str | Path) -> pd.DataFrame:
-    """Every stored case row with its run's time and device, oldest run first."""
+    """Every stored case row with its run's time and device, oldest run first.
+
+    Each row is checked as results lines are: a row another program or a damaged write left with a
+    value of the wrong type (a text median) is skipped with a warning naming its rowid, and a run
+    without a device or time is shown under "(device not recorded)" and at the start, not dropped.
+    """
+    import warnings
+
     with _reading(db) as conn:
-        df = pd.read_sql_query(
-            "SELECT c.run_id, r.created, r.git_commit, c.case_id, c.round, COALESCE(c.device, r.device) AS device, "
-            "c.status, c.median_ms, c.tokens_per_s, c.memory_bytes, c.final_loss, c.parity "
-            "FROM cases c JOIN runs r USING (run_id) ORDER BY r.created, c.run_id, c.case_id, c.round", conn)
+        rows = conn.execute(
+            "SELECT c.rowid, c.run_id, r.created, r.git_commit, c.case_id, c.round, "
+            "COALESCE(c.device, r.device) AS device, c.status, c.median_ms, c.tokens_per_s, c.memory_bytes, "
+            "c.final_loss, c.parity FROM cases c JOIN runs r USING (run_id) "
+            "ORDER BY COALESCE(r.created, ''), c.run_id, c.case_id, c.round").fetchall()
+    good, problems = [], []
+    for rowid, *row in rows:
+        problem = _row_problem(tuple(row))
+        if problem:
+            problems.append(f"cases rowid {rowid}: {problem}")
+        else:
+            good.append(row)
+    if problems:
+        shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
+        warnings.warn(f"{db}: skipped {len(problems)} unusable row(s): {shown}", stacklevel=2)
+    df = pd.DataFrame(good, columns=[c for c, _ in _FRAME_COLUMNS])
+    df["device"] = df["device"].fillna(UNKNOWN_DEVICE)
+    df["created"] = df["created"].fillna("")
+    for column, kind in _FRAME_COLUMNS:
+        if kind == _REAL:
+            df[column] = df[column].astype(float)
     return df
 
 
@@ -181,15 +252,26 @@ def records(db: str | Path, run_ids: list[str]) -> list[CaseResult]:
     """The stored records of some runs."""
     if not run_ids:
         return []
+    import warnings
+
     with _reading(db) as conn:
-        q = f"SELECT record_json FROM cases WHERE run_id IN ({','.join('?' * len(run_ids))})"
+        q = f"SELECT rowid, record_json FROM cases WHERE run_id IN ({','.join('?' * len(run_ids))})"
         rows = conn.execute(q, run_ids).fetchall()
-    out = []
-    for (text,) in rows:
+    out, problems = [], []
+    for rowid, text in rows:
+        # The same checks as a results line: a damaged stored record is skipped by its rowid.
         try:
-            out.append(CaseResult.from_dict(json.loads(text), f"{db}: record"))
-        except (TypeError, ValueError, KeyError, AttributeError) as exc:
-            raise HistoryError(f"{db}: a stored case record is damaged ({type(exc).__name__}: {exc})") from None
+            record = results.loads(text) if isinstance(text, str) else None
+            if not isinstance(record, dict):
+                raise RecordError("record_json", text, "not a JSON object")
+            record.setdefault("type", "case")
+            results.check_record(record)
+            out.append(CaseResult.from_dict(record, f"{db}: record"))
+        except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
+            problems.append(f"cases rowid {rowid}: {exc}")
+    if problems:
+        warnings.warn(f"{db}: skipped {len(problems)} damaged stored record(s): {'; '.join(problems[:3])}",
+                      stacklevel=2)
     return out
 
 

@@ -27,6 +27,9 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 APPLICATION_ID = 0x74624831
 """``PRAGMA application_id`` of a tebench history database: "tbH1" in ASCII."""
 BUSY_TIMEOUT_S = 120.0
+FORMAT_VERSION = 1
+"""``PRAGMA user_version`` of the databases this tebench makes (0, from before the stamp, reads as 1).
+A change to the tables bumps it, so an older tebench can say "newer" instead of "damaged"."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -144,9 +147,13 @@ def check(db: str | Path) -> str:
         with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
                                                 timeout=BUSY_TIMEOUT_S)) as conn:
             app = conn.execute("PRAGMA application_id").fetchone()[0]
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
             tables = _tables(conn)
     except sqlite3.DatabaseError as exc:
-        raise HistoryError(f"{db}: a damaged SQLite database ({exc}); not usable as a history database") from None
+        raise HistoryError(f"{db}: {describe_error(exc, 'cannot read it')}") from None
+    if app == APPLICATION_ID and version > FORMAT_VERSION:
+        raise HistoryError(f"{db}: a history database of a newer tebench (format {version}; this tebench reads "
+                           f"up to {FORMAT_VERSION}); use that tebench or a newer one (the file is left as it is)")
     want = expected_tables()
     if tables == want:
         return "ours" if app == APPLICATION_ID else "unstamped"
@@ -156,6 +163,27 @@ def check(db: str | Path) -> str:
                            f"(tables: {shown}); damaged, or from another tebench version")
     raise HistoryError(f"{db}: an SQLite database, but not a tebench history database (its tables: {shown}; "
                        f"tebench's are {', '.join(want)}); left as it is")
+
+
+def describe_error(exc: sqlite3.Error, doing: str) -> str:
+    """What an SQLite error says about the database, in words an operator can act on.
+
+    Only corruption is called damage: a read-only mount, a full disk or an I/O error leave an intact
+    database that must not be deleted or rebuilt because of a misleading message.
+    """
+    name = getattr(exc, "sqlite_errorname", "") or ""  # Python >= 3.11
+    text = str(exc).lower()
+    if name.startswith("SQLITE_READONLY") or "readonly" in text or "read-only" in text:
+        return f"{doing}: the database or its directory is read-only ({exc}); the database is intact"
+    if name == "SQLITE_FULL" or "disk is full" in text:
+        return f"{doing}: the disk is full ({exc}); the database is intact, nothing was added"
+    if name.startswith("SQLITE_IOERR") or "disk i/o error" in text:
+        return f"{doing}: an I/O error ({exc}); check the storage (full, read-only or failing) before the database"
+    if name.startswith("SQLITE_CANTOPEN") or "unable to open" in text:
+        return f"{doing}: cannot open the file ({exc}); check that its directory exists and is writable"
+    if name.startswith("SQLITE_BUSY") or name.startswith("SQLITE_LOCKED") or "locked" in text:
+        return f"{doing}: the database is locked by another process ({exc}); try again when it is done"
+    return f"a damaged history database ({exc})"
 
 
 def connect(db: str | Path, create: bool = False) -> sqlite3.Connection:
@@ -168,7 +196,12 @@ def connect(db: str | Path, create: bool = False) -> sqlite3.Connection:
     if state == "new" and not create:
         what = "an empty file, no history database yet" if os.path.exists(db) else "no such history database"
         raise HistoryError(f"{db}: {what} (create it with 'tebench history add')")
-    conn = sqlite3.connect(str(db), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    if state == "new" and not Path(db).absolute().parent.is_dir():
+        raise HistoryError(f"{db}: no such directory {Path(db).parent} to create the history database in")
+    try:
+        conn = sqlite3.connect(str(db), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise HistoryError(f"{db}: {describe_error(exc, 'cannot open the history database')}") from None
     try:
         conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
         if state == "new":
@@ -176,6 +209,7 @@ def connect(db: str | Path, create: bool = False) -> sqlite3.Connection:
             # the file meanwhile sees either an empty file or tebench's database, never half of one.
             conn.execute("BEGIN IMMEDIATE")
             conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            conn.execute(f"PRAGMA user_version={FORMAT_VERSION}")
             for statement in filter(str.strip, SCHEMA.split(";")):
                 conn.execute(statement)
             conn.execute("COMMIT")
@@ -185,6 +219,6 @@ def connect(db: str | Path, create: bool = False) -> sqlite3.Connection:
                 conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
     except sqlite3.DatabaseError as exc:
         conn.close()
-        raise HistoryError(f"{db}: cannot open the history database ({exc})") from None
+        raise HistoryError(f"{db}: {describe_error(exc, 'cannot open the history database')}") from None
     return conn
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,10 @@ from tebench.store.atomic import same_file
 from tebench.store.writer import write_all
 from tebench.plan.shards import MAX_SHARDS
 from tebench.schema.records import RunHeader
+
+
+MAX_ROUNDS = 1000
+"""The most rounds a run may have (the CLI's --rounds limit): a damaged header's count bounds no loop."""
 
 
 class MergeError(ValueError):
@@ -45,6 +49,8 @@ class Merged:
     header: dict[str, Any]
     records: list[dict[str, Any]]
     missing: list[str]
+    missing_cases: list[str] = field(default_factory=list)
+    """``case_id round R (shard I/N)``: a case a present shard was to run and that no shard recorded."""
 
 
 def check_target(paths: list[str | Path], out: str | Path) -> None:
@@ -91,6 +97,32 @@ def write(merged: Merged, out: str | Path) -> Path:
     return path
 
 
+def _check_no_overlap(paths: list[str | Path], runs: list[Any]) -> None:
+    """MergeError when two shards recorded the same case and round: the merged file would hold it twice,
+    and the shard that should have run it ran something else (``--only`` or a matrix changed between them)."""
+    seen: dict[tuple[str, int], str] = {}
+    for path, run in zip(paths, runs):
+        for rec in run.cases:  # the last record of each case and round of this shard
+            key = (rec.case_id, rec.round_no)
+            if key in seen:
+                raise MergeError(f"{path}: case {key[0]} round {key[1]} is also in {seen[key]}: the shards overlap, "
+                                 "so they are not the shards of one run; merge shards of one --shard I/N series")
+            seen[key] = str(path)
+
+
+def _missing_cases(runs: list[Any]) -> list[str]:
+    """Every case a shard's header lists (for each of its rounds) that no shard recorded."""
+    recorded = {(rec.case_id, rec.round_no) for run in runs for rec in run.cases}
+    missing = []
+    for run in runs:
+        shard = "/".join(map(str, run.header.shard or (1, 1)))
+        for case_id in run.header.case_ids or []:
+            for r in range(min(run.header.rounds or 1, MAX_ROUNDS)):
+                if (case_id, r) not in recorded:
+                    missing.append(f"{case_id} round {r} (shard {shard})")
+    return missing
+
+
 def join(paths: list[str | Path], out: str | Path) -> Merged:
     """Read and check the shards and join them into one run to be written to ``out``."""
     if not paths:
@@ -120,6 +152,8 @@ def join(paths: list[str | Path], out: str | Path) -> Merged:
     n = shards[0][1]
     missing = [f"{i}/{n}" for i in range(1, n + 1) if i not in seen]
 
+    _check_no_overlap(paths, runs)
+    missing_cases = _missing_cases(runs)
     records = [rec for run in runs for rec in run.cases]
     # A shard may have judged against a fallback reference (PT-AMP) because
     # PT-FP32 ran in another shard: judge again over all shards.
@@ -137,8 +171,9 @@ def join(paths: list[str | Path], out: str | Path) -> Merged:
                          "host": r.header.environment.get("hostname")}
                         for p, r in zip(paths, runs)],
         "missing_shards": missing,
+        "missing_cases": missing_cases,
     }
     for rec in records:
         rec.shard_run_id = rec.run_id
         rec.run_id = run_id
-    return Merged(header, [rec.to_dict() for rec in records], missing)
+    return Merged(header, [rec.to_dict() for rec in records], missing, missing_cases)

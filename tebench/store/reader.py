@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,13 @@ class Run:
     skipped_lines: int = 0
     problems: list[str] = field(default_factory=list)
     """``file:line: what is wrong`` for each skipped line."""
+    replaced: list[str] = field(default_factory=list)
+    """``file:line: …`` for each case record that replaced another run's record of the same case and round."""
+
+    @property
+    def run_ids(self) -> list[str]:
+        """The distinct run ids of the headers, in order: more than one when runs were appended to one file."""
+        return list(dict.fromkeys(h.get("run_id") for h in self.headers))
 
     @property
     def header(self) -> dict[str, Any]:
@@ -136,6 +144,52 @@ def _normal_case(case: dict[str, Any]) -> dict[str, Any]:
     return normal
 
 
+class _HugeInt(str):
+    """The digits of a JSON integer past Python's int-conversion limit, kept as text to be named."""
+
+
+def _digits(text: str) -> int | _HugeInt:
+    try:
+        return int(text)
+    except ValueError:  # past sys.get_int_max_str_digits() (4300 by default)
+        return _HugeInt(text)
+
+
+def _find_huge(value: Any, path: str = "") -> tuple[str, str] | None:
+    """The path and digits of the first integer :func:`_digits` kept as text, if any."""
+    stack = [(path, value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, _HugeInt):
+            return where, item
+        if isinstance(item, dict):
+            stack.extend((f"{where}.{k}" if where else str(k), v) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(item))
+    return None
+
+
+def loads(text: str) -> Any:
+    """``json.loads``, except that an integer past Python's digit limit (4,300 digits) raises
+    RecordError naming its field instead of a ValueError that names nothing.
+
+    The limit guards int() against quadratic time; no stored field is near it, so such a number
+    is damage. The normal path costs nothing: the field is looked for only when decoding failed.
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # "Exceeds the limit (4300 digits) for integer string conversion"
+        found = _find_huge(json.loads(text, parse_int=_digits))
+        if found is None:
+            raise
+        where, digits = found
+        raise RecordError(where or "(the record)", f"{digits[:12]}...",
+                          f"an integer of {len(digits)} digits, past the {sys.get_int_max_str_digits()}-digit "
+                          "limit of any stored number") from None
+
+
 def _restore_non_finite(record: dict[str, Any]) -> None:
     """Put back the NaN/inf values the writer replaced with null (listed in ``non_finite``)."""
     notes = record.get("non_finite")
@@ -153,6 +207,24 @@ def _restore_non_finite(record: dict[str, Any]) -> None:
             continue  # a damaged note: the value stays null, which readers treat as "not measured"
 
 
+def _replaced_by_another_run(record: dict[str, Any], run: Run, owners: dict[tuple[Any, Any], tuple[str, str]],
+                             where: str) -> str | None:
+    """A note when a case record of one run replaces another run's record of the same case and round.
+
+    A resumed run appends records of its own run id, and the last one counts, silently. Several runs
+    in one file happen too: runs of a matrix's parts appended to one file, a case re-run on its own
+    (the last record still counts, as readers always did). Two results files concatenated by
+    mistake look the same, so the replacement is never silent: the caller warns with this note.
+    """
+    run_id = record.get("run_id") or run.run_id
+    key = (record.get("case_id"), record.get("round", 0))
+    owner = owners.get(key)
+    owners[key] = (run_id, where)
+    if owner is None or owner[0] == run_id:
+        return None
+    return f"{where}: case {key[0]} round {key[1]} of run {run_id} replaces run {owner[0]}'s record at {owner[1]}"
+
+
 def read(path: str | Path) -> Run:
     """Read a results file or run directory.
 
@@ -166,6 +238,7 @@ def read(path: str | Path) -> Run:
         raise FileNotFoundError(f"{path}: no results file ({file} does not exist or is not a file)")
     run = Run(path=str(file))
     problems: list[str] = []
+    owners: dict[tuple[Any, Any], tuple[str, str]] = {}
     seen_record = False
     # Bounded: a FIFO, a device or a file past the size limit is refused (InputError, exit 2), and a
     # line past the line limit is skipped without being held in memory.
@@ -177,7 +250,10 @@ def read(path: str | Path) -> Run:
         if not raw.strip():
             continue
         try:
-            record = json.loads(raw.decode("utf-8"))
+            record = loads(raw.decode("utf-8"))
+        except RecordError as exc:
+            problems.append(f"{where}: {exc}")
+            continue
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             # A process killed mid-write leaves a partial line; the case it
             # belonged to simply has no record and is re-run by --resume.
@@ -204,6 +280,10 @@ def read(path: str | Path) -> Run:
         except RecordError as exc:
             problems.append(f"{where}: {exc}")
             continue
+        if record["type"] == "case":
+            note = _replaced_by_another_run(record, run, owners, where)
+            if note:
+                run.replaced.append(note)
         if record["type"] == "header":
             run.headers.append(record)
         else:
@@ -213,6 +293,11 @@ def read(path: str | Path) -> Run:
     if problems:
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
         warnings.warn(f"{file}: skipped {len(problems)} unreadable line(s): {shown}", stacklevel=2)
+    if run.replaced:
+        shown = "; ".join(run.replaced[:3]) + (f"; and {len(run.replaced) - 3} more" if len(run.replaced) > 3 else "")
+        warnings.warn(f"{file}: holds {len(run.run_ids)} runs; {len(run.replaced)} case record(s) of one run "
+                      f"replaced by another's (the last counts; split the file if that is wrong): {shown}",
+                      stacklevel=2)
     if not run.headers:
         why = f" ({len(problems)} line(s) unreadable, first {problems[0]})" if problems else ""
         raise SchemaError(f"{file}: no header record{why}; not a tebench results file")

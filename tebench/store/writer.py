@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import os
 from pathlib import Path
 from typing import Any, Iterable
@@ -37,16 +38,49 @@ def dumps_strict(obj: Any, **kwargs: Any) -> str:
     return _dumps(obj, None, **kwargs)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def valid_text(obj: Any) -> Any:
+    """``obj`` with every lone surrogate in its text (keys too) written as a backslash escape.
+
+    A path or argument of bytes that are not UTF-8 (``--out $'m\\xff'``) reaches Python as lone
+    surrogates; written as such, the record would be refused by every reader as not valid Unicode,
+    and a run's header with it would make its whole file unreadable. The original bytes show as
+    ``\\xff``.
+    """
+    if isinstance(obj, str):
+        if not _LONE_SURROGATE.search(obj):
+            return obj
+        try:
+            raw = obj.encode("utf-8", "surrogateescape")  # the bytes the OS gave
+        except UnicodeEncodeError:
+            return obj.encode("utf-8", "backslashreplace").decode("ascii")
+        return raw.decode("utf-8", "backslashreplace")
+    if isinstance(obj, dict):
+        return {valid_text(k): valid_text(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [valid_text(v) for v in obj]
+    return obj
+
+
 def _dumps(obj: Any, notes: list[dict[str, Any]] | None, **kwargs: Any) -> str:
     # Most records hold no NaN: the encoder refuses one (ValueError) and only then is the record
     # walked, which on a long file would otherwise be most of the writing time.
     try:
-        return json.dumps(obj, allow_nan=False, default=_jsonable, **kwargs)
+        text = json.dumps(obj, allow_nan=False, default=_jsonable, **kwargs)
     except ValueError:
-        clean = sanitize(obj, (), notes)
+        obj = sanitize(obj, (), notes)
         if notes:
-            clean["non_finite"] = notes
-        return json.dumps(clean, allow_nan=False, default=_jsonable, **kwargs)
+            obj["non_finite"] = notes
+        text = json.dumps(obj, allow_nan=False, default=_jsonable, **kwargs)
+    # An escaped surrogate is usually half of a pair (an emoji); only then is the record walked.
+    if kwargs.get("ensure_ascii", True) and _ESCAPED_SURROGATE.search(text):
+        fixed = valid_text(obj)
+        if fixed != obj:
+            text = json.dumps(fixed, allow_nan=False, default=_jsonable, **kwargs)
+    return text
 
 
 class Writer:

@@ -19,13 +19,15 @@ current directory and ``PYTHONPATH``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import importlib.util
 import os
 import sys
+import typing
 from importlib import metadata
-from typing import Any
+from typing import Any, Iterator
 
 from tebench.workloads.spec import KINDS
 
@@ -83,12 +85,13 @@ def _import_path(spec: str) -> tuple[Any, str]:
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.append(os.getcwd())
     try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # a plugin's import can fail in any way: report it, never a traceback
+        with isolated():
+            module = importlib.import_module(module_name)
+    except (Exception, SystemExit) as exc:  # a plugin's import can fail in any way: report it, never a traceback
         where = _origin(module_name)
         where = f"from {where}" if where else f"searched the current directory {os.getcwd()} and PYTHONPATH"
         raise PluginError(f"workload '{spec}': cannot import module '{module_name}' ({where}): "
-                          f"{type(exc).__name__}: {exc}") from None
+                          f"{_what(exc)}") from None
     origin = getattr(module, "__file__", None) or module_name
     obj: Any = module
     for part in attr.split("."):
@@ -119,19 +122,46 @@ def _entry_point(name: str) -> tuple[Any, str]:
     ep = found[0]
     origin = f"entry point '{ep.name} = {ep.value}'"
     try:
-        return ep.load(), origin
-    except Exception as exc:
-        raise PluginError(f"workload '{name}': cannot load {origin}: {type(exc).__name__}: {exc}") from None
+        with isolated():
+            return ep.load(), origin
+    except (Exception, SystemExit) as exc:
+        raise PluginError(f"workload '{name}': cannot load {origin}: {_what(exc)}") from None
 
 
 def _instantiate(obj: Any, name: str, origin: str) -> Any:
     if not isinstance(obj, type):
         return obj
     try:
-        return obj()
-    except Exception as exc:
-        raise PluginError(f"workload '{name}' ({origin}): {obj.__name__}() failed: "
-                          f"{type(exc).__name__}: {exc}") from None
+        with isolated():
+            return obj()
+    except (Exception, SystemExit) as exc:
+        raise PluginError(f"workload '{name}' ({origin}): {obj.__name__}() failed: {_what(exc)}") from None
+
+
+def _what(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return (f"it called sys.exit({exc.code!r}) (does it parse the command line or run a script "
+                "when imported? guard that with if __name__ == '__main__')")
+    return f"{type(exc).__name__}: {exc}"
+
+
+@contextlib.contextmanager
+def isolated() -> Iterator[None]:
+    """Run a user workload's import or constructor apart from tebench's own process state.
+
+    It sees a command line of its own (no tebench options to parse or reject), and what it prints
+    goes to stderr: in a worker, stdout carries the progress messages to the runner. Its working
+    directory is put back.
+    """
+    argv, cwd = sys.argv[:], os.getcwd()
+    sys.argv = [argv[0] if argv else "tebench"]
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.argv = argv
+        with contextlib.suppress(OSError):
+            os.chdir(cwd)
 
 
 def check_protocol(workload: Any, name: str, origin: str) -> None:
@@ -140,6 +170,12 @@ def check_protocol(workload: Any, name: str, origin: str) -> None:
     size_type = getattr(workload, "size_type", None)
     if not (isinstance(size_type, type) and dataclasses.is_dataclass(size_type)):
         problems.append("'size_type' must be a dataclass (the fields a [sizes] table may set)")
+    if not problems:
+        try:
+            typing.get_type_hints(size_type)  # what every size table is checked against
+        except Exception as exc:  # a string annotation naming what its module does not define
+            problems.append(f"'size_type' {size_type.__name__} has annotations that cannot be resolved "
+                            f"({type(exc).__name__}: {exc})")
     kind = getattr(workload, "kind", "model")
     if kind not in KINDS:
         problems.append(f"'kind' must be one of {', '.join(KINDS)}, not {kind!r}")

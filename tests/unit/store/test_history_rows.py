@@ -1,0 +1,101 @@
+"""History databases read row by row: a bad row is skipped by its rowid, a run without device or time
+is still charted, and storage trouble (read-only, full, no directory) or a newer tebench is named as
+such, never called damage."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from conftest import FIXTURES
+from tebench import cli
+from tebench.store import history, history_db
+
+CPU = FIXTURES / "cpu-smoke.jsonl"
+
+
+@pytest.fixture
+def db(tmp_path):
+    path = tmp_path / "h.db"
+    history.add(path, CPU)
+    return path
+
+
+def _sql(db, statement: str, *params) -> None:
+    with sqlite3.connect(db) as conn:
+        conn.execute(statement, params)
+
+
+def test_a_text_median_is_skipped_by_rowid_and_the_rest_is_reported(db, tmp_path, capsys):
+    _sql(db, "UPDATE cases SET median_ms = 'fast' WHERE rowid = 2")
+    with pytest.warns(UserWarning, match=r"cases rowid 2: \[median_ms\] = 'fast': must be a number"):
+        df = history.frame(db)
+    assert 2 not in df.index or len(df) == 10
+    assert df["median_ms"].dtype == float
+    assert cli.main(["history", "report", "--db", str(db), "--out", str(tmp_path / "r")]) == 0
+    assert "rowid 2" in capsys.readouterr().err
+
+
+def test_a_run_without_created_or_device_is_still_charted(db, tmp_path, capsys):
+    _sql(db, "UPDATE runs SET created = NULL, device = NULL")
+    _sql(db, "UPDATE cases SET device = NULL")
+    df = history.frame(db)
+    assert len(df) == 11 and set(df["device"]) == {history.UNKNOWN_DEVICE}
+    assert cli.main(["history", "report", "--db", str(db), "--out", str(tmp_path / "r")]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_db_in_a_directory_that_does_not_exist_is_refused(tmp_path, capsys):
+    target = tmp_path / "no" / "such" / "h.db"
+    assert cli.main(["history", "add", str(CPU), "--db", str(target)]) == 2
+    assert "no such directory" in capsys.readouterr().err
+    with pytest.raises(history_db.HistoryError, match="no such directory"):
+        history_db.connect(target, create=True)
+
+
+def test_a_read_only_database_is_called_read_only_not_damaged(db, monkeypatch):
+    # Root ignores permission bits, so the read-only mount is a read-only connection.
+    monkeypatch.setattr(history, "connect", lambda path, create=False: sqlite3.connect(
+        f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None))
+    other = [line for line in CPU.read_text().splitlines()]
+    again = db.parent / "again.jsonl"
+    again.write_text("\n".join(line.replace("20261130T114532-f1b5f869", "other-run") for line in other) + "\n")
+    with pytest.raises(history.HistoryError) as caught:
+        history.add(db, again)
+    assert "read-only" in str(caught.value) and "damaged" not in str(caught.value)
+
+
+@pytest.mark.parametrize("message,fragment", [
+    ("database or disk is full", "the disk is full"),
+    ("attempt to write a readonly database", "read-only"),
+    ("disk I/O error", "I/O error"),
+    ("unable to open database file", "cannot open the file"),
+    ("database disk image is malformed", "a damaged history database"),
+])
+def test_sqlite_errors_are_named_by_what_they_mean(message, fragment):
+    text = history_db.describe_error(sqlite3.OperationalError(message), "cannot add x")
+    assert fragment in text
+    assert ("damaged" in text) == (fragment == "a damaged history database")
+
+
+def test_a_database_of_a_newer_tebench_is_called_newer(db, capsys):
+    _sql(db, f"PRAGMA user_version = {history_db.FORMAT_VERSION + 1}")
+    _sql(db, "ALTER TABLE cases ADD COLUMN energy_j REAL")
+    assert cli.main(["history", "report", "--db", str(db), "--out", str(db.parent / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "newer tebench" in err and "damaged" not in err
+
+
+def test_new_databases_carry_the_format_version(db):
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == history_db.FORMAT_VERSION
+
+
+@pytest.mark.parametrize("stored", ["{cut short", '{"case_id": 5}', "9" * 5000, "[]"])
+def test_a_damaged_stored_record_is_skipped_by_rowid(db, stored):
+    run_id = history.frame(db)["run_id"].iloc[0]
+    _sql(db, "UPDATE cases SET record_json = ? WHERE rowid = 3", stored)
+    with pytest.warns(UserWarning, match=r"skipped 1 damaged stored record\(s\): cases rowid 3"):
+        kept = history.records(db, [run_id])
+    assert len(kept) == 10

@@ -1,0 +1,97 @@
+"""Results valid line by line but wrong as a whole: runs concatenated into one file, a run without a
+run id, overlapping shards and shard cases that no file holds. Never silently merged or replaced."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import FIXTURES
+from tebench import cli
+from tebench.store import history, merge, reader
+
+CPU = FIXTURES / "cpu-smoke.jsonl"
+
+
+def _records() -> list[dict]:
+    return [json.loads(line) for line in CPU.read_text().splitlines()]
+
+
+def _write(path, records) -> str:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return str(path)
+
+
+def _as_run(records: list[dict], run_id: str, status: str | None = None) -> list[dict]:
+    out = []
+    for r in records:
+        r = {**r, "run_id": run_id}
+        if status and r["type"] == "case" and r["status"] == "ok":
+            r = {**r, "status": status, "reason": "crashed"}
+        out.append(r)
+    return out
+
+
+def test_two_runs_concatenated_warn_that_one_replaces_the_other(tmp_path):
+    both = _as_run(_records(), "run-A") + _as_run(_records(), "run-B", status="failed")
+    path = _write(tmp_path / "both.jsonl", both)
+    with pytest.warns(UserWarning, match=r"holds 2 runs; 11 case record\(s\) of one run replaced.*run-B replaces run "
+                                         r"run-A's record"):
+        run = reader.read(path)
+    assert run.run_ids == ["run-A", "run-B"] and len(run.replaced) == 11
+
+
+def test_history_refuses_a_file_of_two_runs_and_stores_nothing(tmp_path, capsys):
+    both = _as_run(_records(), "run-A") + _as_run(_records(), "run-B", status="failed")
+    path = _write(tmp_path / "both.jsonl", both)
+    db = tmp_path / "h.db"
+    assert cli.main(["history", "add", path, "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert "holds 2 runs (run-A, run-B)" in err and "split it" in err
+    assert not db.exists() or history.frame(db).empty
+
+
+def test_history_refuses_a_run_without_a_run_id(tmp_path, capsys):
+    records = _records()
+    del records[0]["run_id"]
+    path = _write(tmp_path / "noid.jsonl", records)
+    assert cli.main(["history", "add", path, "--db", str(tmp_path / "h.db")]) == 2
+    assert "a header without a run id" in capsys.readouterr().err
+
+
+def test_appended_runs_of_different_cases_read_without_a_replacement_note(tmp_path, recwarn):
+    records = _records()
+    first = _as_run([records[0], *records[1:6]], "run-A")
+    second = _as_run([records[0], *records[6:]], "run-B")
+    run = reader.read(_write(tmp_path / "parts.jsonl", first + second))
+    assert run.replaced == [] and len(run.cases) == 11 and not recwarn.list
+
+
+def _shard(records: list[dict], i: int, n: int, run_id: str, cases: list[dict]) -> list[dict]:
+    header = {**records[0], "run_id": run_id, "shard": [i, n], "case_ids": [c["case_id"] for c in cases]}
+    return [header, *({**c, "run_id": run_id} for c in cases)]
+
+
+def test_overlapping_shards_are_refused(tmp_path, capsys):
+    records = _records()
+    one = _write(tmp_path / "s1.jsonl", _shard(records, 1, 2, "s1", records[1:7]))
+    two = _write(tmp_path / "s2.jsonl", _shard(records, 2, 2, "s2", records[6:]))  # records[6] in both
+    assert cli.main(["merge", one, two, "--out", str(tmp_path / "m"), "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert "is also in" in err and "overlap" in err and records[6]["case_id"] in err
+    assert not (tmp_path / "m" / "results.jsonl").exists()
+
+
+def test_merge_names_every_case_that_is_in_no_shard(tmp_path, capsys):
+    records = _records()
+    one = _shard(records, 1, 2, "s1", records[1:6])
+    two = _shard(records, 2, 2, "s2", records[6:])
+    two = two[:-1]  # shard 2 lists its last case but stopped before recording it
+    paths = [_write(tmp_path / "s1.jsonl", one), _write(tmp_path / "s2.jsonl", two)]
+    assert cli.main(["merge", *paths, "--out", str(tmp_path / "m"), "--no-report"]) == 0
+    err = capsys.readouterr().err
+    assert "1 case round(s) in no shard's results" in err and f"{records[-1]['case_id']} round 0 (shard 2/2)" in err
+    assert cli.main(["merge", *paths, "--out", str(tmp_path / "m2"), "--no-report", "--require-complete"]) == 2
+    joined = merge.join(paths, tmp_path / "m3")
+    assert joined.header["missing_cases"] == [f"{records[-1]['case_id']} round 0 (shard 2/2)"]
