@@ -42,7 +42,7 @@ class Run:
     """``file:line: …`` for each case record that replaced another run's record of the same case and round."""
 
     @property
-    def run_ids(self) -> list[str]:
+    def run_ids(self) -> list[str | None]:
         """The distinct run ids of the headers, in order: more than one when runs were appended to one file."""
         return list(dict.fromkeys(h.get("run_id") for h in self.headers))
 

@@ -174,7 +174,7 @@ def check_protocol(workload: Any, name: str, origin: str) -> None:
         try:
             typing.get_type_hints(size_type)  # what every size table is checked against
         except Exception as exc:  # a string annotation naming what its module does not define
-            problems.append(f"'size_type' {size_type.__name__} has annotations that cannot be resolved "
+            problems.append(f"'size_type' {getattr(size_type, '__name__', size_type)} has annotations that cannot be resolved "
                             f"({type(exc).__name__}: {exc})")
     kind = getattr(workload, "kind", "model")
     if kind not in KINDS:
