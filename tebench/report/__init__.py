@@ -270,6 +270,14 @@ def clip_words(text: str, limit: int = ENV_CELL_CHARS) -> str:
     return cut.rstrip(" ,;:") + " …"
 
 
+def _devices_text(devices: list[str] | None, env: dict[str, Any]) -> str:
+    """``--devices`` as the run had it; on a machine without a CUDA GPU its indices were CPU slots."""
+    listed = _listed(devices)
+    if not listed:
+        return "default"
+    return listed if env.get("device_type") == "cuda" else f"{listed} (no CUDA GPU: CPU slots, one case each)"
+
+
 def _listed(value: Any) -> str:
     """A header field for people: a list as "0, 1" (not "['0', '1']"), a mapping as "k=v", None as ""."""
     if value is None:
@@ -293,7 +301,7 @@ def _reproduce(src: Source) -> list[tuple[str, str]]:
         ("matrix sha256 (resolved / file)", f"{matrix.get('sha256', '–')} / {matrix.get('text_sha256', '–')}"),
         ("run id / created", f"{head.stored('run_id', '–')} / {head.stored('created', '–')}"),
         ("rounds / shard / devices", f"{head.stored('rounds', 1)} / {_listed(head.shard) or 'whole matrix'} / "
-                                     f"{_listed(head.devices) or 'default'}"),
+                                     f"{_devices_text(head.devices, env)}"),
         ("tebench", f"{head.tebench or env.get('tebench') or '–'} @ {commit}"),
         ("results file", src.path),
     ] + _excluded(head)
