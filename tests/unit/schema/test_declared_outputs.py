@@ -7,23 +7,23 @@ documented or read by name. These tests judge stored runs of every rule and chec
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
+from conftest import read_jsonl
 from tebench.analysis import parity, stats
 from tebench.schema.records import Parity, Summary, Throughput
 
 ROOT = Path(__file__).resolve().parents[3]
 RUNS = [ROOT / "reports" / "h200-nightly-energy" / "results.jsonl",  # equivalence rule, energy
-        ROOT / "reports" / "h200-verdict-mutations" / "context-run.jsonl",  # structural and context fails
+        ROOT / "reports" / "h200-verdict-mutations" / "context-run.jsonl.gz",  # structural and context fails
         ROOT / "tests" / "fixtures" / "h200-crossover.jsonl",  # band rule
         ROOT / "tests" / "fixtures" / "cpu-smoke.jsonl"]
 
 
 def _judged(path: Path) -> list[dict]:
-    records = [json.loads(line) for line in path.read_text().splitlines()]
+    records = read_jsonl(path)
     cases = [r for r in records if r.get("type") == "case"]
     parity.attach(cases)
     return cases

@@ -79,7 +79,7 @@ def test_every_declared_field_refuses_a_value_of_another_kind(part):
 
 
 def test_errors_name_the_path_at_any_depth():
-    d = next(d for d in _lines(ROOT / "reports" / "h200-nightly" / "results.jsonl")
+    d = next(d for d in _lines(ROOT / "reports" / "h200-nightly" / "results.jsonl.gz")
              if (d.get("parity") or {}).get("validation"))
     d["parity"]["validation"]["value"] = "high"
     with pytest.raises(RecordError, match=r"\[parity.validation.value\] = 'high': must be a number or null"):
