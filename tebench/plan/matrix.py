@@ -769,15 +769,17 @@ def reference_order(cases: list[Case]) -> list[Case]:
     Parity compares against the reference, so running it first lets the
     runner judge every later case as soon as it finishes.
     """
-    from tebench.plan.modes import REFERENCE_MODES
-
-    def rank(case: Case) -> int:
-        return REFERENCE_MODES.index(case.mode) if case.mode in REFERENCE_MODES else len(REFERENCE_MODES)
-
     groups: dict[tuple, list[Case]] = {}
     for case in cases:
         groups.setdefault((case.workload, case.size), []).append(case)
-    return [c for group in groups.values() for c in sorted(group, key=rank)]
+    return [c for group in groups.values() for c in sorted(group, key=_reference_rank)]
+
+
+def _reference_rank(case: Case) -> int:
+    """0 for PT-FP32, 1 for PT-AMP (parity's reference, in that order of preference); after them, any other mode."""
+    from tebench.plan.modes import REFERENCE_MODES
+
+    return REFERENCE_MODES.index(case.mode) if case.mode in REFERENCE_MODES else len(REFERENCE_MODES)
 
 
 def seeds_for_the_reference(cases: list[Case]) -> list[Case]:
@@ -790,13 +792,13 @@ def seeds_for_the_reference(cases: list[Case]) -> list[Case]:
     """
     from tebench.plan.modes import REFERENCE_MODES
 
-    def rank(case: Case) -> int:
-        return REFERENCE_MODES.index(case.mode) if case.mode in REFERENCE_MODES else len(REFERENCE_MODES)
-
     best: dict[tuple, int] = {}
     for case in cases:
         key = (case.workload, case.size)
-        best[key] = min(best.get(key, len(REFERENCE_MODES)), rank(case))
+        best[key] = min(best.get(key, _reference_rank(case)), _reference_rank(case))
+    # A reference mode ranked after the group's best is not the reference: its seeds would go unread.
+    # (Other modes keep the setting as written; they never train seeds.)
     return [dataclasses.replace(c, settings=dataclasses.replace(c.settings, reference_seeds=0))
-            if c.settings.reference_seeds and rank(c) < len(REFERENCE_MODES) and rank(c) > best[(c.workload, c.size)]
-            else c for c in cases]
+            if (c.settings.reference_seeds and _reference_rank(c) < len(REFERENCE_MODES)
+                and _reference_rank(c) > best[(c.workload, c.size)]) else c
+            for c in cases]

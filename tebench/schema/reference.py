@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import sys
+import types
 import typing
 from typing import Any, Iterator
 
@@ -37,7 +38,7 @@ def _type_name(hint: Any) -> str:
     """A type as a reader of JSON thinks of it: ``number``, ``list of Summary``, ``object``…"""
     args = [a for a in typing.get_args(hint) if a is not type(None)]
     origin = typing.get_origin(hint)
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+    if origin in (typing.Union, types.UnionType):
         names = [_type_name(a) for a in args]
         return " or ".join(dict.fromkeys(names))
     if origin is list:

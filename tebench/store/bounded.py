@@ -138,11 +138,10 @@ def iter_lines(path: str | Path, what: str = "results file", limit: int = RESULT
     """
     with open_file(path, what, limit) as raw:
         fh: BinaryIO = raw
-        if raw.read(2) == GZIP_MAGIC:
-            raw.seek(0)
+        magic = raw.read(2)
+        raw.seek(0)
+        if magic == GZIP_MAGIC:
             fh = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
-        else:
-            raw.seek(0)
         total = 0
         for lineno in itertools.count(1):
             try:

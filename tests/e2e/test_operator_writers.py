@@ -460,3 +460,14 @@ def test_sizes_that_read_the_same_keep_their_own_measurements_and_logs(tmp_path,
         assert log.is_file() and f"# {r['case_id']} round 0" in log.read_text()
         logs.add(log)
     assert len(logs) == 2 and sorted(p.name for p in (out / "logs").iterdir()) == sorted(p.name for p in logs)
+
+
+def test_devices_on_a_cpu_machine_run_as_cpu_slots_and_say_so(tmp_path, mat_file, stub_cli):
+    """--devices without a CUDA GPU: the run goes on (the indices are CPU slots), and says there is no GPU."""
+    out = tmp_path / "out"
+    proc = stub_cli("run", str(mat_file), "--out", str(out), "--devices", "0", "--quiet", "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    assert "--devices 0: this machine has no CUDA GPU; the cases run on the CPU, 1 at a time" in proc.stderr
+    stub_cli("report", str(out), "--out", str(tmp_path / "rep"), check=True)
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "0 (no CUDA GPU: CPU slots, one case each)" in md
