@@ -1,9 +1,17 @@
-"""``tebench history``: nightly history in SQLite (add runs, render trends)."""
+"""``tebench history``: nightly history in SQLite (add runs, render trends).
+
+``add`` stores results files (:mod:`tebench.store.history`). ``report`` reads the
+database (store), finds the changes in every series and judges the latest run
+(:mod:`tebench.analysis.history_changes`, :mod:`tebench.analysis.history_latest`),
+and writes the page (:mod:`tebench.report.history_page`): :func:`report` does those
+steps in that order, and the command checks its arguments before it.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 from typing import Any
 
 from tebench.cli.common import MAX_ROUNDS, UsageError, check_out_arg, check_results_paths, command_line, thresholds
@@ -26,6 +34,27 @@ def check_db(db: str, must_exist: bool) -> None:
     if state == "new" and must_exist:
         what = "an empty file, no history database yet" if os.path.exists(db) else "no such history database"
         raise UsageError(f"--db {db}: {what} (create it with 'tebench history add')")
+
+
+def report(db: str | Path, out: str | Path, window: int = 5, thresholds: dict[str, float] | None = None,
+           confirm: int = 3) -> Path:
+    """Render ``history.html`` and ``history.md`` (+ ``trends.png``) of the database ``db`` into ``out``.
+
+    The latest run of each device is judged against the ``window`` runs before it (``thresholds``
+    as for compare); a change is reported once ``confirm`` runs follow it. HistoryError for a
+    database that cannot be read.
+    """
+    from tebench.analysis import compare
+    from tebench.analysis.history_changes import trends
+    from tebench.analysis.history_latest import latest_vs_recent
+    from tebench.report import history_page
+    from tebench.store import history
+
+    df = history.frame(db)
+    opts = compare.Options(thresholds=dict(thresholds or {}))
+    series = trends(df, opts.thresholds["time"], confirm)
+    deltas, info = latest_vs_recent(db, window, opts=opts, df=df)
+    return history_page.render(out, db, df, series, deltas, info, window, confirm, opts)
 
 
 def cmd_history_add(args: argparse.Namespace) -> int:
@@ -51,17 +80,16 @@ def cmd_history_report(args: argparse.Namespace) -> int:
     if args.confirm < 1:
         raise UsageError(f"--confirm {args.confirm}: must be at least 1")
     check_db(args.db, must_exist=True)
-    from tebench.store import history  # pandas and the rest: only for input known to be good
     from tebench.run.outdir import lock_target
+    from tebench.store.history_db import HistoryError
 
     with lock_target(out, command_line()):  # history.html into a run directory: not while a run writes it
         try:
-            out = history.report(args.db, out, args.window, thresholds(args.threshold), args.confirm)
-        except history.HistoryError as exc:
+            out = report(args.db, out, args.window, thresholds(args.threshold), args.confirm)
+        except HistoryError as exc:
             raise UsageError(f"--db {exc}") from None
     print(f"history: {out / 'history.html'}\n         {out / 'history.md'}")
     return 0
-
 
 
 def add_parser(sub: Any) -> None:

@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES
 from tebench import cli
+from tebench.cli.history import report as history_report
 from tebench.plan import environment as detect
 from tebench.plan import matrix
 from tebench.schema import validate
@@ -282,7 +283,7 @@ def test_history_rows_of_any_value_are_charted_or_skipped_by_rowid(tmp_path_fact
     except history.HistoryError:
         return
     assert len(df) >= 11 - len(edits)
-    _quiet(history.report, db, tmp / "r", 10, {}, 3)
+    _quiet(history_report, db, tmp / "r", 10, {}, 3)
 
 
 # --- command lines ---------------------------------------------------------------------------------------

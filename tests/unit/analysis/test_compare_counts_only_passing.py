@@ -14,9 +14,11 @@ import pytest
 from tebench.analysis import compare as cmp
 from tebench.analysis.compare import compare, to_markdown
 from tebench.analysis.parity import counts_for_speed
+from history_runs import nightly
+from tebench.analysis.history_latest import history_headline, latest_vs_recent
+from tebench.cli.history import report
 from tebench.store import history
 from tests.unit.analysis.test_compare import AMP, delta, multi_round
-from tests.unit.store.test_history import nightly
 
 PARITY_FLAG = "not counted: parity fail (the speed of a model that does not train the same is not a gain)"
 
@@ -137,11 +139,11 @@ def test_history_does_not_count_the_gain_of_a_case_with_a_partial_fp8_proof(tmp_
     db = tmp_path / "h.db"
     for path in paths:
         history.add(db, path)
-    deltas, _ = history.latest_vs_recent(db, window=5)
+    deltas, _ = latest_vs_recent(db, window=5)
     (d,) = [d for d in deltas if d.case_id == AMP]
     assert d.verdict == "improved" and d.counted is False
     assert any(f.startswith("not counted: FP8 proof partial") for f in d.flags)
-    first = history.history_headline(deltas, [5])
+    first = history_headline(deltas, [5])
     assert "improved" not in first and "1 gain(s) not counted" in first
-    md = (history.report(db, tmp_path / "hist") / "history.md").read_text()
+    md = (report(db, tmp_path / "hist") / "history.md").read_text()
     assert "improved (not counted)" in md

@@ -1,0 +1,116 @@
+"""The latest run of a history judged against the runs before it, and the page's first line.
+
+Each device's newest run is judged case by case against the ``window`` runs of
+that device before it, with the regression rules of ``compare``
+(:func:`tebench.analysis.compare.judge`), each earlier run counted as one unit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tebench.analysis import compare, stats
+from tebench.schema.records import CaseResult
+from tebench.store import history
+
+
+def history_headline(deltas: list[compare.Delta], earlier: list[int]) -> str:
+    """The history page's first line: the same words as ``compare`` (🟢 only when every judged case is
+    unchanged, ⚪ when it cannot tell), against the number of earlier runs there really were."""
+    counts = compare.tally(deltas)  # an improvement of a case that does not pass is not counted
+    failing = sum(d.failing and d.counted for d in deltas)
+    judged = sum(d.verdict not in compare.UNMEASURED for d in deltas)
+    if failing:
+        icon = "🔴"
+    elif counts["slower"] or any(d.failing for d in deltas):
+        icon = "🟡"
+    elif counts["inconclusive"] or not judged:
+        icon = "⚪"
+    else:
+        icon = "🟢"
+    n = max(earlier) if earlier else 0
+    against = ("no earlier run to compare with" if n == 0 else
+               f"against the {n} run{'s' if n != 1 else ''} before it")
+    words = [f"{failing} regression(s)"] + [f"{counts[v]} {v}" for v in ("slower", "improved", "faster") if counts[v]]
+    if not_counted := sum(d.not_counted for d in deltas):
+        words.append(f"{not_counted} gain(s) not counted")
+    words += [f"{counts['unchanged']} unchanged", f"{counts['inconclusive']} inconclusive"]
+    line = f"{icon} tebench history: the latest run {against}: " + ", ".join(words)
+    if counts["inconclusive"]:
+        line += (f". Can't tell for {counts['inconclusive']} case(s)"
+                 + (f": {n} earlier run(s), a verdict needs at least {compare.Options().min_rounds}"
+                    if 0 < n < compare.Options().min_rounds else "") + ".")
+    return line
+
+
+def latest_vs_recent(db: str | Path, window: int = 5, thresholds: dict[str, float] | None = None,
+                     opts: compare.Options | None = None,
+                     df: pd.DataFrame | None = None) -> tuple[list[compare.Delta], dict[str, Any]]:
+    """The newest run of each device against the ``window`` runs of that device before it.
+
+    Each earlier run is one unit (its level: the median of its rounds' median
+    step times). The latest run is judged against the *prediction* interval of
+    one more run from those levels, so the latest run's own run-to-run variance
+    is part of the noise a regression must exceed. p-values are adjusted across
+    cases; fewer than ``min_rounds`` earlier runs leave step time inconclusive. ``df``: the
+    database's rows as :func:`tebench.store.history.frame` read them, when the caller has them
+    already (each unusable row is then warned about once); returns the verdicts and, per device,
+    its latest run and the runs it was judged against.
+    """
+    opts = opts or compare.Options(thresholds=dict(thresholds or {}))
+    df = history.frame(db) if df is None else df
+    deltas: list[compare.Delta] = []
+    info: dict[str, Any] = {}
+    if df.empty:
+        return deltas, info
+    runs = df.drop_duplicates("run_id")[["run_id", "created", "device"]]
+    for device, rg in runs.groupby("device", sort=False):
+        ordered = list(rg["run_id"])
+        latest, previous = ordered[-1], ordered[-1 - window:-1]
+        info[device] = {"latest": latest, "baseline_runs": previous}
+        if not previous:
+            continue
+        head = _by_case(history.records(db, [latest]))
+        base = _by_case(history.records(db, previous))
+        items, tests = [], []
+        for case_id in sorted(set(head) & set(base)):
+            b, h = compare.side(base[case_id]), compare.side(head[case_id])
+            items.append((case_id, b, h))
+            tests.append(_run_level_test(base[case_id], h.median_ms, opts) if h.median_ms else None)
+        family = [(i, t.p) for i, t in enumerate(tests) if t is not None and t.p is not None]  # those with enough data
+        adjusted = dict(zip([i for i, _ in family], stats.adjust_pvalues([p for _, p in family], opts.correction)))
+        for i, (case_id, b, h) in enumerate(items):
+            deltas.append(compare.judge(case_id, device, b, h, opts, tests[i], adjusted.get(i)))
+    return deltas, info
+
+
+def _run_level_test(base_records: list[CaseResult], head_ms: float,
+                    opts: compare.Options) -> stats.TimeTest | None:
+    """The latest run's median step time ``head_ms`` against the earlier runs' levels (one per run),
+    or None without an earlier level."""
+    by_run: dict[str, list[float]] = {}
+    for r in base_records:
+        level = r.round_median_ms
+        if r.status == "ok" and len(r.samples_ms) >= opts.min_steps and level is not None:
+            by_run.setdefault(r.run_id or "", []).append(level)
+    levels = [float(np.median(v)) for v in by_run.values()]
+    if not levels:
+        return None
+    if len(levels) < opts.min_rounds:
+        ratio = head_ms / float(np.exp(np.mean(np.log(levels))))
+        return stats.TimeTest(ratio, None, None, None, None, (len(levels), 1), False,
+                              f"{len(levels)} earlier run(s); at least {opts.min_rounds} are needed to know "
+                              "the run-to-run spread")
+    return stats.prediction_test(levels, head_ms, confidence=1 - opts.alpha)
+
+
+def _by_case(recs: list[CaseResult]) -> dict[str, list[CaseResult]]:
+    """The records of each case id."""
+    out: dict[str, list[CaseResult]] = {}
+    for r in recs:
+        out.setdefault(r.case_id, []).append(r)
+    return out
