@@ -9,6 +9,11 @@ database tebench made is opened for writing. tebench stamps its databases with
 :data:`APPLICATION_ID`; one made before the stamp is recognised by its tables
 being exactly tebench's, and stamped on the way.
 
+The layout's version is ``PRAGMA user_version`` (:data:`FORMAT_VERSION`). A
+database of an older format is upgraded when it is opened, one step of
+:data:`UPGRADES` at a time, in one transaction; one of a newer format is
+refused as newer (never as damaged) and left as it is.
+
 Torch-, numpy- and pandas-free: the CLI checks ``--db`` with it before the
 heavier history module is imported.
 """
@@ -18,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 
 from tebench.errors import RunError
@@ -28,8 +34,9 @@ APPLICATION_ID = 0x74624831
 """``PRAGMA application_id`` of a tebench history database: "tbH1" in ASCII."""
 BUSY_TIMEOUT_S = 120.0
 FORMAT_VERSION = 1
-"""``PRAGMA user_version`` of the databases this tebench makes (0, from before the stamp, reads as 1).
-A change to the tables bumps it, so an older tebench can say "newer" instead of "damaged"."""
+"""``PRAGMA user_version`` of the databases this tebench makes and reads. A change to the tables
+bumps it and adds the step from the version before to :data:`UPGRADES`, so a database of an older
+tebench is upgraded and an older tebench says "newer" instead of "damaged"."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -63,6 +70,34 @@ class HistoryError(RunError):
     """A ``--db`` that is not a tebench history database, or a damaged one (exit status 2)."""
 
 
+@dataclass(frozen=True)
+class Upgrade:
+    """One step of the migration path: a database of format ``source`` becomes one of ``source + 1``.
+
+    ``statements`` run in the transaction that then sets ``user_version``; ``layout`` is the SQL of
+    the tables of format ``source``, by which a database of that format is recognised before it is
+    upgraded. ``why`` says what changed, for the record.
+    """
+
+    source: int
+    layout: str
+    statements: tuple[str, ...]
+    why: str
+
+
+UPGRADES: tuple[Upgrade, ...] = (
+    # Format 0: every database made before 06d0898 set user_version (those made before fca3400 have no
+    # application_id either). Their tables are format 1's; the step only records the version.
+    Upgrade(0, SCHEMA, (), "the tables of format 1, made before tebench set user_version"),
+)
+"""The steps from each older format to the next, oldest first; ``UPGRADES[i].source == i``."""
+
+
+def layout(version: int) -> str:
+    """The SQL of the tables of format ``version`` (0 .. :data:`FORMAT_VERSION`)."""
+    return SCHEMA if version == FORMAT_VERSION else UPGRADES[version].layout
+
+
 def _tables(conn: sqlite3.Connection) -> dict[str, list[tuple[str, str]]]:
     """Every table of a database (SQLite's own apart) with its columns' names and declared types."""
     names = [row[0] for row in conn.execute(
@@ -75,10 +110,10 @@ def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def expected_tables() -> dict[str, list[tuple[str, str]]]:
-    """The tables :data:`SCHEMA` makes, as :func:`_tables` reads them."""
+def expected_tables(version: int = FORMAT_VERSION) -> dict[str, list[tuple[str, str]]]:
+    """The tables of format ``version`` (by default :data:`SCHEMA`'s), as :func:`_tables` reads them."""
     with contextlib.closing(sqlite3.connect(":memory:")) as conn:
-        conn.executescript(SCHEMA)
+        conn.executescript(layout(version))
         return _tables(conn)
 
 
@@ -115,9 +150,10 @@ def _header_problem_locked(path: Path) -> str | None:
 
 
 def check(db: str | Path) -> str:
-    """What ``db`` is: ``new`` (no file, or an empty one), ``ours`` (a tebench history database),
-    ``unstamped`` (one made before tebench stamped its databases). Anything else is refused with
-    HistoryError (bounded.InputError for a FIFO, a device or a directory), and nothing is written to it.
+    """What ``db`` is: ``new`` (no file, or an empty one), ``ours`` (a tebench history database of this
+    format or an older one, which :func:`connect` upgrades), ``unstamped`` (one made before tebench
+    stamped its databases). Anything else, a newer format included, is refused with HistoryError
+    (bounded.InputError for a FIFO, a device or a directory), and nothing is written to it.
     """
     path = Path(db)
     try:
@@ -152,17 +188,29 @@ def check(db: str | Path) -> str:
     except sqlite3.DatabaseError as exc:
         raise HistoryError(f"{db}: {describe_error(exc, 'cannot read it')}") from None
     if app == APPLICATION_ID and version > FORMAT_VERSION:
-        raise HistoryError(f"{db}: a history database of a newer tebench (format {version}; this tebench reads "
-                           f"up to {FORMAT_VERSION}); use that tebench or a newer one (the file is left as it is)")
-    want = expected_tables()
+        raise HistoryError(newer_message(db, version))
+    if not 0 <= version <= FORMAT_VERSION:
+        if app == APPLICATION_ID:
+            raise HistoryError(f"{db}: a tebench history database of format {version}, a number no tebench writes; "
+                               "changed by another program, or damaged (left as it is)")
+        # tebench has always set user_version together with its application_id.
+        raise HistoryError(f"{db}: an SQLite database, but not a tebench history database (user_version "
+                           f"{version} without tebench's application_id); left as it is")
+    want = expected_tables(version)
     if tables == want:
         return "ours" if app == APPLICATION_ID else "unstamped"
     shown = ", ".join(tables) or "none"
     if app == APPLICATION_ID:
-        raise HistoryError(f"{db}: a tebench history database whose tables are not the ones this tebench makes "
-                           f"(tables: {shown}); damaged, or from another tebench version")
+        raise HistoryError(f"{db}: a tebench history database whose tables are not those of its format "
+                           f"{version} (tables: {shown}); damaged, or changed by another program")
     raise HistoryError(f"{db}: an SQLite database, but not a tebench history database (its tables: {shown}; "
                        f"tebench's are {', '.join(want)}); left as it is")
+
+
+def newer_message(db: str | Path, version: int) -> str:
+    """The refusal of a database a newer tebench made: newer, not damaged, and left as it is."""
+    return (f"{db}: a history database of a newer tebench (format {version}; this tebench reads up to "
+            f"{FORMAT_VERSION}); use that tebench or a newer one (the file is left as it is)")
 
 
 def describe_error(exc: sqlite3.Error, doing: str) -> str:
@@ -173,7 +221,7 @@ def describe_error(exc: sqlite3.Error, doing: str) -> str:
     """
     name = getattr(exc, "sqlite_errorname", "") or ""  # Python >= 3.11
     text = str(exc).lower()
-    if name.startswith("SQLITE_READONLY") or "readonly" in text or "read-only" in text:
+    if _read_only(exc):
         return f"{doing}: the database or its directory is read-only ({exc}); the database is intact"
     if name == "SQLITE_FULL" or "disk is full" in text:
         return f"{doing}: the disk is full ({exc}); the database is intact, nothing was added"
@@ -214,11 +262,64 @@ def connect(db: str | Path, create: bool = False) -> sqlite3.Connection:
                 conn.execute(statement)
             conn.execute("COMMIT")
             conn.execute("PRAGMA journal_mode=WAL")  # persistent; several jobs add at once
-        elif state == "unstamped":
-            with contextlib.suppress(sqlite3.OperationalError):  # a read-only file is still read
-                conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+        else:
+            upgrade(conn, db)
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise HistoryError(f"{db}: {describe_error(exc, 'cannot open the history database')}") from None
+    except HistoryError:
+        conn.close()
+        raise
     return conn
+
+
+def upgrade(conn: sqlite3.Connection, db: str | Path) -> int:
+    """Bring the open database ``db`` to :data:`FORMAT_VERSION` (and stamp :data:`APPLICATION_ID`);
+    the format it had is returned.
+
+    All steps run in one transaction: a database is at its old format or the new one, never
+    between, and a concurrent ``history add`` that upgraded it first leaves nothing to do. A
+    database that cannot be written (a read-only mount) is read as it is where its tables are the
+    current format's; otherwise it is refused, named as older, and left as it is.
+    """
+    version, app = _format(conn)
+    if version == FORMAT_VERSION and app == APPLICATION_ID:
+        return version
+    try:
+        conn.execute("BEGIN IMMEDIATE")  # one writer; the version is read again under its lock
+        try:
+            version, _ = _format(conn)
+            if version > FORMAT_VERSION:  # a newer tebench upgraded it since it was checked
+                raise HistoryError(newer_message(db, version))
+            for step in UPGRADES[version:]:
+                for statement in step.statements:
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            conn.execute(f"PRAGMA user_version={FORMAT_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+    except sqlite3.OperationalError as exc:
+        if not _read_only(exc):
+            raise
+        if expected_tables(version) == expected_tables():
+            return version  # read as it is: its tables are the current format's
+        raise HistoryError(f"{db}: a history database of an older tebench (format {version}); this tebench "
+                           f"upgrades it to format {FORMAT_VERSION} when it can write to it, and cannot: "
+                           f"{describe_error(exc, 'cannot upgrade it')}") from None
+    return version
+
+
+def _format(conn: sqlite3.Connection) -> tuple[int, int]:
+    """The database's ``user_version`` and ``application_id``."""
+    return (conn.execute("PRAGMA user_version").fetchone()[0],
+            conn.execute("PRAGMA application_id").fetchone()[0])
+
+
+def _read_only(exc: sqlite3.Error) -> bool:
+    name = getattr(exc, "sqlite_errorname", "") or ""  # Python >= 3.11
+    text = str(exc).lower()
+    return name.startswith("SQLITE_READONLY") or "readonly" in text or "read-only" in text
 
