@@ -407,14 +407,10 @@ def history_headline(deltas: list[compare.Delta], earlier: list[int]) -> str:
     counts = compare.tally(deltas)  # an improvement of a case that does not pass is not counted
     failing = sum(d.failing and d.counted for d in deltas)
     judged = sum(d.verdict not in compare.UNMEASURED for d in deltas)
-    if failing:
-        icon = "🔴"
-    elif counts["slower"] or any(d.failing for d in deltas):
-        icon = "🟡"
-    elif counts["inconclusive"] or not judged:
-        icon = "⚪"
-    else:
-        icon = "🟢"
+    from tebench.report.compare_markdown import headline_icon  # the one rule; the history split moves this to report/
+
+    icon = headline_icon(failing=bool(failing), concern=bool(counts["slower"] or any(d.failing for d in deltas)),
+                         unknown=bool(counts["inconclusive"] or not judged))
     n = max(earlier) if earlier else 0
     against = ("no earlier run to compare with" if n == 0 else
                f"against the {n} run{'s' if n != 1 else ''} before it")

@@ -12,7 +12,8 @@ import json
 import pytest
 
 from tebench.analysis import compare as cmp
-from tebench.analysis.compare import compare, to_markdown
+from tebench.analysis.compare import compare
+from tebench.report.compare_markdown import to_markdown
 from tebench.analysis.parity import counts_for_speed
 from tebench.store import history
 from tests.unit.analysis.test_compare import AMP, delta, multi_round
