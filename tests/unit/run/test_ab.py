@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from conftest import CPU_ENV, MICRO_GPT, read_jsonl
-from tebench.analysis import ab
+from tebench.run import ab
 
 
 def test_abba_order():
