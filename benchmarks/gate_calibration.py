@@ -44,7 +44,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tebench.analysis import ab, compare  # noqa: E402
+from tebench.analysis import compare  # noqa: E402
+from tebench.cli.common import UsageError  # noqa: E402
+from tebench.cli.compare import parse_thresholds  # noqa: E402
+from tebench.run import ab  # noqa: E402
 from tebench.store import run_records
 from tebench.store import reader as results
 from tebench.plan.matrix import load  # noqa: E402
@@ -214,8 +217,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="gate threshold as for compare (e.g. time=2%%); default: compare's")
     args = parser.parse_args(argv)
     try:
-        args.threshold = compare.parse_thresholds(args.threshold)
-    except (ValueError, compare.CompareError) as exc:
+        args.threshold = parse_thresholds(args.threshold)
+    except UsageError as exc:
         parser.error(str(exc))
     t0 = time.time()
     data = live(args) if args.mode == "live" else pooled(args)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from tebench.analysis import kernel_rules as rules
-from tebench.schema.records import FP8Proof, KernelTime, Kernels, ModuleCensus, TimeBreakdown
+from tebench.plan.modes import MODES
+from tebench.schema.records import CaseResult, FP8Proof, KernelTime, Kernels, ModuleCensus, TimeBreakdown
 
 UNCLASSIFIED_KEPT = 10
 
@@ -227,3 +228,25 @@ def fp8_proof(kernels: Kernels | None, census: ModuleCensus | None) -> FP8Proof:
 def amdahl(gemm_share: float, gemm_speedup: float) -> float:
     """End-to-end speedup when a step's GEMMs (``gemm_share`` of it) run ``gemm_speedup`` times faster."""
     return 1.0 / ((1.0 - gemm_share) + gemm_share / gemm_speedup)
+
+
+def high_precision(record: CaseResult) -> str:
+    """The GEMM precision a case's non-FP8 matmuls run in: fp32 without autocast, else bf16 (fp16 counts as bf16)."""
+    mode = MODES.get(record.mode)
+    return "bf16" if mode is None or mode.amp or mode.family == "te" else "fp32"
+
+
+def breakdown_of(record: CaseResult, peak: dict[str, Any] | None) -> TimeBreakdown | None:
+    """The record's time breakdown from its profiled kernels, its median step and its throughput's FLOPs
+    (one rank's: the census counts one rank's layers); None without kernels or timed steps.
+
+    The one derivation: the runner stores it, a report derives it again with today's kernel rules.
+    """
+    if record.kernels is None or not record.timing or not record.timing.samples_ms:
+        return None
+    tp = record.throughput
+    flops = tp.flops_per_step / (record.case.get("nproc") or 1) if tp and tp.flops_per_step else None
+    setup = record.setup
+    return time_breakdown(
+        record.kernels, record.timing.summary.median or 0.0, flops, record.modules, high_precision(record),
+        peak, setup.tf32_matmul if setup is not None else None)

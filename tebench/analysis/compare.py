@@ -49,7 +49,6 @@ import dataclasses
 import functools
 import json
 import math
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -66,8 +65,7 @@ from tebench.analysis.parity import counts_for_speed
 from tebench.schema.records import CaseResult
 from tebench.store.run_records import CaseRounds, RunRecords
 
-DEFAULT_THRESHOLDS = {"time": 0.05, "memory": 0.05, "loss": 0.10, "energy": 0.05}
-from tebench.analysis.defaults import CORRECTIONS, DEFAULT_ALPHA  # noqa: E402  (their home; re-exported)
+from tebench.analysis.defaults import CORRECTIONS, DEFAULT_ALPHA, DEFAULT_THRESHOLDS  # noqa: E402  (their home; re-exported)
 ENV_KEYS = ("device", "driver", "cuda", "torch", "te")
 """Environment differences that make regressions not count (unless asked)."""
 INFO_ENV_KEYS = ("python", "python_executable", "tebench_root", "git_commit")
@@ -96,44 +94,6 @@ def _setting_defaults() -> dict[str, Any]:
 
 class CompareError(ValueError):
     """Inputs that cannot be compared (exit status 2)."""
-
-
-_PERCENT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%\s*$")
-_FRACTION = re.compile(r"^\s*(0|0?\.[0-9]+)\s*$")
-
-
-def parse_threshold(item: str) -> tuple[str, float]:
-    """``METRIC=VALUE`` with VALUE a percentage (``3%``) or a fraction below 1 (``0.03``).
-
-    A bare number of 1 or more (``time=3``: 3% or 300%?) is refused, as are
-    negative, NaN and infinite values: a threshold must not be guessed.
-    """
-    key, sep, value = item.partition("=")
-    key = key.strip()
-    if not sep:
-        raise CompareError(f"--threshold {item!r}: expected METRIC=VALUE, e.g. time=5% or time=0.05")
-    if key not in DEFAULT_THRESHOLDS:
-        raise CompareError(f"--threshold {item!r}: unknown metric {key!r} (known: {', '.join(DEFAULT_THRESHOLDS)})")
-    if m := _PERCENT.match(value):
-        out = float(m.group(1)) / 100.0
-    elif _FRACTION.match(value):
-        out = float(value)
-    else:
-        raise CompareError(f"--threshold {item!r}: value {value!r} is not a percentage (5%) or a fraction "
-                           "below 1 (0.05); a bare number of 1 or more is ambiguous (time=3: 3% or 300%?), and negative, NaN "
-                           "or infinite values are refused")
-    return key, out
-
-
-def parse_thresholds(items: Iterable[str]) -> dict[str, float]:
-    """Every ``--threshold`` item; a metric given twice is refused."""
-    out: dict[str, float] = {}
-    for item in items:
-        key, value = parse_threshold(item)
-        if key in out:
-            raise CompareError(f"--threshold {item!r}: {key} given twice")
-        out[key] = value
-    return out
 
 
 @dataclass
@@ -829,138 +789,3 @@ def compare(base_path: str | Path, head_path: str | Path, thresholds: dict[str, 
     except (OSError, SchemaError) as exc:
         raise CompareError(str(exc)) from None
     return compare_runs(base, head, opts, str(base_path), str(head_path))
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None or not math.isfinite(value) else f"{value - 1:+.1%}"
-
-
-def headline(c: Comparison, title: str = "tebench compare") -> list[str]:
-    """The first line(s) of a comparison: what is known, in words a reader acts on in ten seconds.
-
-    🔴 a counted failure; 🟡 advisory regressions, or changes beyond noise within the threshold
-    (``slower``); ⚪ when something could not be told (``inconclusive``) or nothing was measured;
-    🟢 only when every judged case is unchanged, improved or faster.
-    """
-    fails, n_reg = c.failures, len(c.regressions)
-    inconclusive, slower = c.count("inconclusive"), c.count("slower")
-    if fails and c.counted:
-        icon = "🔴"
-    elif n_reg or fails or slower:
-        icon = "🟡"
-    elif inconclusive or not c.measured:
-        icon = "⚪"
-    else:
-        icon = "🟢"
-    counts = [f"{n_reg} regression(s)"] + [f"{c.count(v)} {v}" for v in ("slower", "improved", "faster")
-                                            if c.count(v) or v == "improved"]
-    if c.not_counted:
-        counts.append(f"{len(c.not_counted)} gain(s) not counted")
-    counts += [f"{c.count('unchanged')} unchanged", f"{inconclusive} inconclusive"]
-    lines = [f"### {icon} {title}: " + ", ".join(counts)]
-    if c.not_counted:
-        lines.append(f"{len(c.not_counted)} case(s) improved or faster but not counted: their head does not pass "
-                     "loss parity or its FP8 proof (the speed of a model that does not train the same is not a "
-                     "gain; listed below).")
-    if slower:
-        lines.append(f"{slower} case(s) are slower beyond noise but within the {c.thresholds['time']:.0%} "
-                     "threshold: not failing the gate, but real (listed below).")
-    if inconclusive:
-        # Only the inconclusive cases that lack rounds: a case with too few rounds can still be
-        # judged on its other measures (or be missing), and "50 of 46" is no count.
-        few = sum(1 for d in c.too_few_rounds if d.verdict == "inconclusive")
-        wide = "their intervals reach beyond the threshold: more rounds, or a quieter machine, narrow them"
-        if not few:
-            what = wide
-        elif few == inconclusive:
-            what = "all of them have too few rounds for a verdict: run with `--rounds 5` or more"
-        else:
-            what = (f"{few} of them have too few rounds for a verdict (run with `--rounds 5` or more); for the "
-                    f"other {inconclusive - few}, " + wide)
-        gate = ("they fail the gate (--fail-on-inconclusive)" if c.options.fail_on_inconclusive
-                else "this gate passes without knowing (`--fail-on-inconclusive` makes them fail it)")
-        lines.append(f"Can't tell for {inconclusive} case(s): {what}; {gate}.")
-    return lines
-
-
-def to_markdown(c: Comparison, title: str = "tebench compare") -> str:
-    """GitHub-flavoured Markdown: headline, what changed, everything in <details>."""
-    from tebench.report import md_escape as esc, md_table
-    import pandas as pd
-
-    advisory = [d for d in c.deltas if d.failing and not d.counted]
-    lines = []
-    lines += headline(c, title)
-    extra = [f"{c.count(v)} {v}" for v in UNMEASURED if c.count(v)]
-    if not c.measured:
-        extra.insert(0, "no case was measured on both sides, so this comparison cannot pass (exit 2)")
-    if advisory:
-        extra.insert(0, f"{len(advisory)} of the regressions advisory (not failing the gate: "
-                        + "; ".join(esc(f) for f in sorted({f for d in advisory for f in d.flags})) + ")")
-    if c.options.fail_on_missing and c.count("missing-in-head"):
-        extra.append("missing cases fail the gate (--fail-on-missing)")
-    if extra:
-        lines.append("Also: " + ", ".join(extra) + ".")
-    if c.skipped:
-        lines += ["", f"> ⚠️ **{len(c.skipped)} unusable line(s) skipped** (their cases are judged on the rest): "
-                  + "; ".join(esc(x) for x in c.skipped[:5]) + (" …" if len(c.skipped) > 5 else "")]
-    few = c.too_few_rounds
-    if few:
-        lines += ["", f"> ⚠️ **Too few rounds to separate run-to-run noise** for {len(few)} case(s) (fewer than "
-                  f"{c.options.min_rounds} rounds of {c.options.min_steps}+ steps on a side): their step time is "
-                  "`inconclusive`, whatever its size. Run with `--rounds 5` or more."]
-    if not c.paired and any(d.p_value is not None for d in c.deltas):
-        lines += ["", "> ℹ️ Base and head are separate runs: the rounds show each run's round-to-round noise, "
-                  "but not an offset shared by all rounds of one run (machine state, other load, another day). "
-                  "For a gate, `tebench ab` runs both sides interleaved and compares them round by round."]
-    if c.env_details:
-        lines.append("")
-        if c.env_differs:
-            lines.append("> ⚠️ **Base and head ran in different environments** ("
-                         + ", ".join(esc(x) for x in c.env_details)
-                         + "). Differences reflect the machine/software as much as the code; "
-                         + ("they are counted as regressions (the environment is what is compared)."
-                            if c.counted else "they are **not** counted as code regressions (exit 0)."))
-        else:
-            lines.append("> Environment differences: " + ", ".join(esc(x) for x in c.env_details) + ".")
-    if c.limit_details:
-        lines += ["", "> ⚠️ **Base and head ran at different power limits or clocks**: "
-                  + "; ".join(esc(x) for x in c.limit_details) + ". "
-                  + ("Their speed and energy changes are counted (--count-env-changes)."
-                     if c.options.count_env_changes else
-                     "Speed and energy regressions of the cases concerned are advisory, not failing the gate "
-                     "(`--count-env-changes` counts them).")]
-    lines.append("")
-
-    energy = any(d.energy_ratio is not None for d in c.deltas)  # no column where no case has a reading
-
-    def row(d: Delta) -> dict[str, str]:
-        ci = d.time_ci
-        return {"case": d.case_id, "device": d.device,
-                "verdict": verdict_text(d),
-                "step time": _pct(d.time_ratio),
-                "CI": f"{ci[0] - 1:+.1%} … {ci[1] - 1:+.1%}" if ci else "–",
-                "rounds": f"{d.rounds[0]}/{d.rounds[1]}" if d.rounds else "–",
-                "tokens/s": _pct(d.tokens_ratio), "memory": _pct(d.memory_ratio),
-                **({"J/token": _pct(d.energy_ratio)} if energy else {}),
-                "Δ final loss": "–" if d.loss_change is None else f"{d.loss_change:+.4g}",
-                "why": "; ".join(d.why + d.flags)}
-
-    changed = [d for d in c.deltas if d.verdict != "unchanged"]
-    if c.measured and all(d.verdict in ("unchanged", *UNMEASURED) for d in c.deltas):
-        lines.append("Nothing changed beyond thresholds and noise" + (
-            " in the cases measured on both sides." if changed else "."))
-    if changed:
-        lines.append(md_table(pd.DataFrame([row(d) for d in changed])))
-    o = c.options
-    lines += ["", f"<details><summary>All {len(c.deltas)} cases</summary>", "",
-              md_table(pd.DataFrame([row(d) for d in c.deltas])), "", "</details>", "",
-              "<details><summary>Method and inputs</summary>", "",
-              f"- base: {esc(c.base)} ({esc(c.base_env.get('device'))}, "
-              f"commit {esc(c.base_env.get('git_commit') or 'unknown: not run from a git checkout')})",
-              f"- head: {esc(c.head)} ({esc(c.head_env.get('device'))}, "
-              f"commit {esc(c.head_env.get('git_commit') or 'unknown: not run from a git checkout')})",
-              "- thresholds: " + ", ".join(f"{k} {v:.1%}" for k, v in c.thresholds.items())
-              + f"; alpha {o.alpha:g} across cases ({o.correction})",
-              f"- {esc(c.method)}", "", "</details>", ""]
-    return "\n".join(lines)

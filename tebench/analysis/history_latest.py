@@ -1,4 +1,4 @@
-"""The latest run of a history judged against the runs before it, and the page's first line.
+"""The latest run of a history judged against the runs before it (the page's first line: :mod:`tebench.report.history_page`).
 
 Each device's newest run is judged case by case against the ``window`` runs of
 that device before it, with the regression rules of ``compare``
@@ -17,34 +17,6 @@ from tebench.analysis import compare, stats
 from tebench.schema.records import CaseResult
 from tebench.store import history
 
-
-def history_headline(deltas: list[compare.Delta], earlier: list[int]) -> str:
-    """The history page's first line: the same words as ``compare`` (🟢 only when every judged case is
-    unchanged, ⚪ when it cannot tell), against the number of earlier runs there really were."""
-    counts = compare.tally(deltas)  # an improvement of a case that does not pass is not counted
-    failing = sum(d.failing and d.counted for d in deltas)
-    judged = sum(d.verdict not in compare.UNMEASURED for d in deltas)
-    if failing:
-        icon = "🔴"
-    elif counts["slower"] or any(d.failing for d in deltas):
-        icon = "🟡"
-    elif counts["inconclusive"] or not judged:
-        icon = "⚪"
-    else:
-        icon = "🟢"
-    n = max(earlier) if earlier else 0
-    against = ("no earlier run to compare with" if n == 0 else
-               f"against the {n} run{'s' if n != 1 else ''} before it")
-    words = [f"{failing} regression(s)"] + [f"{counts[v]} {v}" for v in ("slower", "improved", "faster") if counts[v]]
-    if not_counted := sum(d.not_counted for d in deltas):
-        words.append(f"{not_counted} gain(s) not counted")
-    words += [f"{counts['unchanged']} unchanged", f"{counts['inconclusive']} inconclusive"]
-    line = f"{icon} tebench history: the latest run {against}: " + ", ".join(words)
-    if counts["inconclusive"]:
-        line += (f". Can't tell for {counts['inconclusive']} case(s)"
-                 + (f": {n} earlier run(s), a verdict needs at least {compare.Options().min_rounds}"
-                    if 0 < n < compare.Options().min_rounds else "") + ".")
-    return line
 
 
 def latest_vs_recent(db: str | Path, window: int = 5, thresholds: dict[str, float] | None = None,

@@ -70,8 +70,8 @@ def cmd_ab(args: argparse.Namespace) -> int:
     prestart_depth = check_launch_args(args)
     gate = compare_options(args, True)
     gate.drop_throttled = args.drop_throttled
-    from tebench.analysis import ab
-    from tebench.analysis.compare import to_markdown
+    from tebench.report.compare_markdown import to_markdown
+    from tebench.run import ab
 
     try:
         opts = ab.ABOptions(
@@ -95,7 +95,6 @@ def cmd_ab(args: argparse.Namespace) -> int:
     emit(text, None, args.format == "markdown")
     nothing_measured(result, "tebench ab")
     return result.exit_code
-
 
 
 def add_parser(sub: Any) -> None:

@@ -206,12 +206,10 @@ def parse_shard(args: argparse.Namespace) -> tuple[int, int] | None:
 
 
 def thresholds(items: list[str]) -> dict[str, float]:
-    from tebench.analysis.compare import CompareError, parse_thresholds
+    """Every ``--threshold METRIC=VALUE`` item (``compare``, ``ab``, ``history``); UsageError for a bad one."""
+    from tebench.cli.compare import parse_thresholds  # cli.compare imports this module
 
-    try:
-        return parse_thresholds(items)
-    except CompareError as exc:
-        raise UsageError(str(exc)) from None
+    return parse_thresholds(items)
 
 
 def compare_options(args: argparse.Namespace, count_env_changes: bool):

@@ -18,7 +18,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 from tebench import __version__
 from tebench.plan.peak_tflops import PeakRates
 
@@ -172,10 +172,11 @@ def usable_cpus(cpu_max: Path = Path("/sys/fs/cgroup/cpu.max")) -> int:
     return cpus
 
 
-def _git_state() -> tuple[str | None, bool | None]:
+def _git_state(environ: Mapping[str, str] | None = None) -> tuple[str | None, bool | None]:
     """The commit of the tebench checkout this code runs from, if it is one."""
-    if os.environ.get("TEBENCH_GIT_COMMIT"):
-        return os.environ["TEBENCH_GIT_COMMIT"], None
+    environ = os.environ if environ is None else environ
+    if environ.get("TEBENCH_GIT_COMMIT"):
+        return environ["TEBENCH_GIT_COMMIT"], None
     root = Path(__file__).resolve().parents[2]  # the checkout, where tebench runs from one
     if not (root / ".git").exists() or not shutil.which("git"):
         return None, None
@@ -207,10 +208,11 @@ CACHE_ENV = "TEBENCH_CACHE_DIR"
 _VOLATILE = ("time", "env_vars", "git_commit", "git_dirty", "hostname")
 
 
-def _cache_dir() -> Path:
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+def _cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    environ = os.environ if environ is None else environ
+    if environ.get(CACHE_ENV):
+        return Path(environ[CACHE_ENV])
+    base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "tebench"
 
 
@@ -243,13 +245,15 @@ def _driver_stamp() -> str:
     return f"{version} {' '.join(nodes)}"
 
 
-def machine_key(python: str | None = None) -> str:
+def machine_key(python: str | None = None, environ: Mapping[str, str] | None = None) -> str:
     """Identity of what a probe would find: host, Python, torch/TE/torchao installs, driver, CUDA/TE env
     vars, compilers.
 
     Any change to one of these (a driver update, a new torch, another
-    CUDA_VISIBLE_DEVICES) gives a new key, so a cached answer is never stale.
+    CUDA_VISIBLE_DEVICES) gives a new key, so a cached answer is never stale. ``environ``: the
+    variables the probe runs with (default: this process's).
     """
+    environ = os.environ if environ is None else environ
     exe = python or sys.executable
     try:
         exe_stamp = f"{os.path.realpath(exe)}@{os.stat(exe).st_mtime_ns}"
@@ -263,20 +267,21 @@ def machine_key(python: str | None = None) -> str:
         "te": _package_stamp("transformer_engine"),
         "torchao": _package_stamp("torchao"),
         "driver": _driver_stamp(),
-        "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
+        "env": {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES)},
         # The compile gate's compilers: fixing CC or installing gcc must not leave a cached "no compiler".
-        "compilers": [os.environ.get("CC")] + [shutil.which(c) for c in ("gcc", "clang", "g++", "c++", "clang++")],
+        "compilers": [environ.get("CC")] + [shutil.which(c) for c in ("gcc", "clang", "g++", "c++", "clang++")],
     }
     import hashlib
 
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
 
 
-def _refresh(env: Environment) -> Environment:
+def _refresh(env: Environment, environ: Mapping[str, str] | None = None) -> Environment:
+    environ = os.environ if environ is None else environ
     env.time = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    env.env_vars = {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)}
+    env.env_vars = {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES)}
     env.hostname = socket.gethostname()
-    env.git_commit, env.git_dirty = _git_state()
+    env.git_commit, env.git_dirty = _git_state(environ)
     return env
 
 
@@ -284,15 +289,18 @@ _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
 """The directory holding this tebench package (tebench/plan/environment.py is three levels down)."""
 
 
-def _run_probe(timeout: float, python: str | None) -> tuple[Environment, bool]:
-    """Detection in a child process; (environment, whether the answer is complete)."""
+def _run_probe(timeout: float, python: str | None,
+               environ: Mapping[str, str] | None = None) -> tuple[Environment, bool]:
+    """Detection in a child process run with ``environ`` (None: this process's); (environment, whether the
+    answer is complete)."""
     cmd = [python or sys.executable, "-m", "tebench.worker.probe", "--json"]
     # `python -m` puts the working directory first on the import path: a folder named tebench there
     # would be imported instead. This interpreter's probe runs from the root of this tebench; another
     # interpreter's (ab's sides, which set PYTHONPATH to their tebench) from the file system root.
     cwd = _PACKAGE_ROOT if python is None else os.path.abspath(os.sep)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                              env=None if environ is None else dict(environ))
     except subprocess.TimeoutExpired:
         env = Environment(device_type="cpu")
         env.te_error = f"detection timed out after {timeout:.0f} s"
@@ -314,7 +322,8 @@ def _run_probe(timeout: float, python: str | None) -> tuple[Environment, bool]:
                          f"tebench's dependencies? ({type(exc).__name__}: {exc}){said}") from None
 
 
-def probe(timeout: float = 180.0, python: str | None = None, cached: bool = False) -> Environment:
+def probe(timeout: float = 180.0, python: str | None = None, cached: bool = False,
+          extra_env: Mapping[str, str] | None = None) -> Environment:
     """Run detection in a child process and return what it found.
 
     A child keeps CUDA (and torch) out of the caller; if the child itself
@@ -322,15 +331,20 @@ def probe(timeout: float = 180.0, python: str | None = None, cached: bool = Fals
     per :func:`machine_key`; ``cached=True`` reuses it (``tebench list``: a
     second instead of a torch import), a plain call always probes afresh and
     refreshes the cache (``tebench run`` records what it ran on).
+
+    ``extra_env``: variables the child runs with on top of this process's (a side of ``tebench ab``: its
+    PYTHONPATH, ``NVTE_*``, ``CUDA_VISIBLE_DEVICES``); the cache key and the recorded ``env_vars`` see them
+    too, and this process's own environment is left as it is.
     """
-    key = machine_key(python)
-    cache = _cache_dir() / f"env-{key}.json"
+    environ = None if extra_env is None else {**os.environ, **extra_env}
+    key = machine_key(python, environ)
+    cache = _cache_dir(environ) / f"env-{key}.json"
     if cached:
         try:
-            return _refresh(Environment.from_dict(json.loads(cache.read_text())))
+            return _refresh(Environment.from_dict(json.loads(cache.read_text())), environ)
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             pass  # no usable cached answer: probe
-    env, complete = _run_probe(timeout, python)
+    env, complete = _run_probe(timeout, python, environ)
     if complete:
         try:
             cache.parent.mkdir(parents=True, exist_ok=True)

@@ -18,13 +18,36 @@ import pandas as pd
 
 from tebench.analysis import compare
 from tebench.analysis.history_changes import Series, change_rows
-from tebench.analysis.history_latest import history_headline
 from tebench.report import Chart, html_table, md_table, png_bytes
+from tebench.report.compare_markdown import headline_icon
 from tebench.report.jinja_env import html_environment, markdown_environment
 from tebench.store import atomic
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+
+def history_headline(deltas: list[compare.Delta], earlier: list[int]) -> str:
+    """The history page's first line: the same words as ``compare`` (🟢 only when every judged case is
+    unchanged, ⚪ when it cannot tell), against the number of earlier runs there really were."""
+    counts = compare.tally(deltas)  # an improvement of a case that does not pass is not counted
+    failing = sum(d.failing and d.counted for d in deltas)
+    judged = sum(d.verdict not in compare.UNMEASURED for d in deltas)
+    icon = headline_icon(failing=bool(failing), concern=bool(counts["slower"] or any(d.failing for d in deltas)),
+                         unknown=bool(counts["inconclusive"] or not judged))
+    n = max(earlier) if earlier else 0
+    against = ("no earlier run to compare with" if n == 0 else
+               f"against the {n} run{'s' if n != 1 else ''} before it")
+    words = [f"{failing} regression(s)"] + [f"{counts[v]} {v}" for v in ("slower", "improved", "faster") if counts[v]]
+    if not_counted := sum(d.not_counted for d in deltas):
+        words.append(f"{not_counted} gain(s) not counted")
+    words += [f"{counts['unchanged']} unchanged", f"{counts['inconclusive']} inconclusive"]
+    line = f"{icon} tebench history: the latest run {against}: " + ", ".join(words)
+    if counts["inconclusive"]:
+        line += (f". Can't tell for {counts['inconclusive']} case(s)"
+                 + (f": {n} earlier run(s), a verdict needs at least {compare.Options().min_rounds}"
+                    if 0 < n < compare.Options().min_rounds else "") + ".")
+    return line
 
 
 def trend_figure(series: list[Series]) -> Figure | None:

@@ -15,7 +15,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from tebench.analysis import breakdown, kernel_rules, memory
-from tebench.run.records import breakdown_of
+from tebench.analysis.breakdown import breakdown_of
 from tebench.plan import modes
 from tebench.report import tables
 from tebench.report.load import Source

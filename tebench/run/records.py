@@ -9,7 +9,7 @@ from tebench.analysis import breakdown, parity, stats
 from tebench.plan.environment import Environment
 from tebench.plan.modes import MODES, fp8_library, is_fp8
 from tebench.plan.schedule import Planned
-from tebench.schema.records import CaseResult, Device, Measurements, Summary, Throughput, TimeBreakdown
+from tebench.schema.records import CaseResult, Device, Measurements, Summary, Throughput
 from tebench.schema.version import RecordError
 from tebench.workloads import SPECS
 
@@ -55,7 +55,7 @@ def build_record(p: Planned, raw: Measurements, env: Environment, run_id: str, s
         if summary.get("median"):
             record.throughput = Throughput.from_dict(
                 stats.throughput(summary["median"], tokens, flops, env.peak_tflops, case.nproc))
-            record.time_breakdown = breakdown_of(record, env.peak_tflops)
+            record.time_breakdown = breakdown.breakdown_of(record, env.peak_tflops)
     prove_te(record)
     en = record.energy
     if en is not None and en.energy_j and en.steps and record.throughput and record.throughput.tokens_per_step:
@@ -71,28 +71,6 @@ def build_record(p: Planned, raw: Measurements, env: Environment, run_id: str, s
         record.loss.first = losses[0] if losses else None
         record.loss.final = parity.final_loss(losses)
     return record
-
-
-def high_precision(record: CaseResult) -> str:
-    """The GEMM precision a case's non-FP8 matmuls run in: fp32 without autocast, else bf16 (fp16 counts as bf16)."""
-    mode = MODES.get(record.mode)
-    return "bf16" if mode is None or mode.amp or mode.family == "te" else "fp32"
-
-
-def breakdown_of(record: CaseResult, peak: dict[str, Any] | None) -> TimeBreakdown | None:
-    """The record's time breakdown from its profiled kernels, its median step and its throughput's FLOPs
-    (one rank's: the census counts one rank's layers); None without kernels or timed steps.
-
-    The one derivation: the runner stores it, a report derives it again with today's kernel rules.
-    """
-    if record.kernels is None or not record.timing or not record.timing.samples_ms:
-        return None
-    tp = record.throughput
-    flops = tp.flops_per_step / (record.case.get("nproc") or 1) if tp and tp.flops_per_step else None
-    setup = record.setup
-    return breakdown.time_breakdown(
-        record.kernels, record.timing.summary.median or 0.0, flops, record.modules, high_precision(record),
-        peak, setup.tf32_matmul if setup is not None else None)
 
 
 def is_fp8_case(record: CaseResult) -> bool:

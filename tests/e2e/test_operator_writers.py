@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import CPU_ENV, FIXTURES, MICRO_GPT, ROOT, read_jsonl
-from tebench.analysis import ab
+from tebench.run import ab
 from tebench.plan import environment as detect
 from tebench.plan import matrix
 from tebench.plan.environment import GPU

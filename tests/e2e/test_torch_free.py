@@ -94,7 +94,7 @@ def test_probe_answer_is_cached_per_machine_key(tmp_path, monkeypatch):
     monkeypatch.setenv("TEBENCH_CACHE_DIR", str(tmp_path))
     calls = []
 
-    def fake(timeout, python):
+    def fake(timeout, python, environ=None):
         calls.append(python)
         return detect.Environment(device_type="cpu", cpu=f"probe {len(calls)}"), True
 
@@ -114,7 +114,7 @@ def test_a_failing_probe_is_an_error_not_a_traceback(monkeypatch, capsys, tmp_pa
     from tebench import cli
 
     monkeypatch.setenv("TEBENCH_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(detect, "_run_probe", lambda t, p: (_ for _ in ()).throw(detect.ProbeError("driver broke")))
+    monkeypatch.setattr(detect, "_run_probe", lambda t, p, e=None: (_ for _ in ()).throw(detect.ProbeError("driver broke")))
     assert cli.main(["list", "--preset", "smoke"]) == 2
     assert "driver broke" in capsys.readouterr().err
 

@@ -296,7 +296,9 @@ def test_compare_markdown_escapes_records_and_environments(tmp_path, capsys):
     _check_markdown(out)
     delta = compare.Delta("gpt/a/PT-AMP", "GPU", "regressed", ["x"], counted=False, flags=[build.PAYLOAD])
     comparison = compare.Comparison("b", "h", {}, {}, [], True, compare.Options(), [delta])
-    _check_markdown(compare.to_markdown(comparison))
+    from tebench.report.compare_markdown import to_markdown
+
+    _check_markdown(to_markdown(comparison))
 
 
 def test_history_report_escapes_what_runs_recorded(tmp_path, capsys):
@@ -318,7 +320,7 @@ def test_history_report_escapes_what_runs_recorded(tmp_path, capsys):
     (["--out", "{tmp}/o", "--only", "nothing/*"], "--only 'nothing/*'"),
 ])
 def test_ab_refuses_before_probing_or_starting_a_side(extra, fragment, tmp_path, capsys, monkeypatch):
-    from tebench.analysis import ab
+    from tebench.run import ab
     from tebench.plan import environment
 
     def forbidden(*args, **kwargs):

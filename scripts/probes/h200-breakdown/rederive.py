@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import sys
 
-from tebench.run.records import breakdown_of, is_fp8_case
+from tebench.analysis.breakdown import breakdown_of
+from tebench.run.records import is_fp8_case
 from tebench.analysis.breakdown import fp8_proof
 from tebench.schema.records import CaseResult, RunHeader
 

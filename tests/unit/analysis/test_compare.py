@@ -17,8 +17,11 @@ import pytest
 from conftest import FIXTURES, MICRO_GPT
 from conftest import read_jsonl as lines
 from conftest import write_jsonl as write
-from tebench.analysis.compare import CompareError, Options, compare, parse_threshold, to_markdown
-from tebench.analysis.compare import headline as headline_lines
+from tebench.analysis.compare import Options, compare
+from tebench.cli.common import UsageError
+from tebench.cli.compare import parse_threshold
+from tebench.report.compare_markdown import headline as headline_lines
+from tebench.report.compare_markdown import to_markdown
 
 CPU = FIXTURES / "cpu-smoke.jsonl"
 AMP = "gpt/tiny/PT-AMP"
@@ -287,7 +290,7 @@ def test_threshold_parsing_accepts_percent_and_fraction(item, value):
 @pytest.mark.parametrize("item", ["time=3", "time=-5%", "time=-0.05", "time=nan", "time=inf", "time=5 %%",
                                   "time=", "time", "speed=3%", "time=1.5", "time=1"])
 def test_threshold_parsing_refuses_ambiguous_or_bad_values(item):
-    with pytest.raises(CompareError):
+    with pytest.raises(UsageError):
         parse_threshold(item)
 
 

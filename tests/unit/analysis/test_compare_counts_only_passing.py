@@ -12,10 +12,12 @@ import json
 import pytest
 
 from tebench.analysis import compare as cmp
-from tebench.analysis.compare import compare, to_markdown
+from tebench.analysis.compare import compare
+from tebench.report.compare_markdown import to_markdown
 from tebench.analysis.parity import counts_for_speed
 from history_runs import nightly
-from tebench.analysis.history_latest import history_headline, latest_vs_recent
+from tebench.analysis.history_latest import latest_vs_recent
+from tebench.report.history_page import history_headline
 from tebench.cli.history import report
 from tebench.store import history
 from tests.unit.analysis.test_compare import AMP, delta, multi_round

@@ -11,7 +11,9 @@ import json
 import pytest
 
 from tebench import cli
-from tebench.analysis.compare import Options, compare, parse_threshold, parse_thresholds, to_markdown
+from tebench.analysis.compare import Options, compare
+from tebench.cli.compare import parse_threshold, parse_thresholds
+from tebench.report.compare_markdown import to_markdown
 from tests.unit.analysis.test_compare import AMP, delta, multi_round
 
 TPJ = 100.0
@@ -184,11 +186,11 @@ def test_threshold_parsing_accepts_energy():
     assert parse_thresholds(["memory=5%", "energy=7%"]) == {"memory": pytest.approx(0.05),
                                                              "energy": pytest.approx(0.07)}
     assert Options().thresholds["energy"] == pytest.approx(0.05)
-    from tebench.analysis.compare import CompareError
+    from tebench.cli.common import UsageError
 
-    with pytest.raises(CompareError, match="ambiguous"):
+    with pytest.raises(UsageError, match="ambiguous"):
         parse_threshold("energy=3")
-    with pytest.raises(CompareError, match="given twice"):
+    with pytest.raises(UsageError, match="given twice"):
         parse_thresholds(["energy=3%", "energy=4%"])
 
 

@@ -375,11 +375,12 @@ def test_parallel_and_serial_drawing_give_the_same_bytes(tmp_path, monkeypatch):
 
 def test_compare_names_a_missing_commit_in_words(tmp_path):
     from tebench.analysis import compare
+    from tebench.report.compare_markdown import to_markdown
 
     records = lines(CPU)
     records[0]["env"]["git_commit"] = None
     path = write(tmp_path / "nogit.jsonl", records)
-    md = compare.to_markdown(compare.compare(path, path))
+    md = to_markdown(compare.compare(path, path))
     assert "commit None" not in md and "commit unknown: not run from a git checkout" in md
 
 def test_names_that_look_like_mathtext_render_as_typed(tmp_path):

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import subprocess
+import sys
 import textwrap
 
 import pytest
 
 from conftest import CPU_ENV, MICRO_GPT, read_jsonl
-from tebench.analysis import ab
+from tebench.run import ab
 
 
 def test_abba_order():
@@ -141,3 +144,34 @@ def test_ab_sides_run_in_prestarted_workers(tmp_path, stub_cli, stub_worker, mon
         methods = [r["launch"]["method"] for r in cases]
         assert methods[0] == "cold" and methods[1:] == ["prestarted"] * 5, methods
     assert not (out / "base" / ".work").exists() and not (out / "head" / ".work").exists()
+
+
+def test_a_sides_probe_runs_with_its_variables_and_leaves_this_process_alone(tmp_path, monkeypatch):
+    # Each side is probed with its own PYTHONPATH and NVTE_*/TORCH_* variables; they reach the child
+    # and the recorded env_vars, and os.environ here is the same before and after.
+    from tebench.plan import environment
+
+    seen: list[dict[str, str]] = []
+    run = subprocess.run
+
+    def child(cmd, **kwargs):
+        if "tebench.worker.probe" not in cmd:
+            return run(cmd, **kwargs)  # git, asked for the commit
+        seen.append(kwargs.get("env") or {})
+        answer = json.dumps(dataclasses.replace(CPU_ENV).to_dict())
+        return subprocess.CompletedProcess(cmd, 0, stdout=answer + "\n", stderr="")
+
+    monkeypatch.setenv(environment.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv("NVTE_AB_SIDE", raising=False)
+    monkeypatch.setattr(environment.subprocess, "run", child)
+    before = dict(os.environ)
+    side = {"NVTE_AB_SIDE": "1", "PYTHONPATH": "/side"}
+    environment.probe(python=sys.executable, extra_env=side)
+    assert seen[0]["NVTE_AB_SIDE"] == "1" and seen[0]["PYTHONPATH"] == "/side"
+    # The cached answer (as --device's check reads it) is found under the side's key and records its variables.
+    cached = environment.probe(python=sys.executable, cached=True, extra_env=side)
+    assert len(seen) == 1 and cached.env_vars.get("NVTE_AB_SIDE") == "1"
+    assert dict(os.environ) == before
+    # The side's variables are part of the machine key: another side's answer is not reused for it.
+    assert environment.machine_key(sys.executable, {**before, "NVTE_AB_SIDE": "1"}) != \
+        environment.machine_key(sys.executable, before)

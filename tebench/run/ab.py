@@ -25,22 +25,23 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import tebench
 from tebench.analysis import compare
-from tebench.store import atomic, run_records
-from tebench.store import reader as results
-from tebench.store.writer import Writer
-from tebench.run import runner
 from tebench.plan import schedule as plan_schedule
+from tebench.plan.environment import Environment, ProbeError, probe
+from tebench.plan.matrix import Matrix
+from tebench.report.compare_markdown import to_markdown
+from tebench.run import runner
 from tebench.run.display import Display, SideDisplay
 from tebench.run.executor import Executor
 from tebench.run.options import RunOptions, resolve_options
 from tebench.run.outdir import OutLock
 from tebench.run.prestart import upcoming_cases
-from tebench.plan.environment import Environment, ProbeError, probe
-from tebench.plan.matrix import Matrix
+from tebench.store import atomic, run_records
+from tebench.store import reader as results
+from tebench.store.writer import Writer
 
 SIDES = ("base", "head")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -128,21 +129,6 @@ def _check_python(python: str, flag: str) -> None:
         raise ABError(f"{flag} {python}: cannot import torch ({proc.stderr.strip().splitlines()[-1:]})")
 
 
-@contextlib.contextmanager
-def _environ(extra: dict[str, str]) -> Iterator[None]:
-    """Detection reads the side's environment variables (it records NVTE_*, TORCH_*, ...)."""
-    saved = {k: os.environ.get(k) for k in extra}
-    os.environ.update(extra)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 @dataclass
 class _Side:
     name: str
@@ -165,11 +151,12 @@ def _prepare(name: str, spec: SideSpec, opts: ABOptions, ab_id: str) -> _Side:
     probe_env = dict(child_env)
     if opts.device is not None:
         probe_env["CUDA_VISIBLE_DEVICES"] = opts.device
-    with _environ(probe_env):
-        try:
-            env = probe(python=spec.python)
-        except ProbeError as exc:  # name the side and its flag: two interpreters are in play
-            raise ABError(f"--{name}-python {spec.python}: the {name} side's {exc}") from None
+    # Detection runs with, and records, the side's variables (NVTE_*, TORCH_*, ...); this process's own
+    # environment is not touched.
+    try:
+        env = probe(python=spec.python, extra_env=probe_env)
+    except ProbeError as exc:  # name the side and its flag: two interpreters are in play
+        raise ABError(f"--{name}-python {spec.python}: the {name} side's {exc}") from None
     out = opts.out / name
     if (out / results.RESULTS_NAME).exists():
         raise ABError(f"{out / results.RESULTS_NAME} already exists; choose another --out")
@@ -206,8 +193,7 @@ def _check_device(opts: ABOptions, sides: dict[str, _Side]) -> None:
     for s in sides.values():
         if s.env.device_type == "cuda":
             continue
-        with _environ(s.child_env):
-            visible = probe(python=s.spec.python, cached=True)
+        visible = probe(python=s.spec.python, cached=True, extra_env=s.child_env)
         if visible.device_type == "cuda":
             raise ABError(f"--device {opts.device}: no such GPU ({len(visible.gpus)} visible to --{s.name}-python)")
 
@@ -269,6 +255,6 @@ def _run_sides(matrix: Matrix, opts: ABOptions, cases: list, sides: dict[str, _S
             (s.out / ".work").rmdir()
     result = compare.compare_runs(run_records.read(sides["base"].out), run_records.read(sides["head"].out), opts.compare,
                                   str(sides["base"].out), str(sides["head"].out))
-    atomic.write_text(opts.out / "compare.md", compare.to_markdown(result, title="tebench ab") + "\n")
+    atomic.write_text(opts.out / "compare.md", to_markdown(result, title="tebench ab") + "\n")
     atomic.write_text(opts.out / "compare.json", result.to_json() + "\n")
     return result
