@@ -14,6 +14,7 @@ the result.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import signal
@@ -63,7 +64,9 @@ def protocol_stream() -> TextIO:
         if not stat.S_ISFIFO(os.fstat(fd).st_mode):
             raise OSError(f"descriptor {fd} is not a pipe")
         os.set_inheritable(fd, False)
-        return os.fdopen(fd, "w", buffering=1, encoding="utf-8")
+        # Unbuffered below the text layer: a line is written whole at once, and a write that failed
+        # (the runner gone) leaves nothing behind for the exit to fail on again.
+        return io.TextIOWrapper(os.fdopen(fd, "wb", buffering=0), encoding="utf-8", write_through=True)
     except (ValueError, OSError) as exc:
         print(f"tebench worker: {PROTOCOL_FD_ENV}={named!r} is not an open pipe ({exc}); "
               "protocol lines go to stdout", file=sys.stderr)
