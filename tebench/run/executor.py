@@ -287,7 +287,6 @@ class Executor:
         try:
             write_log(log, f"# {case.id} round {p.round} device {device or 'default'}\n")
             proc, spare, channel, on_stdout = self._start(case, case_file, result_file, log_file, log, device)
-            self._prestart(upcoming or [], device)
 
             def on_line(line: str) -> None:
                 msg = protocol.parse(line)
@@ -309,6 +308,7 @@ class Executor:
             # The pump reads until the worker is gone, whatever it leaves behind: were it to stop
             # early, the pipe would fill and the worker block until its timeout.
             pump = Pump(channel, on_line).start()
+            self._prestart(upcoming or [], device)
             try:
                 code = proc.wait(timeout=timeout)
                 timed_out = False

@@ -208,7 +208,10 @@ def test_protocol_lines_travel_on_their_own_pipe_and_output_stays_output(tiny, t
                         shown.append((label, phase, step)))
     monkeypatch.setenv("STUB_CHATTER", "1")
     out = tmp_path / "run"
+    fds = set(os.listdir("/proc/self/fd")) if Path("/proc/self/fd").is_dir() else None
     stub_cli("run", str(tiny), "--out", str(out), "--no-report", "--launch", launch, "--only", "*/PT-*", check=True)
+    if fds is not None:
+        assert set(os.listdir("/proc/self/fd")) == fds, "every pipe's read end is closed by the end of the run"
     got = cases(out)
     assert len(got) == 4 and all(r["status"] == "ok" for r in got.values())
     assert sum(r["launch"]["method"] == "prestarted" for r in got.values()) == (3 if launch == "prestarted" else 0)
