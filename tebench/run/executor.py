@@ -77,6 +77,8 @@ class Executor:
         self.spares: dict[str | None, list[Spare]] = {}
         """Per device, the pre-started workers of its upcoming single-process cases, in order."""
         self.spawned = 0
+        self._pipe: bool | None = None
+        """Whether the workers take the protocol pipe (``_speaks_pipe``); None until asked."""
         self.finished: dict[str | None, float] = {}
         """When the last case on each device was recorded: the hand-off time to the next one is kept."""
         # Absolute: a workload may change directory in build, and the worker must still find its files.
@@ -151,25 +153,61 @@ class Executor:
             log = self.work / f"prestart-{self.spawned}.log"
         command = [self.opts.python, "-m", "tebench.worker", "--serve", "--preload", family]
         try:
-            channel, end = os.pipe()
-        except OSError as exc:
-            sys.stderr.write(f"tebench: could not pre-start a worker ({exc}); starting cases cold\n")
-            return
-        try:
             # What it prints while importing, on either stream, waits in its own log until a case takes it.
             with log.open("w") as err:
-                proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=err, stderr=err, text=True,
-                                        pass_fds=(end,), env=self._child_env(device, end), start_new_session=True)
+                proc, channel, on_stdout = self._popen(command, device, err, pipe=self._speaks_pipe(),
+                                                       stdin=subprocess.PIPE)
         except OSError as exc:
-            os.close(channel)
             # Only a speed-up: the case starts cold instead.
             sys.stderr.write(f"tebench: could not pre-start a worker ({exc}); starting cases cold\n")
             return
-        finally:
-            os.close(end)  # the worker's copy is the only writer: its exit is the pipe's end of file
         with self.lock:
             self.children.add(proc)
-            self.spares.setdefault(device, []).append(Spare(proc, family, log, channel))
+            self.spares.setdefault(device, []).append(Spare(proc, family, log, channel, on_stdout))
+
+    def _popen(self, command: list[str], device: str | None, out: Any, pipe: bool,
+               stdin: int | None = None) -> tuple[subprocess.Popen, int, bool]:
+        """Start a worker with stdout and stderr to ``out`` (the case's log); also the descriptor its
+        protocol lines arrive on, and whether that is its stdout.
+
+        With ``pipe``, a pipe of its own, whose write end it inherits (``pass_fds``) and is told of
+        (tebench.run.protocol). Without (torchrun, whose ranks cannot inherit it, or a worker of a
+        tebench that predates the pipe), its stdout, where they come among the workload's output.
+        """
+        if not pipe:
+            proc = subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, stderr=out, text=True,
+                                    env=self._child_env(device), start_new_session=True)
+            assert proc.stdout is not None  # stdout=PIPE
+            channel = os.dup(proc.stdout.fileno())  # the pump's own descriptor; the file object is closed
+            proc.stdout.close()
+            return proc, channel, True
+        channel, end = os.pipe()
+        try:
+            proc = subprocess.Popen(command, stdin=stdin, stdout=out, stderr=out, text=True, pass_fds=(end,),
+                                    env=self._child_env(device, end), start_new_session=True)
+        except BaseException:
+            os.close(channel)
+            raise
+        finally:
+            os.close(end)  # the worker's copy is the only writer: its exit is the pipe's end of file
+        return proc, channel, False
+
+    def _speaks_pipe(self) -> bool:
+        """Whether this run's workers take the protocol pipe: their tebench knows it.
+
+        ``tebench ab`` may run the base side with another checkout's tebench, one from before the
+        pipe, whose worker writes its progress on stdout; it keeps that. Asked once per run.
+        """
+        with self.lock:
+            if getattr(self, "_pipe", None) is None:
+                code = "import tebench.run.protocol as p; print(getattr(p, 'PROTOCOL_FD_ENV', ''))"
+                try:
+                    answer = subprocess.run([self.opts.python, "-c", code], capture_output=True, text=True,
+                                            env=self._child_env(None), timeout=120).stdout.strip()
+                except (OSError, subprocess.SubprocessError):
+                    answer = ""
+                self._pipe = answer == protocol.PROTOCOL_FD_ENV
+            return self._pipe
 
     def _take_spare(self, case: Case, device: str | None) -> Spare | None:
         """The pre-started worker for ``device`` if it can run ``case``; a stale one is ended."""
@@ -235,31 +273,14 @@ class Executor:
                 spare.proc.stdin.write(json.dumps(job) + "\n")
                 spare.proc.stdin.close()
                 channel, spare.channel = spare.channel, None  # the pump owns it now
-                assert channel is not None, "a spare in the queue holds its pipe until a case takes it"
-                return spare.proc, spare, channel, False
+                assert channel is not None, "a spare in the queue holds its channel until a case takes it"
+                return spare.proc, spare, channel, spare.on_stdout
             except OSError:  # it died between the check and now: start cold
                 self._end_spare(spare)
         command = self._command(case, case_file, result_file)
         write_log(log, f"# {' '.join(command)}\n")
-        if case.parallel != "single":
-            proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, env=self._child_env(device),
-                                    start_new_session=True)
-            assert proc.stdout is not None  # stdout=PIPE
-            channel = os.dup(proc.stdout.fileno())  # the pump's own descriptor; the file object is closed
-            proc.stdout.close()
-            on_stdout = True
-        else:
-            channel, end = os.pipe()
-            try:
-                # Both streams are the case's log: what the workload prints is output, never protocol.
-                proc = subprocess.Popen(command, stdout=log, stderr=log, pass_fds=(end,),
-                                        env=self._child_env(device, end), start_new_session=True)
-            except BaseException:
-                os.close(channel)
-                raise
-            finally:
-                os.close(end)  # the worker's copy is the only writer: its exit is the pipe's end of file
-            on_stdout = False
+        proc, channel, on_stdout = self._popen(command, device, log,
+                                               pipe=case.parallel == "single" and self._speaks_pipe())
         with self.lock:
             self.children.add(proc)
         return proc, None, channel, on_stdout

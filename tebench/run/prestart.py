@@ -38,7 +38,9 @@ class Spare:
     family: str
     log: Path
     channel: int | None
-    """The read end of its protocol pipe (tebench.run.protocol); None once a case's pump owns it."""
+    """Where its protocol lines arrive (tebench.run.protocol); None once a case's pump owns it."""
+    on_stdout: bool = False
+    """Whether ``channel`` is its stdout (a worker of a tebench from before the protocol pipe)."""
     paused_s: float = 0.0
     """Seconds it spent stopped (SIGSTOP) while earlier cases' timed steps ran."""
     stopped_at: float | None = None
@@ -59,7 +61,7 @@ class Spare:
             self.stopped_at = None
 
     def close_channel(self) -> None:
-        """Close the read end of its protocol pipe, if it still holds it (a worker no case will use)."""
+        """Close its end of the protocol channel, if it still holds it (a worker no case will use)."""
         if self.channel is not None:
             with contextlib.suppress(OSError):
                 os.close(self.channel)

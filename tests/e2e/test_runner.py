@@ -224,6 +224,27 @@ def test_protocol_lines_travel_on_their_own_pipe_and_output_stays_output(tiny, t
         assert '"phase": "stub"' not in log
 
 
+@pytest.mark.parametrize("launch", ["cold", "prestarted"])
+def test_a_worker_given_no_pipe_speaks_on_stdout_as_before(tiny, tmp_path, stub_cli, monkeypatch, launch):
+    # A worker of a tebench from before the pipe (tebench ab's other checkout): its progress on stdout
+    # still reaches the display, and the rest of its output the log.
+    from tebench.run.display import Display
+    from tebench.run.executor import Executor
+
+    shown: list[str] = []
+    monkeypatch.setattr(Display, "update", lambda self, key, label, phase, step, steps: shown.append(phase))
+    monkeypatch.setattr(Executor, "_speaks_pipe", lambda self: False)
+    monkeypatch.setenv("STUB_CHATTER", "1")
+    out = tmp_path / "run"
+    stub_cli("run", str(tiny), "--out", str(out), "--no-report", "--launch", launch, "--only", "*/PT-*", check=True)
+    got = cases(out)
+    assert all(r["status"] == "ok" for r in got.values())
+    assert "stub" in shown
+    for rec in got.values():
+        log = (out / rec["log"]).read_text()
+        assert "chatter on stdout\n" in log and "chatter on stderr\n" in log and '"phase": "stub"' not in log
+
+
 def test_rounds_are_interleaved(tiny, tmp_path, stub_cli):
     out = tmp_path / "run"
     stub_cli("run", str(tiny), "--out", str(out), "--rounds", "2", "--only", "gpt/micro/PT-*",

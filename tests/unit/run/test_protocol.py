@@ -120,3 +120,27 @@ def test_progress_to_a_closed_pipe_is_silenced_not_raised(monkeypatch):
     progress("build", 0, 4)
     assert progress.enabled is False
     stream.close()  # nothing left over to fail on at exit
+
+
+@pytest.mark.parametrize("knows", [True, False])
+def test_workers_of_a_tebench_from_before_the_pipe_keep_stdout(tmp_path, knows):
+    # `tebench ab --base-python` may start another checkout's worker; one whose protocol module does
+    # not name the pipe is given none and speaks on stdout, as it always did.
+    import threading
+
+    from tebench.run import executor, options
+
+    root = tmp_path / "other"
+    (root / "tebench" / "run").mkdir(parents=True)
+    for init in (root / "tebench" / "__init__.py", root / "tebench" / "run" / "__init__.py"):
+        init.write_text("")
+    (root / "tebench" / "run" / "protocol.py").write_text(
+        f"PROTOCOL_FD_ENV = {protocol.PROTOCOL_FD_ENV!r}\n" if knows else "EXIT_STORAGE = 75\n")
+    ex = executor.Executor.__new__(executor.Executor)
+    ex.lock = threading.Lock()
+    ex.opts = options.RunOptions(out=tmp_path, env={"PYTHONPATH": str(root)})
+    assert ex._speaks_pipe() is knows
+    proc, channel, on_stdout = ex._popen([sys.executable, "-c", "pass"], None, subprocess.DEVNULL, pipe=knows)
+    proc.wait()
+    os.close(channel)
+    assert on_stdout is not knows
