@@ -129,7 +129,8 @@ def tebench_cli(tmp_path):
 # not pay for a model they do not look at. ``STUB_FAULT="GLOB=KIND;..."``
 # makes matching cases misbehave (``--serve``, the pre-started form, is supported too): ``enospc`` (the worker could not write its
 # result), ``die`` (exit 3), ``hang`` (until the runner that started it is gone,
-# as the real worker's watchdog does).
+# as the real worker's watchdog does). ``STUB_CHATTER=1`` prints what a workload might on stdout
+# and stderr (lines that look like protocol messages too) and sends progress on the protocol pipe.
 STUB_WORKER = """
 import argparse, fnmatch, json, os, sys, time
 args = sys.argv[1:]
@@ -141,14 +142,19 @@ p = argparse.ArgumentParser()
 p.add_argument("--case"); p.add_argument("--result"); p.add_argument("--progress", action="store_true")
 p.add_argument("--serve", action="store_true"); p.add_argument("--preload")
 a = p.parse_args(args)
+# The protocol pipe the runner hands a worker (tebench.run.protocol), else stdout.
+channel = os.fdopen(int(os.environ.pop("TEBENCH_PROTOCOL_FD")), "w", buffering=1) \
+    if "TEBENCH_PROTOCOL_FD" in os.environ else sys.stdout
 if a.serve:  # pre-started: the runner sends the case as one JSON line on stdin
-    print(json.dumps({"event": "ready"}), flush=True)
+    print(json.dumps({"event": "ready"}), file=channel, flush=True)
     line = sys.stdin.readline()
     if not line.strip():
         sys.exit(0)
     job = json.loads(line)
     a.case, a.result = job["case"], job["result"]
     os.dup2(os.open(job["log"], os.O_WRONLY | os.O_APPEND), 2)
+    if channel is not sys.stdout:
+        os.dup2(2, 1)
 case = json.load(open(a.case))
 case_id = "/".join([case["workload"], case["size"], case["mode"]])
 for item in filter(None, os.environ.get("STUB_FAULT", "").split(";")):
@@ -169,6 +175,13 @@ for item in filter(None, os.environ.get("STUB_FAULT", "").split(";")):
                     sys.exit(3)
 steps = case["settings"]["steps"]
 warmup = case["settings"]["warmup"]
+if os.environ.get("STUB_CHATTER"):  # a workload's output, protocol look-alikes included, and the real progress
+    print("chatter on stdout")
+    print(json.dumps({"event": "progress", "phase": "fake", "step": 999, "total": 999}))
+    print(json.dumps({"event": "ready"}), flush=True)
+    print("chatter on stderr", file=sys.stderr, flush=True)
+    for i in range(steps + 1):
+        print(json.dumps({"event": "progress", "phase": "stub", "step": i, "total": steps}), file=channel, flush=True)
 # Built from the worker's own declared types (tebench.schema is torch-free), as the real worker builds it.
 from tebench.schema.records import Device, Launch, Loss, Measurements, Memory, Phases, Timing
 result = Measurements(

@@ -22,7 +22,9 @@ from tebench.store.writer import Writer
 from tebench.plan.environment import Environment
 from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, caught by the CLI)
 from tebench.plan.matrix import Case
-from tebench.run.protocol import EXIT_STORAGE
+from tebench.run import protocol
+from tebench.run.protocol import EXIT_STORAGE, progress_message  # noqa: F401  (its home was here)
+from tebench.run.pump import Pump
 from tebench.plan.schedule import Planned
 from tebench.run.display import Display
 from tebench.run.outdir import out_of_space, storage_error
@@ -55,21 +57,6 @@ def child_pythonpath() -> str:
     return root if not current else f"{root}{os.pathsep}{current}"
 
 
-def progress_message(line: str) -> dict[str, Any] | None:
-    """The worker's progress message on one stdout line, or None for anything else (a workload's own
-    output, JSON included: only a complete progress message is one)."""
-    try:
-        msg = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    if not (isinstance(msg, dict) and msg.get("event") == "progress"):
-        return None
-    counts = (msg.get("step"), msg.get("total"))
-    if not isinstance(msg.get("phase"), str) or not all(isinstance(n, int) and not isinstance(n, bool) for n in counts):
-        return None
-    return msg
-
-
 class Executor:
     """Runs planned cases in child processes and records each as it finishes (``tebench run`` drives
     it over a matrix; ``tebench ab`` interleaves two of them).
@@ -90,6 +77,8 @@ class Executor:
         self.spares: dict[str | None, list[Spare]] = {}
         """Per device, the pre-started workers of its upcoming single-process cases, in order."""
         self.spawned = 0
+        self._pipe: bool | None = None
+        """Whether the workers take the protocol pipe (``_speaks_pipe``); None until asked."""
         self.finished: dict[str | None, float] = {}
         """When the last case on each device was recorded: the hand-off time to the next one is kept."""
         # Absolute: a workload may change directory in build, and the worker must still find its files.
@@ -126,7 +115,7 @@ class Executor:
         return [self.opts.python, "-m", "torch.distributed.run", "--standalone",
                 f"--nproc-per-node={case.nproc}", *worker]
 
-    def _child_env(self, device: str | None) -> dict[str, str]:
+    def _child_env(self, device: str | None, protocol_fd: int | None = None) -> dict[str, str]:
         # PYTHONSAFEPATH (Python >= 3.11): `python -m` would put the working directory first on the
         # import path, and a folder named tebench there would stand in for tebench. A workload named
         # by import path is still found there: plugin resolution appends the working directory.
@@ -136,6 +125,10 @@ class Executor:
         if device is not None:
             # Several GPUs: a multi-process case gets a contiguous group starting here.
             child_env["CUDA_VISIBLE_DEVICES"] = device
+        # Only a worker handed the pipe may name it; any other writes its protocol lines on stdout.
+        child_env.pop(protocol.PROTOCOL_FD_ENV, None)
+        if protocol_fd is not None:
+            child_env[protocol.PROTOCOL_FD_ENV] = str(protocol_fd)
         return child_env
 
     def _prestart(self, upcoming: list[Case], device: str | None) -> None:
@@ -160,16 +153,61 @@ class Executor:
             log = self.work / f"prestart-{self.spawned}.log"
         command = [self.opts.python, "-m", "tebench.worker", "--serve", "--preload", family]
         try:
+            # What it prints while importing, on either stream, waits in its own log until a case takes it.
             with log.open("w") as err:
-                proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
-                                        text=True, env=self._child_env(device), start_new_session=True)
+                proc, channel, on_stdout = self._popen(command, device, err, pipe=self._speaks_pipe(),
+                                                       stdin=subprocess.PIPE)
         except OSError as exc:
             # Only a speed-up: the case starts cold instead.
             sys.stderr.write(f"tebench: could not pre-start a worker ({exc}); starting cases cold\n")
             return
         with self.lock:
             self.children.add(proc)
-            self.spares.setdefault(device, []).append(Spare(proc, family, log))
+            self.spares.setdefault(device, []).append(Spare(proc, family, log, channel, on_stdout))
+
+    def _popen(self, command: list[str], device: str | None, out: Any, pipe: bool,
+               stdin: int | None = None) -> tuple[subprocess.Popen, int, bool]:
+        """Start a worker with stdout and stderr to ``out`` (the case's log); also the descriptor its
+        protocol lines arrive on, and whether that is its stdout.
+
+        With ``pipe``, a pipe of its own, whose write end it inherits (``pass_fds``) and is told of
+        (tebench.run.protocol). Without (torchrun, whose ranks cannot inherit it, or a worker of a
+        tebench that predates the pipe), its stdout, where they come among the workload's output.
+        """
+        if not pipe:
+            proc = subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, stderr=out, text=True,
+                                    env=self._child_env(device), start_new_session=True)
+            assert proc.stdout is not None  # stdout=PIPE
+            channel = os.dup(proc.stdout.fileno())  # the pump's own descriptor; the file object is closed
+            proc.stdout.close()
+            return proc, channel, True
+        channel, end = os.pipe()
+        try:
+            proc = subprocess.Popen(command, stdin=stdin, stdout=out, stderr=out, text=True, pass_fds=(end,),
+                                    env=self._child_env(device, end), start_new_session=True)
+        except BaseException:
+            os.close(channel)
+            raise
+        finally:
+            os.close(end)  # the worker's copy is the only writer: its exit is the pipe's end of file
+        return proc, channel, False
+
+    def _speaks_pipe(self) -> bool:
+        """Whether this run's workers take the protocol pipe: their tebench knows it.
+
+        ``tebench ab`` may run the base side with another checkout's tebench, one from before the
+        pipe, whose worker writes its progress on stdout; it keeps that. Asked once per run.
+        """
+        with self.lock:
+            if getattr(self, "_pipe", None) is None:
+                code = "import tebench.run.protocol as p; print(getattr(p, 'PROTOCOL_FD_ENV', ''))"
+                try:
+                    answer = subprocess.run([self.opts.python, "-c", code], capture_output=True, text=True,
+                                            env=self._child_env(None), timeout=120).stdout.strip()
+                except (OSError, subprocess.SubprocessError):
+                    answer = ""
+                self._pipe = answer == protocol.PROTOCOL_FD_ENV
+            return self._pipe
 
     def _take_spare(self, case: Case, device: str | None) -> Spare | None:
         """The pre-started worker for ``device`` if it can run ``case``; a stale one is ended."""
@@ -206,6 +244,7 @@ class Executor:
     def _end_spare(self, spare: Spare) -> None:
         kill_group(spare.proc)
         spare.proc.wait()
+        spare.close_channel()
         with self.lock:
             self.children.discard(spare.proc)
         spare.log.unlink(missing_ok=True)
@@ -219,8 +258,12 @@ class Executor:
             self._end_spare(spare)
 
     def _start(self, case: Case, case_file: Path, result_file: Path, log_file: Path, log: Any,
-               device: str | None) -> tuple[subprocess.Popen, Spare | None]:
-        """The case's process: the pre-started worker for ``device`` if there is one, else a cold start."""
+               device: str | None) -> tuple[subprocess.Popen, Spare | None, int, bool]:
+        """The case's process: the pre-started worker for ``device`` if there is one, else a cold start.
+
+        Also the descriptor its protocol lines arrive on, and whether that is its stdout (a torchrun
+        case: the ranks cannot inherit a pipe, rank 0 speaks on stdout) rather than a pipe of their own.
+        """
         spare = self._take_spare(case, device) if self.launch == "prestarted" else None
         if spare is not None:
             write_log(log, f"# pre-started worker pid {spare.proc.pid}: {' '.join(spare.proc.args)}\n")
@@ -229,15 +272,18 @@ class Executor:
             try:
                 spare.proc.stdin.write(json.dumps(job) + "\n")
                 spare.proc.stdin.close()
-                return spare.proc, spare
+                channel, spare.channel = spare.channel, None  # the pump owns it now
+                assert channel is not None, "a spare in the queue holds its channel until a case takes it"
+                return spare.proc, spare, channel, spare.on_stdout
             except OSError:  # it died between the check and now: start cold
                 self._end_spare(spare)
-        write_log(log, f"# {' '.join(self._command(case, case_file, result_file))}\n")
-        proc = subprocess.Popen(self._command(case, case_file, result_file), stdout=subprocess.PIPE,
-                                stderr=log, text=True, env=self._child_env(device), start_new_session=True)
+        command = self._command(case, case_file, result_file)
+        write_log(log, f"# {' '.join(command)}\n")
+        proc, channel, on_stdout = self._popen(command, device, log,
+                                               pipe=case.parallel == "single" and self._speaks_pipe())
         with self.lock:
             self.children.add(proc)
-        return proc, None
+        return proc, None, channel, on_stdout
 
     def run_one(self, p: Planned, device: str | None, upcoming: list[Case] | None = None) -> dict[str, Any]:
         """Run one planned case on ``device`` and record it; ``upcoming`` cases (a hint) are pre-started."""
@@ -261,34 +307,36 @@ class Executor:
         spare = None
         try:
             write_log(log, f"# {case.id} round {p.round} device {device or 'default'}\n")
-            proc, spare = self._start(case, case_file, result_file, log_file, log, device)
+            proc, spare, channel, on_stdout = self._start(case, case_file, result_file, log_file, log, device)
+
+            def on_line(line: str) -> None:
+                msg = protocol.parse(line)
+                if msg is None:
+                    # On stdout (a torchrun case), the workload's own output; on the pipe, nothing else
+                    # writes, but a line that is not a message is kept rather than lost.
+                    write_log(log, line if on_stdout else f"# not a protocol line, on the protocol pipe: {line}")
+                    return
+                if msg["event"] != protocol.PROGRESS:
+                    return  # "ready": a pre-started worker's imports are done; nothing waits on it
+                try:
+                    if (msg["phase"] == "measure") != (last.get("phase") == "measure"):
+                        self.pause_spares(device, msg["phase"] == "measure" and launch_bound(msg.get("step_ms")))
+                    last.update(msg)
+                    self.display.update(key, case.id, msg["phase"], msg["step"], msg["total"])
+                except Exception as exc:  # noqa: BLE001  (a display problem must not stop the pump)
+                    write_log(log, f"# progress line not shown ({type(exc).__name__}: {exc}): {line}")
+
+            # The pump reads until the worker is gone, whatever it leaves behind: were it to stop
+            # early, the pipe would fill and the worker block until its timeout.
+            pump = Pump(channel, on_line).start()
             self._prestart(upcoming or [], device)
-
-            def pump() -> None:
-                # The worker's stdout also carries whatever a workload prints. This thread must outlive
-                # any line: were it to die, the pipe would fill and the worker block until its timeout.
-                for line in proc.stdout:
-                    msg = progress_message(line)
-                    if msg is None:
-                        write_log(log, line)
-                        continue
-                    try:
-                        if (msg["phase"] == "measure") != (last.get("phase") == "measure"):
-                            self.pause_spares(device, msg["phase"] == "measure" and launch_bound(msg.get("step_ms")))
-                        last.update(msg)
-                        self.display.update(key, case.id, msg["phase"], msg["step"], msg["total"])
-                    except Exception as exc:  # noqa: BLE001  (a display problem must not stop the pump)
-                        write_log(log, f"# progress line not shown ({type(exc).__name__}: {exc}): {line}")
-
-            reader = threading.Thread(target=pump, daemon=True)
-            reader.start()
             try:
                 code = proc.wait(timeout=timeout)
                 timed_out = False
             except subprocess.TimeoutExpired:
                 kill_group(proc)
                 code, timed_out = proc.wait(), True
-            reader.join(timeout=5)
+            pump.finish(timeout=5)
             self.pause_spares(device, False)  # never leave a worker stopped after its predecessor ended
             with self.lock:
                 self.children.discard(proc)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import signal
@@ -36,6 +37,10 @@ class Spare:
     proc: subprocess.Popen
     family: str
     log: Path
+    channel: int | None
+    """Where its protocol lines arrive (tebench.run.protocol); None once a case's pump owns it."""
+    on_stdout: bool = False
+    """Whether ``channel`` is its stdout (a worker of a tebench from before the protocol pipe)."""
     paused_s: float = 0.0
     """Seconds it spent stopped (SIGSTOP) while earlier cases' timed steps ran."""
     stopped_at: float | None = None
@@ -49,11 +54,18 @@ class Spare:
         except ProcessLookupError:
             return
         now = time.monotonic()
-        if stop:
+        if self.stopped_at is None:
             self.stopped_at = now
         else:
             self.paused_s += now - self.stopped_at
             self.stopped_at = None
+
+    def close_channel(self) -> None:
+        """Close its end of the protocol channel, if it still holds it (a worker no case will use)."""
+        if self.channel is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.channel)
+            self.channel = None
 
 
 def preload_for(case: Case) -> str:

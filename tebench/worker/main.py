@@ -1,28 +1,34 @@
 """The child process that runs one case: ``python -m tebench.worker``.
 
 It reads the case from a JSON file, runs it on its device, and writes the raw
-measurements (or the failure) to a result file, atomically. Progress goes to
-stdout as JSON lines for the parent's live display; everything else goes to
-stderr, which the parent keeps as the case's log. A watchdog ends the process
-when the runner that started it is gone, so a killed run leaves no orphan on
-the GPU. Under torchrun, every rank runs the case and rank 0 writes the result.
+measurements (or the failure) to a result file, atomically. Progress goes as
+JSON lines (tebench.run.protocol) to the pipe the runner handed it, for the
+parent's live display; its stdout and stderr are the case's log, whatever the
+workload prints on them. Without a pipe (under torchrun, which does not pass
+it on to the ranks) rank 0 writes the progress lines on stdout. A watchdog ends
+the process when the runner that started it is gone, so a killed run leaves no
+orphan on the GPU. Under torchrun, every rank runs the case and rank 0 writes
+the result.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import signal
+import stat
 import sys
 import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 from tebench.worker.hooks.faults import fault_for
-from tebench.run.protocol import EXIT_STORAGE, PARENT_ENV
+from tebench.run.protocol import EXIT_STORAGE, PARENT_ENV, PROTOCOL_FD_ENV, progress_line, ready_line
 from tebench.schema.records import Device, Launch, Measurements, Memory, Phases
+from tebench.workloads.plugins import failure_reason
 
 
 def _watch_parent() -> None:
@@ -43,12 +49,41 @@ def _watch_parent() -> None:
     threading.Thread(target=loop, daemon=True, name="tebench-parent-watchdog").start()
 
 
-class _Progress:
-    """Throttled progress lines on stdout (at most a few per second), and every change of phase at once:
-    the runner stops pre-started workers while a launch-bound case's timed steps ("measure") run."""
+def protocol_stream() -> TextIO:
+    """Where this worker writes its protocol lines: the pipe the runner named, else stdout.
 
-    def __init__(self, enabled: bool):
+    The variable is removed once read: a process the workload starts must not take the number
+    for a pipe of its own. A number that is not an open pipe (a variable inherited by mistake)
+    is said on stderr, and stdout serves, as it does for a worker started without a pipe.
+    """
+    named = os.environ.pop(PROTOCOL_FD_ENV, None)
+    if named is None:
+        return sys.stdout
+    try:
+        fd = int(named)
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            raise OSError(f"descriptor {fd} is not a pipe")
+        os.set_inheritable(fd, False)
+        # Unbuffered below the text layer: a line is written whole at once, and a write that failed
+        # (the runner gone) leaves nothing behind for the exit to fail on again.
+        return io.TextIOWrapper(os.fdopen(fd, "wb", buffering=0), encoding="utf-8", write_through=True)
+    except (ValueError, OSError) as exc:
+        print(f"tebench worker: {PROTOCOL_FD_ENV}={named!r} is not an open pipe ({exc}); "
+              "protocol lines go to stdout", file=sys.stderr)
+        return sys.stdout
+
+
+class _Progress:
+    """Throttled progress lines (at most a few per second), and every change of phase at once: the
+    runner stops pre-started workers while a launch-bound case's timed steps ("measure") run.
+
+    They go to ``stream`` (the protocol pipe; None: stdout as it is at each call). A stream that
+    fails (the runner gone) silences them: progress is for the display, the result is what counts.
+    """
+
+    def __init__(self, enabled: bool, stream: TextIO | None = None):
         self.enabled = enabled
+        self.stream = stream
         self.last = 0.0
         self.phase = ""
 
@@ -57,10 +92,12 @@ class _Progress:
         if not self.enabled or (now - self.last < 0.25 and step not in (0, total) and phase == self.phase):
             return
         self.last, self.phase = now, phase
-        msg = {"event": "progress", "phase": phase, "step": step, "total": total}
-        if step_ms is not None:
-            msg["step_ms"] = step_ms
-        print(json.dumps(msg), flush=True)
+        stream = self.stream or sys.stdout
+        try:
+            stream.write(progress_line(phase, step, total, step_ms))
+            stream.flush()
+        except (OSError, ValueError):
+            self.enabled = False
 
 
 def _write(path: Path, payload: dict[str, Any]) -> None:
@@ -146,7 +183,7 @@ def preload(family: str) -> dict[str, Any]:
     return {"family": family, "preload_s": time.perf_counter() - t, "preload_failed": failed}
 
 
-def _serve(args: argparse.Namespace) -> tuple[argparse.Namespace, dict[str, Any]]:
+def _serve(args: argparse.Namespace, channel: TextIO) -> tuple[argparse.Namespace, dict[str, Any]]:
     """Pre-started mode: import, say ready, then wait for one case on stdin.
 
     The runner sends one JSON line ``{"case", "result", "log", "progress", "sent"}``;
@@ -154,7 +191,8 @@ def _serve(args: argparse.Namespace) -> tuple[argparse.Namespace, dict[str, Any]
     per process: isolation and --resume are unchanged).
     """
     launch = {"method": "prestarted", **preload(args.preload)}
-    print(json.dumps({"event": "ready"}), flush=True)
+    channel.write(ready_line())
+    channel.flush()
     ready, ready_at = time.perf_counter(), time.time()
     line = sys.stdin.readline()
     if not line.strip():
@@ -166,9 +204,14 @@ def _serve(args: argparse.Namespace) -> tuple[argparse.Namespace, dict[str, Any]
     # only the rest was hidden behind the previous case.
     late = max(0.0, ready_at - launch["sent"]) if launch["sent"] else 0.0
     launch["hidden_s"] = max(0.0, launch["preload_s"] - late)
-    # The case's log: what this process writes to stderr from now on lands there.
+    # The case's log: what this process writes to stderr from now on lands there, and to stdout
+    # too unless stdout carries the protocol (no pipe).
+    sys.stdout.flush()
+    sys.stderr.flush()
     fd = os.open(job["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     os.dup2(fd, 2)
+    if channel is not sys.stdout:
+        os.dup2(fd, 1)
     os.close(fd)
     return argparse.Namespace(case=job["case"], result=job["result"], progress=bool(job.get("progress")),
                               serve=False, preload=args.preload), launch
@@ -178,16 +221,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tebench.worker")
     parser.add_argument("--case", help="JSON file holding the case")
     parser.add_argument("--result", help="where to write the result JSON")
-    parser.add_argument("--progress", action="store_true", help="print progress lines on stdout")
+    parser.add_argument("--progress", action="store_true",
+                        help=f"write progress lines (to the pipe named by {PROTOCOL_FD_ENV}, else stdout)")
     parser.add_argument("--serve", action="store_true",
                         help="pre-started: import first, then read one case as a JSON line on stdin")
     parser.add_argument("--preload", choices=("torch", "te"), default="torch",
                         help="with --serve: import Transformer Engine too (te) or only PyTorch")
     args = parser.parse_args(argv)
     _watch_parent()
+    channel = protocol_stream()
     launch: dict[str, Any] = {"method": "cold"}
     if args.serve:
-        args, launch = _serve(args)
+        args, launch = _serve(args, channel)
     elif not (args.case and args.result):
         parser.error("--case and --result are required (or --serve)")
     # The case's clock: for a pre-started worker, from the moment the runner sent the case
@@ -224,11 +269,11 @@ def main(argv: list[str] | None = None) -> int:
         if case.parallel != "single":
             from tebench.worker.distributed import run_distributed
 
-            measured = run_distributed(case, device, _Progress(args.progress and rank == 0))
+            measured = run_distributed(case, device, _Progress(args.progress and rank == 0, channel))
         else:
             from tebench.worker.case import run_case
 
-            measured = run_case(case, device, _Progress(args.progress))
+            measured = run_case(case, device, _Progress(args.progress, channel))
         measured.device, measured.launch = payload.device, payload.launch
         payload = measured
         payload.phases = payload.phases or Phases()
@@ -243,9 +288,12 @@ def main(argv: list[str] | None = None) -> int:
             payload.memory = Memory(kind="cuda", peak_allocated_bytes=torch.cuda.max_memory_allocated(device),
                                     peak_reserved_bytes=torch.cuda.max_memory_reserved(device))
     except Exception as exc:
+        # The whole traceback, a user workload's frames and its own exception behind a PluginError
+        # included, goes to stderr: the case's log.
         traceback.print_exc()
         first = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else ""
-        payload.status, payload.reason = "failed", f"{type(exc).__name__}: {first}"
+        payload.status = "failed"
+        payload.reason = failure_reason(case.workload, exc) or f"{type(exc).__name__}: {first}"
     # The case id echoed back beside the measurements: the runner checks that a result file is of the case
     # it launched (file names that once collided mixed two cases' results up).
     code = _deliver(result_path, {"case_id": case.id, **payload.to_dict()}) if rank == 0 else 0

@@ -15,6 +15,11 @@ workload that cannot be imported, or that lacks part of the protocol, is a
 run stops (exit 2) before its first case instead of failing half-way. Each
 case's worker process resolves the same name the same way: it inherits the
 current directory and ``PYTHONPATH``.
+
+The command line shows only the message; the workload's own exception stays
+attached as the cause, so a worker that fails to load it, or whose workload
+raises in a step, prints the whole traceback into the case's log, and the
+record's reason names the workload (:func:`failure_reason`).
 """
 
 from __future__ import annotations
@@ -91,7 +96,7 @@ def _import_path(spec: str) -> tuple[Any, str]:
         where = _origin(module_name)
         where = f"from {where}" if where else f"searched the current directory {os.getcwd()} and PYTHONPATH"
         raise PluginError(f"workload '{spec}': cannot import module '{module_name}' ({where}): "
-                          f"{_what(exc)}") from None
+                          f"{_what(exc)}") from exc
     origin = getattr(module, "__file__", None) or module_name
     obj: Any = module
     for part in attr.split("."):
@@ -125,7 +130,7 @@ def _entry_point(name: str) -> tuple[Any, str]:
         with isolated():
             return ep.load(), origin
     except (Exception, SystemExit) as exc:
-        raise PluginError(f"workload '{name}': cannot load {origin}: {_what(exc)}") from None
+        raise PluginError(f"workload '{name}': cannot load {origin}: {_what(exc)}") from exc
 
 
 def _instantiate(obj: Any, name: str, origin: str) -> Any:
@@ -135,7 +140,7 @@ def _instantiate(obj: Any, name: str, origin: str) -> Any:
         with isolated():
             return obj()
     except (Exception, SystemExit) as exc:
-        raise PluginError(f"workload '{name}' ({origin}): {obj.__name__}() failed: {_what(exc)}") from None
+        raise PluginError(f"workload '{name}' ({origin}): {obj.__name__}() failed: {_what(exc)}") from exc
 
 
 def _what(exc: BaseException) -> str:
@@ -150,8 +155,8 @@ def isolated() -> Iterator[None]:
     """Run a user workload's import or constructor apart from tebench's own process state.
 
     It sees a command line of its own (no tebench options to parse or reject), and what it prints
-    goes to stderr: in a worker, stdout carries the progress messages to the runner. Its working
-    directory is put back.
+    goes to stderr: the command's stdout is its output (``tebench env --json``, a listing), and a
+    torchrun rank's carries the progress messages to the runner. Its working directory is put back.
     """
     argv, cwd = sys.argv[:], os.getcwd()
     sys.argv = [argv[0] if argv else "tebench"]
@@ -162,6 +167,55 @@ def isolated() -> Iterator[None]:
         sys.argv = argv
         with contextlib.suppress(OSError):
             os.chdir(cwd)
+
+
+def failure_reason(name: str, exc: BaseException) -> str | None:
+    """A record's reason naming the user workload ``name`` when ``exc`` is its failure, else None.
+
+    Its failure: it could not be loaded (a :class:`PluginError`, whose message names it), or the
+    exception passed through the workload's own code (a frame in the files of its top-level
+    module or package) on its way up. A built-in workload, or an error that never entered the
+    workload's code, gets None: the caller keeps its own wording.
+    """
+    if isinstance(exc, PluginError):
+        return _first_line(str(exc))
+    from tebench.workloads import BUILT_IN
+
+    if name in BUILT_IN:
+        return None
+    roots = _code_roots(name)
+    tb = exc.__traceback__
+    while tb is not None and roots:
+        if os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(roots):
+            first = _first_line(str(exc))
+            return f"workload '{name}': {type(exc).__name__}" + (f": {first}" if first else "")
+        tb = tb.tb_next
+    return None
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0][:500] if lines else ""
+
+
+def _code_roots(name: str) -> tuple[str, ...]:
+    """The files of the user workload ``name``'s code: its package's folders, or its module's file."""
+    import tebench.workloads as registry
+
+    workload = None
+    for table in (registry.__dict__.get("WORKLOADS"), registry.SPECS):
+        if table is not None and dict.__contains__(table, name):
+            workload = dict.__getitem__(table, name)
+    if workload is None:
+        return ()
+    top = sys.modules.get(type(workload).__module__.partition(".")[0])
+    if top is None or top.__name__ in ("builtins", "tebench"):
+        return ()
+    folders = getattr(top, "__path__", None)
+    if folders is not None:
+        return tuple(os.path.join(os.path.abspath(f), "") for f in folders)
+    file = getattr(top, "__file__", None)
+    return (os.path.abspath(file),) if file else ()
 
 
 def check_protocol(workload: Any, name: str, origin: str) -> None:

@@ -196,6 +196,55 @@ def test_an_orphaned_worker_exits_when_its_runner_is_gone(tiny, tmp_path):
     assert worker.returncode == 3 and not (tmp_path / "result.json").exists()
 
 
+@pytest.mark.parametrize("launch", ["cold", "prestarted"])
+def test_protocol_lines_travel_on_their_own_pipe_and_output_stays_output(tiny, tmp_path, stub_cli, monkeypatch,
+                                                                         launch):
+    # The worker prints on stdout a line that is exactly a progress message, and a ready event; its real
+    # progress goes on the pipe. Only the pipe's lines reach the display; every printed line is in the log.
+    from tebench.run.display import Display
+
+    shown: list[tuple[str, str, int]] = []
+    monkeypatch.setattr(Display, "update", lambda self, key, label, phase, step, steps:
+                        shown.append((label, phase, step)))
+    monkeypatch.setenv("STUB_CHATTER", "1")
+    out = tmp_path / "run"
+    fds = set(os.listdir("/proc/self/fd")) if Path("/proc/self/fd").is_dir() else None
+    stub_cli("run", str(tiny), "--out", str(out), "--no-report", "--launch", launch, "--only", "*/PT-*", check=True)
+    if fds is not None:
+        assert set(os.listdir("/proc/self/fd")) == fds, "every pipe's read end is closed by the end of the run"
+    got = cases(out)
+    assert len(got) == 4 and all(r["status"] == "ok" for r in got.values())
+    assert sum(r["launch"]["method"] == "prestarted" for r in got.values()) == (3 if launch == "prestarted" else 0)
+    assert {phase for _, phase, _ in shown} == {"stub"}, "only the pipe's progress reaches the display"
+    assert {label for label, _, _ in shown} == set(got)
+    for rec in got.values():
+        log = (out / rec["log"]).read_text()
+        assert '{"event": "progress", "phase": "fake", "step": 999, "total": 999}\n' in log
+        assert '{"event": "ready"}\n' in log and "chatter on stdout\n" in log and "chatter on stderr\n" in log
+        assert '"phase": "stub"' not in log
+
+
+@pytest.mark.parametrize("launch", ["cold", "prestarted"])
+def test_a_worker_given_no_pipe_speaks_on_stdout_as_before(tiny, tmp_path, stub_cli, monkeypatch, launch):
+    # A worker of a tebench from before the pipe (tebench ab's other checkout): its progress on stdout
+    # still reaches the display, and the rest of its output the log.
+    from tebench.run.display import Display
+    from tebench.run.executor import Executor
+
+    shown: list[str] = []
+    monkeypatch.setattr(Display, "update", lambda self, key, label, phase, step, steps: shown.append(phase))
+    monkeypatch.setattr(Executor, "_speaks_pipe", lambda self: False)
+    monkeypatch.setenv("STUB_CHATTER", "1")
+    out = tmp_path / "run"
+    stub_cli("run", str(tiny), "--out", str(out), "--no-report", "--launch", launch, "--only", "*/PT-*", check=True)
+    got = cases(out)
+    assert all(r["status"] == "ok" for r in got.values())
+    assert "stub" in shown
+    for rec in got.values():
+        log = (out / rec["log"]).read_text()
+        assert "chatter on stdout\n" in log and "chatter on stderr\n" in log and '"phase": "stub"' not in log
+
+
 def test_rounds_are_interleaved(tiny, tmp_path, stub_cli):
     out = tmp_path / "run"
     stub_cli("run", str(tiny), "--out", str(out), "--rounds", "2", "--only", "gpt/micro/PT-*",

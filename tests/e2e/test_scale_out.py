@@ -129,5 +129,9 @@ def test_distributed_gpt_with_gloo_two_processes(tmp_path, tebench_cli):
         if rec["case"]["parallel"] == "ddp":
             assert dist["replicas_in_sync"] is True
         assert rec["throughput"]["tokens_per_step"] == 2 * 64
+    for rec in recs.values():
+        # Progress reached the runner and not the log: on the worker's pipe, or (torchrun: no pipe for
+        # the ranks) read from rank 0's stdout.
+        assert '"event": "progress"' not in (tmp_path / "r" / rec["log"]).read_text()
     html = (tmp_path / "r" / "report" / "index.html").read_text()
     assert 'id="distributed"' in html and "scaling efficiency" in html

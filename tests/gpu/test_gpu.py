@@ -154,6 +154,30 @@ def test_cli_runs_gpu_cases_end_to_end(tmp_path, tebench_cli):
     assert cases["gpt/small/PT-AMP"]["device"]["type"] == "cuda"
 
 
+def test_prestarted_cuda_workers_speak_on_their_pipe(tmp_path, tebench_cli):
+    """The pre-started path on CUDA: progress on the protocol pipe (the runner sees "measure" and stops
+    the next workers beside launch-bound timed steps), stdout and stderr in the case's log."""
+    from tebench.run.prestart import launch_bound
+
+    out = tmp_path / "run"
+    only = ["gpt/small/PT-FP32", "gpt/small/PT-AMP", "gpt/small/TE-BF16", "gpt/small/TE-FP8/delayed.HYBRID.h16.max"]
+    tebench_cli("run", "--preset", "gpu-smoke", "--out", str(out), "--no-report", "--launch", "prestarted",
+                *(a for cid in only for a in ("--only", cid)), check=True)
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    cases = [r for r in records if r["type"] == "case"]
+    assert [r["status"] for r in cases] == ["ok"] * len(only), [r.get("reason") for r in cases]
+    assert [r["launch"]["method"] for r in cases][1:] == ["prestarted"] * (len(only) - 1)
+    bound = [launch_bound((r["warmup"]["step_ms"] or [None])[-1]) for r in cases]
+    for k, rec in enumerate(cases[1:], start=1):
+        log = (out / rec["log"]).read_text()
+        assert "pre-started worker pid" in log and '"event": "progress"' not in log and '"event": "ready"' not in log
+        # Its worker existed through the previous case's timed steps and was stopped if that case was
+        # launch-bound (the runner knows it only from the "measure" message on the pipe); it can have
+        # been stopped only beside launch-bound cases.
+        paused = rec["launch"]["paused_s"] > 0
+        assert (not bound[k - 1] or paused) and (not paused or any(bound[:k])), (bound, rec["launch"])
+
+
 def test_cuda_case_records_energy_power_and_clocks(tmp_path, tebench_cli):
     """NVML's energy counter over the timed steps, the power limit and the clocks, in the case's record."""
     out = tmp_path / "run"

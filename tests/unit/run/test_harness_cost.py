@@ -9,6 +9,7 @@ is only ever used for a case it can run.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -130,6 +131,13 @@ def test_launch_auto_is_prestarted_only_on_cuda():
     assert options.launch_method("cold", Environment(device_type="cuda")) == "cold"
 
 
+def _read_end() -> int:
+    """A protocol pipe's read end, as a pre-started worker's Spare holds it (its writer already gone)."""
+    read, write = os.pipe()
+    os.close(write)
+    return read
+
+
 def _case(mode: str, parallel: str = "single"):
     return SimpleNamespace(mode=mode, parallel=parallel)
 
@@ -148,7 +156,7 @@ def test_a_prestarted_worker_runs_only_a_case_it_fits(tmp_path, preloaded, mode,
                             text=True, start_new_session=True)
     log = tmp_path / "prestart.log"
     log.write_text("")
-    ex.spares = {"0": [prestart.Spare(proc, preloaded, log)]}
+    ex.spares = {"0": [prestart.Spare(proc, preloaded, log, _read_end())]}
     got = ex._take_spare(_case(mode, parallel), "0")
     try:
         assert (got is not None) is used
@@ -168,7 +176,7 @@ def test_a_dead_prestarted_worker_is_not_used(tmp_path):
     proc.wait()
     log = tmp_path / "prestart.log"
     log.write_text("boom")
-    ex.spares = {None: [prestart.Spare(proc, "torch", log)]}
+    ex.spares = {None: [prestart.Spare(proc, "torch", log, _read_end())]}
     assert ex._take_spare(_case("PT-FP32"), None) is None
     assert not log.exists()
 
@@ -265,7 +273,7 @@ def test_pre_started_workers_are_stopped_while_a_case_is_timed(tmp_path):
     ex.lock, ex.children, ex.opts = threading.Lock(), set(), options.RunOptions(out=tmp_path)
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE, text=True)
     try:
-        spare = prestart.Spare(proc, "torch", tmp_path / "log")
+        spare = prestart.Spare(proc, "torch", tmp_path / "log", None)
         ex.spares = {"0": [spare]}
         ex.pause_spares("0", True)
         deadline = time.time() + 10
@@ -294,7 +302,7 @@ def test_no_pause_leaves_pre_started_workers_running(tmp_path):
     ex.lock, ex.children, ex.opts = threading.Lock(), set(), options.RunOptions(out=tmp_path, pause=False)
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE, text=True)
     try:
-        spare = prestart.Spare(proc, "torch", tmp_path / "log")
+        spare = prestart.Spare(proc, "torch", tmp_path / "log", None)
         ex.spares = {"0": [spare]}
         ex.pause_spares("0", True)
         time.sleep(0.2)  # a SIGSTOP, had one been sent, is delivered long before this

@@ -3,6 +3,9 @@ caught and reported as "workload X: ...", never a traceback, an exit 0 or a pars
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 import textwrap
 
@@ -99,3 +102,124 @@ def test_a_check_that_raises_is_a_matrix_error_naming_the_workload(tmp_path, mon
     err = capsys.readouterr().err
     assert "workload 'plug_c:W': its check() of this size raised RuntimeError: my check is broken" in err
     assert "Traceback" not in err
+
+
+# A user workload's own output and its failures, in the worker: what it prints is the case's log
+# (never the runner's protocol, which has a pipe of its own), and what it raises is the record's
+# reason, naming it, with its whole traceback in the log.
+FAKE_PROGRESS = '{"event": "progress", "phase": "fake", "step": 999, "total": 999}'
+RUN_PLUGINS = {
+    "plug_chatty": """
+        import json, sys
+        from tinyreg.workload import RegressionWorkload
+
+        class W(RegressionWorkload):
+            def build(self, *args, **kwargs):
+                print("chatty build on stdout")
+                print('FAKE')
+                print(json.dumps({"event": "ready"}))
+                print(json.dumps({"loss": 1.5}))
+                print("chatty build on stderr", file=sys.stderr)
+                return super().build(*args, **kwargs)
+
+            def loss(self, *args, **kwargs):
+                print('FAKE')  # every step, among the real progress messages
+                return super().loss(*args, **kwargs)
+    """.replace("FAKE", FAKE_PROGRESS.replace('"', '\\"')),
+    "plug_broken": """
+        from tinyreg.workload import RegressionWorkload
+
+        class W(RegressionWorkload):
+            def build(self, *args, **kwargs):
+                raise RuntimeError("broken build of plug_broken")
+    """,
+    # Imports in the runner (it checks every workload first), not in a worker: the worker's import fails.
+    "plug_late": """
+        import os
+        if "TEBENCH_PARENT_PID" in os.environ:
+            raise RuntimeError("plug_late cannot load in a worker")
+        from tinyreg.workload import RegressionWorkload as W
+    """,
+}
+
+
+def _plugin_run_dir(tmp_path):
+    for name, body in RUN_PLUGINS.items():
+        (tmp_path / f"{name}.py").write_text(textwrap.dedent(body))
+    sizes = "".join(f'[sizes."{name}:W".small]\ndim = 16\nffn = 64\nblocks = 1\nbatch = 16\n' for name in RUN_PLUGINS)
+    (tmp_path / "m.toml").write_text('name = "plugins"\n[settings]\nsteps = 3\nwarmup = 1\n'
+                                     '[axes]\nmodes = ["PT-FP32"]\n' + sizes)
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(str(p) for p in (ROOT, EXAMPLE))}
+
+
+@pytest.mark.parametrize("launch", ["cold", "prestarted"])
+def test_a_workloads_output_and_traceback_land_in_the_case_log(tmp_path, launch):
+    env = _plugin_run_dir(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "tebench", "run", "m.toml", "--out", "out", "--no-report",
+                           "--launch", launch], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = {r["case_id"].split("/")[0]: r for r in map(json.loads, (tmp_path / "out/results.jsonl").open())
+           if r["type"] == "case"}
+    logs = {name: (tmp_path / "out" / rec["log"]).read_text() for name, rec in got.items()}
+
+    chatty = got["plug_chatty:W"]
+    assert chatty["status"] == "ok", chatty.get("reason")
+    assert len(chatty["loss"]["per_step"]) == 4
+    log = logs["plug_chatty:W"]
+    assert log.count(FAKE_PROGRESS + "\n") >= 1 + 4, "every look-alike is kept as output, none taken as progress"
+    for line in ('{"event": "ready"}', '{"loss": 1.5}', "chatty build on stdout", "chatty build on stderr"):
+        assert line + "\n" in log
+    assert '"phase": "measure"' not in log, "the real progress messages are not in the log"
+
+    broken = got["plug_broken:W"]
+    assert broken["status"] == "failed"
+    assert broken["reason"] == "workload 'plug_broken:W': RuntimeError: broken build of plug_broken"
+    log = logs["plug_broken:W"]
+    assert "Traceback (most recent call last)" in log and "plug_broken.py" in log
+    assert 'raise RuntimeError("broken build of plug_broken")' in log
+
+    late = got["plug_late:W"]
+    assert late["status"] == "failed"
+    assert late["reason"].startswith("workload 'plug_late:W': cannot import module 'plug_late'")
+    assert late["reason"].endswith("RuntimeError: plug_late cannot load in a worker")
+    log = logs["plug_late:W"]
+    assert "plug_late.py" in log and 'raise RuntimeError("plug_late cannot load in a worker")' in log
+    assert "The above exception was the direct cause" in log and "PluginError" in log
+    if launch == "prestarted":
+        assert sum(r["launch"]["method"] == "prestarted" for r in got.values()) == 2
+
+
+@pytest.mark.parametrize("serve", [False, True])
+def test_the_worker_speaks_only_on_its_protocol_pipe(tmp_path, monkeypatch, serve):
+    # The real worker, started as the runner starts it (cold, or pre-started and sent its case on stdin).
+    env = _plugin_run_dir(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    from tebench.plan import matrix
+
+    case = next(c for c in matrix.iter_cases(matrix.load(tmp_path / "m.toml")) if c.workload == "plug_chatty:W")
+    (tmp_path / "case.json").write_text(json.dumps(case.to_dict()))
+    files = {"case": str(tmp_path / "case.json"), "result": str(tmp_path / "result.json")}
+    log = tmp_path / "case.log"
+    read, write = os.pipe()
+    env = {**env, "TEBENCH_PROTOCOL_FD": str(write), "TEBENCH_PARENT_PID": str(os.getpid())}
+    command = [sys.executable, "-m", "tebench.worker"]
+    command += ["--serve"] if serve else ["--case", files["case"], "--result", files["result"], "--progress"]
+    with log.open("w") as out:
+        worker = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=out, stderr=out, text=True,
+                                  pass_fds=(write,), env=env)
+    os.close(write)
+    if serve:
+        worker.stdin.write(json.dumps({**files, "log": str(log), "progress": True}) + "\n")
+    worker.stdin.close()
+    with os.fdopen(read) as pipe:
+        lines = pipe.read().splitlines()  # until the worker, its only writer, exits
+    assert worker.wait(timeout=300) == 0
+    assert json.loads((tmp_path / "result.json").read_text())["status"] == "ok", log.read_text()
+    messages = [json.loads(line) for line in lines]
+    assert (messages[0] == {"event": "ready"}) is serve
+    progress = messages[1:] if serve else messages
+    assert progress and all(m["event"] == "progress" and m["phase"] != "fake" for m in progress)
+    assert "measure" in {m["phase"] for m in progress}
+    text = log.read_text()
+    assert FAKE_PROGRESS + "\n" in text and "chatty build on stdout\n" in text
