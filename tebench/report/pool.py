@@ -1,0 +1,89 @@
+"""Figures drawn to PNG bytes, in forked processes where that helps: the report's drawing pool.
+
+Drawing is CPU-bound Python (matplotlib's Agg renderer and the PNG encoder),
+so on Linux each figure is drawn in one of a few forked processes. A forked
+process has the parent's memory, so the jobs (closures over the loaded
+results) reach it without pickling; only PNG bytes travel back.
+"""
+
+from __future__ import annotations
+
+import io
+import multiprocessing as mp
+import os
+import signal
+import sys
+from typing import Any, Callable, Sequence
+
+from tebench.plan.environment import usable_cpus
+from tebench.report import charts
+
+Draw = Callable[[], Any]
+"""A function drawing one Figure, or returning None where there is nothing to draw."""
+
+PNG_SETTINGS: dict[str, Any] = {"compress_level": 1}
+"""Pillow's PNG options. zlib level 1 instead of 6 encodes several times faster for a few percent more
+bytes; the pixels are the same, and no test or reader compares a chart's bytes with a stored one."""
+
+_STOPPING = {signal.SIGINT, signal.SIGTERM}
+
+_child_jobs: Sequence[Draw] = ()
+"""The jobs, in a forked drawing process only: set there by its initializer (:func:`_start_child`) from
+the parent's memory. The parent never sets it, so calls of :func:`draw_all` share no state."""
+
+
+def png_bytes(fig: Any) -> bytes:
+    """A figure as PNG bytes (the resolution every report chart uses)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=charts.DPI, pil_kwargs=PNG_SETTINGS)
+    return buf.getvalue()
+
+
+def draw(job: Draw) -> bytes | None:
+    """One job's figure as PNG bytes; None where it has nothing to draw."""
+    fig = job()
+    return None if fig is None else png_bytes(fig)
+
+
+def _draw_in_child(i: int) -> bytes | None:
+    return draw(_child_jobs[i])
+
+
+def _start_child(jobs: Sequence[Draw]) -> None:
+    # A Ctrl-C reaches the whole process group: the parent stops the pool (SIGTERM, which ends a
+    # child quietly). A child that also raised KeyboardInterrupt would print a traceback, and one
+    # that died of it leaves multiprocessing's Pool waiting forever on its lost task. The child
+    # was forked with these signals blocked (see draw_all), so none arrives before this runs.
+    global _child_jobs
+    _child_jobs = jobs
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPPING)
+
+
+def processes(count: int) -> int:
+    """How many drawing processes for ``count`` figures: ``TEBENCH_REPORT_PROCESSES``, else the usable
+    CPUs, at most 4 (:func:`tebench.plan.environment.usable_cpus`); never more than the jobs."""
+    wanted = os.environ.get("TEBENCH_REPORT_PROCESSES", "")
+    # isascii: str.isdigit() accepts '²', which int() refuses; any other value means the default.
+    chosen = int(wanted) if wanted.isascii() and wanted.isdigit() and len(wanted) <= 6 else 0
+    return min(count, chosen or min(4, usable_cpus()))
+
+
+def draw_all(jobs: Sequence[Draw]) -> list[bytes | None]:
+    """PNG bytes of each job's figure (None where a job has nothing to draw), each drawn once.
+
+    On Linux the figures are drawn in :func:`processes` forked processes, handed out one at a time
+    in the order given (so the largest first keeps them all busy). Anywhere else, or with one
+    process, they are drawn in turn.
+    """
+    workers = processes(len(jobs))
+    if workers <= 1 or sys.platform != "linux":
+        return [draw(job) for job in jobs]
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)  # until the children exist
+    try:
+        pool = mp.get_context("fork").Pool(workers, initializer=_start_child, initargs=(jobs,))
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # a signal held meanwhile arrives here
+    with pool:
+        return pool.map(_draw_in_child, range(len(jobs)), chunksize=1)
