@@ -31,16 +31,21 @@ from __future__ import annotations
 from tebench.report import answer, charts, tables, why
 from tebench.report.columns import (AO_FP8, BUSY_COLUMNS, COST_COLUMNS, CROSSOVER_BOTH_COLUMNS, CROSSOVER_COLUMNS,
                                     DIST_COLUMNS, FP8, HEADLINE_COLUMNS)
-from tebench.report.context import answer_context, build_context, same_as_baseline, sentence, table_context
-from tebench.report.figures import MAX_FP8_CHARTS, Chart, ChartJob, chart_jobs, draw_charts, fp8_selection
+from tebench.report.context import (answer_context, build_context, parity_context, pays_bars, same_as_baseline, sentence,
+                                    speedup_bars, table_context, why_context)
+from tebench.report.figures import MAX_FP8_CHARTS, Chart, ChartJob, chart_jobs, draw_charts, fp8_selection, place_charts
 from tebench.report.load import Source, load_all
 from tebench.report.markup import aligned, code_safe, html_finalize, html_table, md_escape, md_table, templates_dir
 from tebench.report.page import MD_LIMIT, fit_markdown, render
-from tebench.report.pool import draw_all, png_bytes
+from tebench.report.pool import Drawing, draw_all, png_bytes
 from tebench.report.run_info import ENV_CELL_CHARS, clip_words, cost_header, environment, reproduce
 
 # The names these had when they lived in this module; tests and older callers still use them.
 _answer = answer_context
+_parity_context = parity_context
+_pays_bars = pays_bars
+_speedup_bars = speedup_bars
+_why_context = why_context
 _same_as_baseline = same_as_baseline
 _sentence = sentence
 _table_context = table_context
@@ -51,8 +56,8 @@ _reproduce = reproduce
 
 __all__ = [
     "AO_FP8", "BUSY_COLUMNS", "COST_COLUMNS", "CROSSOVER_BOTH_COLUMNS", "CROSSOVER_COLUMNS", "DIST_COLUMNS", "FP8",
-    "HEADLINE_COLUMNS", "MAX_FP8_CHARTS", "MD_LIMIT", "ENV_CELL_CHARS", "Chart", "ChartJob", "Source", "aligned",
+    "HEADLINE_COLUMNS", "MAX_FP8_CHARTS", "MD_LIMIT", "ENV_CELL_CHARS", "Chart", "ChartJob", "Drawing", "Source", "aligned",
     "answer", "answer_context", "build_context", "chart_jobs", "charts", "clip_words", "code_safe", "cost_header", "draw_all",
     "draw_charts", "environment", "fit_markdown", "fp8_selection", "html_finalize", "html_table", "load_all",
-    "md_escape", "md_table", "png_bytes", "render", "reproduce", "same_as_baseline", "sentence", "table_context", "tables", "templates_dir", "why",
+    "md_escape", "md_table", "parity_context", "pays_bars", "place_charts", "png_bytes", "render", "reproduce", "same_as_baseline", "sentence", "speedup_bars", "table_context", "tables", "templates_dir", "why", "why_context",
 ]

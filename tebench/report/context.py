@@ -17,9 +17,10 @@ from tebench.report import harness_cost as phases
 from tebench.report import why as why_mod
 from tebench.report.columns import (AO_FP8, BUSY_COLUMNS, COST_COLUMNS, CROSSOVER_BOTH_COLUMNS, CROSSOVER_COLUMNS,
                                     DIST_COLUMNS, FP8, HEADLINE_COLUMNS)
-from tebench.report.figures import chart_jobs, draw_charts, fp8_selection
+from tebench.report.figures import chart_jobs, fp8_selection, place_charts
 from tebench.report.load import Source
 from tebench.report.markup import aligned, html_table, md_table
+from tebench.report.pool import Drawing
 from tebench.report.run_info import cost_header, environment, reproduce
 
 def sentence(row: pd.Series) -> str:
@@ -55,7 +56,7 @@ def sentence(row: pd.Series) -> str:
     return text + f"; loss parity: {row['parity']}."
 
 
-def _pays_bars(pays: pd.DataFrame, multi: bool) -> list[dict[str, Any]]:
+def pays_bars(pays: pd.DataFrame, multi: bool) -> list[dict[str, Any]]:
     """Rows of the "where FP8 pays" bars: label, speedup, bar text and bar width (% of the widest)."""
     if pays.empty:
         return []
@@ -78,7 +79,7 @@ def _pays_bars(pays: pd.DataFrame, multi: bool) -> list[dict[str, Any]]:
     return rows
 
 
-def _speedup_bars(df: pd.DataFrame, multi: bool) -> list[dict[str, Any]]:
+def speedup_bars(df: pd.DataFrame, multi: bool) -> list[dict[str, Any]]:
     """The speedup chart as text: one block per (machine, workload, size), one bar per variant."""
     ok = df[(df["status"] == "ok") & (df["parallel"] == "single") & df["speedup_vs_amp"].notna()] \
         if not df.empty else df
@@ -130,11 +131,11 @@ def _fp8_words(both: bool) -> dict[str, str]:
             "fp8_name": "FP8"}
 
 
-def _parity_context(df: pd.DataFrame, multi: bool) -> dict[str, Any]:
+def parity_context(df: pd.DataFrame, multi: bool) -> dict[str, Any]:
     """The headline, loss-parity and where-FP8-pays parts of the context."""
     head = tables.headline(df)
     issues = tables.parity_issues(df)
-    pays = _pays_bars(tables.fp8_pays(df), multi)
+    pays = pays_bars(tables.fp8_pays(df), multi)
     fp8_ran = not df.empty and (df["mode"].isin(FP8_MODES) & (df["status"] == "ok")).any()
     return {
         **answer_context(df, multi),
@@ -154,7 +155,7 @@ def _parity_context(df: pd.DataFrame, multi: bool) -> dict[str, Any]:
         "fp8_ran": bool(fp8_ran),
         **_fp8_words(tables.has_torchao(df)),
         "fp8_cases": int(df["mode"].isin(FP8_MODES).sum()) if not df.empty else 0,
-        "speedup_text": _speedup_bars(df, multi),
+        "speedup_text": speedup_bars(df, multi),
         "energy_sentences": tables.energy_sentences(df),
         "power_limits": tables.power_limits(df),
     }
@@ -219,7 +220,7 @@ def table_context(df: pd.DataFrame, sources: list[Source], multi: bool, cost: pd
     }
 
 
-def _why_context(why_df: pd.DataFrame, multi: bool, df: pd.DataFrame) -> dict[str, Any]:
+def why_context(why_df: pd.DataFrame, multi: bool, df: pd.DataFrame) -> dict[str, Any]:
     """The "why" section: a sentence per size, the time breakdown and memory tables (CUDA records with kernels).
 
     ``df``, the case frame, gives the sentences each case's loss-parity verdict: they pick among the cases
@@ -245,7 +246,12 @@ def build_context(sources: list[Source], out: Path, assets_url: str | None = Non
     chosen, fp8_total = fp8_selection(sources, df)
     cost = phases.frame(sources)
     why_df = why_mod.frame(sources)
-    drawn = draw_charts(chart_jobs(sources, df, cost, chosen, why_df))
+    jobs = chart_jobs(sources, df, cost, chosen, why_df)
+    # The charts are drawn in other processes while this one builds the tables (pool.Drawing).
+    with Drawing([job[3] for job in jobs]) as drawing:
+        text = {**parity_context(df, multi), **table_context(df, sources, multi, cost),
+                **why_context(why_df, multi, df)}
+        drawn = place_charts(jobs, drawing.result())
     return {
         "title": ", ".join(dict.fromkeys((s.header.matrix or {}).get("name", "results") for s in sources)),
         "generated": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
@@ -257,10 +263,8 @@ def build_context(sources: list[Source], out: Path, assets_url: str | None = Non
                                           if s.kind == "tebench") and any(s.kind == "tebench" for s in sources),
         "envs_differ": len({(s.device, s.env.get("torch"), s.env.get("te"), s.env.get("cuda"))
                             for s in sources}) > 1,
-        **_parity_context(df, multi),
-        **table_context(df, sources, multi, cost),
+        **text,
         **drawn,
-        **_why_context(why_df, multi, df),
         "fp8_total": fp8_total,
         "fp8_flags": [(s.label, r.case_id, flag) for s in sources for r in s.records
                       if r.fp8_state for flag in r.fp8_state.get("flags", [])],

@@ -131,8 +131,12 @@ def chart_jobs(sources: list[Source], df: pd.DataFrame, cost: pd.DataFrame,
 
 
 def draw_charts(jobs: list[ChartJob]) -> dict[str, Any]:
-    """Draw every job once; the context's chart entries (main charts, the cost chart, FP8-state charts)."""
-    pngs = draw_all([job[3] for job in jobs])
+    """Draw every job once; the context's chart entries (:func:`place_charts`)."""
+    return place_charts(jobs, draw_all([job[3] for job in jobs]))
+
+
+def place_charts(jobs: list[ChartJob], pngs: list[bytes | None]) -> dict[str, Any]:
+    """The context's chart entries (main charts, the cost chart, FP8-state charts) from each job's PNG bytes."""
     drawn = [Chart(name, title, caption, png) for (name, title, caption, _), png in zip(jobs, pngs)
              if png is not None]
     return {

@@ -70,20 +70,48 @@ def processes(count: int) -> int:
     return min(count, chosen or min(4, usable_cpus()))
 
 
-def draw_all(jobs: Sequence[Draw]) -> list[bytes | None]:
-    """PNG bytes of each job's figure (None where a job has nothing to draw), each drawn once.
+class Drawing:
+    """Figures being drawn while the caller does other work: started here, collected by :meth:`result`.
 
-    On Linux the figures are drawn in :func:`processes` forked processes, handed out one at a time
-    in the order given (so the largest first keeps them all busy). Anywhere else, or with one
-    process, they are drawn in turn.
+    On Linux the figures are drawn in :func:`processes` forked processes, handed out one at a time in
+    the order given (so the largest first keeps them all busy), while the parent goes on (the report's
+    tables are built meanwhile). Anywhere else, or with one process, they are drawn in turn, here and
+    now: then, as in a forked process, a figure sees its data as it was when drawing started. Use it
+    as a context manager: leaving it stops processes still drawing.
     """
-    workers = processes(len(jobs))
-    if workers <= 1 or sys.platform != "linux":
-        return [draw(job) for job in jobs]
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)  # until the children exist
-    try:
-        pool = mp.get_context("fork").Pool(workers, initializer=_start_child, initargs=(jobs,))
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # a signal held meanwhile arrives here
-    with pool:
-        return pool.map(_draw_in_child, range(len(jobs)), chunksize=1)
+
+    def __init__(self, jobs: Sequence[Draw]):
+        self._jobs = list(jobs)
+        self._pool: Any = None
+        self._pending: Any = None
+        self._drawn: list[bytes | None] = []
+        workers = processes(len(self._jobs))
+        if workers <= 1 or sys.platform != "linux":
+            self._drawn = [draw(job) for job in self._jobs]
+            return
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)  # until the children exist
+        try:
+            self._pool = mp.get_context("fork").Pool(workers, initializer=_start_child, initargs=(self._jobs,))
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # a signal held meanwhile arrives here
+        self._pending = self._pool.map_async(_draw_in_child, range(len(self._jobs)), chunksize=1)
+
+    def result(self) -> list[bytes | None]:
+        """PNG bytes of each job's figure, in the jobs' order (None where a job has nothing to draw)."""
+        if self._pending is None:
+            return self._drawn
+        return list(self._pending.get())
+
+    def __enter__(self) -> Drawing:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.terminate()  # what Pool's own context manager does; a no-op once all is drawn
+            self._pool = None
+
+
+def draw_all(jobs: Sequence[Draw]) -> list[bytes | None]:
+    """PNG bytes of each job's figure (None where a job has nothing to draw), each drawn once (:class:`Drawing`)."""
+    with Drawing(jobs) as drawing:
+        return drawing.result()
