@@ -55,9 +55,11 @@ _fp8_selection = fp8_selection
 _reproduce = reproduce
 
 __all__ = [
-    "AO_FP8", "BUSY_COLUMNS", "COST_COLUMNS", "CROSSOVER_BOTH_COLUMNS", "CROSSOVER_COLUMNS", "DIST_COLUMNS", "FP8",
-    "HEADLINE_COLUMNS", "MAX_FP8_CHARTS", "MD_LIMIT", "ENV_CELL_CHARS", "Chart", "ChartJob", "Drawing", "Source", "aligned",
-    "answer", "answer_context", "build_context", "chart_jobs", "charts", "clip_words", "code_safe", "cost_header", "draw_all",
-    "draw_charts", "environment", "fit_markdown", "fp8_selection", "html_finalize", "html_table", "load_all",
-    "md_escape", "md_table", "parity_context", "pays_bars", "place_charts", "png_bytes", "render", "reproduce", "same_as_baseline", "sentence", "speedup_bars", "table_context", "tables", "templates_dir", "why", "why_context",
+    "aligned", "answer", "answer_context", "AO_FP8", "build_context", "BUSY_COLUMNS", "Chart", "chart_jobs",
+    "ChartJob", "charts", "clip_words", "code_safe", "COST_COLUMNS", "cost_header", "CROSSOVER_BOTH_COLUMNS",
+    "CROSSOVER_COLUMNS", "DIST_COLUMNS", "draw_all", "draw_charts", "Drawing", "ENV_CELL_CHARS", "environment",
+    "fit_markdown", "FP8", "fp8_selection", "HEADLINE_COLUMNS", "html_finalize", "html_table", "load_all",
+    "MAX_FP8_CHARTS", "md_escape", "MD_LIMIT", "md_table", "parity_context", "pays_bars", "place_charts",
+    "png_bytes", "render", "reproduce", "same_as_baseline", "sentence", "Source", "speedup_bars",
+    "table_context", "tables", "templates_dir", "why", "why_context",
 ]
