@@ -1,0 +1,107 @@
+"""How fast is the parent side? ``pytest benchmarks/test_parent_speed.py``
+
+Two timings the parent's speed is judged by (targets: 5 s each on a 2-core CPU):
+
+* ``tebench report`` of the stored nightly (reports/h200-nightly-energy): load,
+  tables, every chart drawn and saved, both templates rendered, files written;
+* reading 10,000 case records with the store's reader (``store.reader.read``,
+  then the typed records of ``store.run_records.read``), from a results file
+  made once per session by repeating the stored nightly's records under new
+  case ids and rounds (:func:`write_large_results`).
+
+Neither needs torch or a GPU. ``--benchmark-json FILE`` keeps the numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NIGHTLY = ROOT / "reports" / "h200-nightly-energy"
+RECORDS = 10_000
+"""Case records in the generated results file."""
+ROUNDS = 10
+"""Rounds each generated case id gets: a copy of a stored record is round ``n % ROUNDS`` of case id
+``<id>/copy<n // ROUNDS>``, so every (case id, round) is new and none replaces another."""
+
+
+def nightly_results() -> Path:
+    """The stored nightly's results file, plain or compressed (how a stored run may be kept)."""
+    from tebench.store.reader import results_path
+
+    return results_path(NIGHTLY)
+
+
+def write_large_results(source: Path, dest: Path, records: int = RECORDS) -> Path:
+    """``dest``: the header of ``source`` and ``records`` case records made from its own, in turn.
+
+    Each copy keeps every measured value of the record it repeats (so the reader checks real
+    shapes and sizes) and gets a case id and round of its own.
+    """
+    from tebench.store import bounded
+
+    lines = [raw for _, raw in bounded.iter_lines(source) if raw and raw.strip()]
+    parsed = [json.loads(raw) for raw in lines]
+    header = [raw for raw, rec in zip(lines, parsed) if rec.get("type") == "header"]
+    cases = [rec for rec in parsed if rec.get("type") == "case"]
+    if not header or not cases:
+        raise ValueError(f"{source}: needs a header and case records")
+    with open(dest, "wb") as out:
+        for raw in header:
+            out.write(raw.rstrip(b"\n") + b"\n")
+        for n in range(records):
+            rec = dict(cases[n % len(cases)])
+            copy = n // len(cases)
+            rec["case_id"] = f"{rec['case_id']}/copy{copy // ROUNDS}"
+            rec["round"] = copy % ROUNDS
+            out.write(json.dumps(rec, separators=(",", ":"), allow_nan=True).encode() + b"\n")
+    return dest
+
+
+@pytest.fixture(scope="session")
+def large_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A results file of :data:`RECORDS` case records, written once per session."""
+    return write_large_results(nightly_results(), tmp_path_factory.mktemp("records") / "results.jsonl")
+
+
+def test_report_command(benchmark, tmp_path: Path) -> None:
+    """``tebench report`` of the stored nightly as a user runs it: a fresh process, imports included."""
+    out = tmp_path / "report"
+    command = [sys.executable, "-m", "tebench", "report", str(nightly_results()), "--out", str(out)]
+
+    def report() -> subprocess.CompletedProcess:
+        return subprocess.run(command, capture_output=True, text=True, timeout=600)
+
+    proc = benchmark.pedantic(report, rounds=3, iterations=1, warmup_rounds=1)
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "report.md").stat().st_size > 0
+
+
+def test_report_render(benchmark, tmp_path: Path) -> None:
+    """The same report rendered in this process (``tebench.report.render``): imports and font cache warm."""
+    from tebench.report import render
+
+    source = nightly_results()
+    out = benchmark.pedantic(render, args=([source], tmp_path / "report"), rounds=3, iterations=1, warmup_rounds=1)
+    assert (out / "report.md").stat().st_size > 0
+
+
+def test_read_large_results(benchmark, large_results: Path) -> None:
+    """The whole generated file read and checked, line by line (``store.reader.read``)."""
+    from tebench.store import reader
+
+    run = benchmark.pedantic(reader.read, args=(large_results,), rounds=3, iterations=1)
+    assert len(run.cases) == RECORDS and not run.problems
+
+
+def test_read_large_run_records(benchmark, large_results: Path) -> None:
+    """The same file as typed records, parity judged (``store.run_records.read``): what report reads."""
+    from tebench.store import run_records
+
+    records = benchmark.pedantic(run_records.read, args=(large_results,), rounds=3, iterations=1)
+    assert len(records.cases) == RECORDS

@@ -1,0 +1,107 @@
+"""What the report says about each run: its machine, how to reproduce it, how it started its cases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tebench.plan.matrix import exclusion_text
+from tebench.report.load import Source
+from tebench.schema.records import RunHeader
+
+
+def cost_header(src: Source) -> dict[str, Any]:
+    """How a run started its cases and the compile cache it began with (older runs: unknown)."""
+    cache = src.header.compile_cache or {}
+    launch = src.header.launch or "unrecorded"
+    if launch == "prestarted" and src.header.prestart_depth:
+        stops = {True: ", stopped beside launch-bound timed steps", False: ", never stopped"}
+        launch += f" ({src.header.prestart_depth} per device{stops.get(src.header.prestart_pause, '')})"
+    return {"label": src.label, "launch": launch,
+            "cache": cache.get("state") or "unrecorded", "cache_dir": cache.get("dir")}
+
+
+def environment(src: Source) -> list[tuple[str, str]]:
+    """The run-info rows of the machine a run ran on: GPUs, driver, clocks, versions, relevant variables."""
+    env = src.env
+    gpus = env.get("gpus") or []
+    setup = next((r.setup for r in src.records if r.setup), {}) or {}
+    peak = env.get("peak_tflops")
+    clocks = env.get("gpu_clocks") or {}
+    rows = [
+        ("device", src.device),
+        ("GPUs", "; ".join(f"{g['index']}: {g['name']}, CC {g['capability'][0]}.{g['capability'][1]}, "
+                          f"{g['memory_bytes'] / 2**30:.0f} GiB, {g.get('multiprocessors')} SMs" for g in gpus) or "none"),
+        ("driver / CUDA / cuDNN", clip_words(f"{env.get('driver') or '–'} / {env.get('cuda') or '–'} / "
+                                             f"{env.get('cudnn') or '–'}")),
+        ("GPU clocks / power", "; ".join(f"GPU {i}: max SM {c.get('clocks.max.sm')} MHz, max mem "
+                                        f"{c.get('clocks.max.mem')} MHz, power limit {c.get('power.limit')} W"
+                                        for i, c in clocks.items()) or "–"),
+        ("torch / Transformer Engine", clip_words(f"{env.get('torch') or '–'} / "
+                                                  f"{env.get('te') or 'not available: ' + str(env.get('te_error') or '–')}")),
+        ("Python / CPU", f"{env.get('python') or '–'} / {env.get('cpu') or '–'} ×{env.get('cpu_count') or '?'}"),
+        ("host", str(env.get("hostname") or "–")),
+        ("MFU peak", f"{peak['bf16']} TFLOP/s dense BF16 ({peak['source']})" if peak else "unknown GPU: no MFU"),
+        ("master weights", setup.get("master_weights", "–")),
+        ("optimizer", setup.get("optimizer", "–")),
+        ("relevant variables", ", ".join(f"{k}={v}" for k, v in (env.get("env_vars") or {}).items()) or "none set"),
+    ]
+    return rows
+
+
+ENV_CELL_CHARS = 200
+"""Characters an environment cell shows. The probe stores error messages cut at a fixed length, often
+mid-word ("… a conflicting cuDNN in LD_LIBRA"); the cell ends at a word instead, marked "…"."""
+
+
+def clip_words(text: str, limit: int = ENV_CELL_CHARS) -> str:
+    """``text`` up to ``limit`` characters, cut after a whole word and marked "…" where it is longer."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(None, 1)[0]
+    return cut.rstrip(" ,;:") + " …"
+
+
+def _devices_text(devices: list[str] | None, env: dict[str, Any]) -> str:
+    """``--devices`` as the run had it; on a machine without a CUDA GPU its indices were CPU slots."""
+    listed = _listed(devices)
+    if not listed:
+        return "default"
+    return listed if env.get("device_type") == "cuda" else f"{listed} (no CUDA GPU: CPU slots, one case each)"
+
+
+def _listed(value: Any) -> str:
+    """A header field for people: a list as "0, 1" (not "['0', '1']"), a mapping as "k=v", None as ""."""
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items())
+    return str(value)
+
+
+def reproduce(src: Source) -> list[tuple[str, str]]:
+    """The run-info rows that say how to run it again: command, matrix and its hashes, commit, file."""
+    head, env = src.header, src.env
+    matrix = head.matrix or {}
+    commit = env.get("git_commit") or "not a git checkout"
+    if env.get("git_dirty"):
+        commit += " (with uncommitted changes)"
+    return [
+        ("command", " ".join(head.command or []) or "–"),
+        ("matrix", f"{matrix.get('name', '–')} ({matrix.get('source', '–')})"),
+        ("matrix sha256 (resolved / file)", f"{matrix.get('sha256', '–')} / {matrix.get('text_sha256', '–')}"),
+        ("run id / created", f"{head.stored('run_id', '–')} / {head.stored('created', '–')}"),
+        ("rounds / shard / devices", f"{head.stored('rounds', 1)} / {_listed(head.shard) or 'whole matrix'} / "
+                                     f"{_devices_text(head.devices, env)}"),
+        ("tebench", f"{head.tebench or env.get('tebench') or '–'} @ {commit}"),
+        ("results file", src.path),
+    ] + _excluded(head)
+
+
+def _excluded(head: RunHeader) -> list[tuple[str, str]]:
+    """The run-info row of the matrix's exclusions; none for a header from before they were recorded."""
+    if head.excluded is None and "excluded" not in head._keys:
+        return []
+    rules = head.excluded or []
+    return [("excluded by the matrix", "; ".join(exclusion_text(e) for e in rules) if rules else "nothing")]
