@@ -110,6 +110,15 @@ def chromium() -> str:
     pytest.skip("no Chromium installed (apt-get install chromium)")
 
 
+def unsaid(text: str, *facts: object) -> list[str]:
+    """Which of ``facts`` (the numbers, names, paths and options a message must carry) ``text`` leaves out.
+
+    Tests assert ``unsaid(err, ...) == []`` rather than comparing a whole sentence: rewording a message
+    does not fail them, dropping or changing a fact does, and the failure names the missing facts.
+    """
+    return [str(fact) for fact in facts if str(fact) not in text]
+
+
 def read_text(path: Path) -> str:
     """A file's text; a stored run kept as ``*.jsonl.gz`` is decompressed."""
     import gzip
