@@ -34,4 +34,9 @@ fi
 .venv/bin/python -c "import transformer_engine.pytorch" >/dev/null 2>&1 \
   && echo "bootstrap: Transformer Engine found" \
   || echo "bootstrap: Transformer Engine not importable: TE modes will be reported as skipped (see README: Installing)"
+# The browser tests need a system Chromium; a package manager's job, not this script's (it needs root).
+if [ -n "$EXTRAS" ] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 \
+    && ! command -v google-chrome >/dev/null 2>&1; then
+  echo "bootstrap: no Chromium: the browser tests will skip (Debian: apt-get install chromium; CI=true makes them fail)"
+fi
 echo "bootstrap: ready: .venv/bin/tebench"

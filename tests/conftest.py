@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -80,6 +81,42 @@ def pytest_collection_modifyitems(config, items):
             ao = _has_torchao() if ao is None else ao
             if not ao:
                 item.add_marker(pytest.mark.skip(reason="needs torchao (pip install 'tebench[ao]')"))
+
+
+# Debian's package is ``chromium`` (what .ci/run installs); the others are other distributions' names.
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
+
+
+def in_ci() -> bool:
+    """Whether this is a CI run (``CI=true``, as GitHub Actions, GitLab and .ci/run's callers set it)."""
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def chromium_path() -> str | None:
+    """The first Chromium on PATH (Debian's ``chromium`` first), or None."""
+    return next((p for p in map(shutil.which, CHROMIUM_NAMES) if p), None)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Headless Chromium for the browser tests. Without one they skip on a developer's machine, but
+    fail in CI: .ci/run installs the browser, so a CI run that skipped them would hide a broken install."""
+    path = chromium_path()
+    if path:
+        return path
+    if in_ci():
+        pytest.fail(f"CI is set but no Chromium is on PATH (looked for {', '.join(CHROMIUM_NAMES)}): "
+                    "the browser tests must run in CI; .ci/run installs Debian's chromium", pytrace=False)
+    pytest.skip("no Chromium installed (apt-get install chromium)")
+
+
+def unsaid(text: str, *facts: object) -> list[str]:
+    """Which of ``facts`` (the numbers, names, paths and options a message must carry) ``text`` leaves out.
+
+    Tests assert ``unsaid(err, ...) == []`` rather than comparing a whole sentence: rewording a message
+    does not fail them, dropping or changing a fact does, and the failure names the missing facts.
+    """
+    return [str(fact) for fact in facts if str(fact) not in text]
 
 
 def read_text(path: Path) -> str:

@@ -1,6 +1,6 @@
 """The HTML report in a real browser: headless Chromium opens it from disk, reports no
 console error or failed load, and decodes every chart. Skips when no Chromium is installed
-(Debian: apt-get install chromium).
+(Debian: apt-get install chromium), except in CI, where it fails (the ``chromium`` fixture in conftest).
 
 Chromium is driven over its DevTools protocol on a pipe (--remote-debugging-pipe: JSON
 messages separated by NUL bytes on file descriptors 3 and 4), so no websocket client or
@@ -13,24 +13,22 @@ import fcntl
 import json
 import os
 import select
-import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, ROOT
 from tebench import report
 
-CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (apt-get install chromium)")
 
 
 class Browser:
     """A headless Chromium and one page, spoken to over the DevTools pipe."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, chromium: str, tmp: Path) -> None:
         to_chrome_r, self._to_chrome = os.pipe()
         self._from_chrome, from_chrome_w = os.pipe()
 
@@ -41,7 +39,7 @@ class Browser:
             os.dup2(w, 4)
 
         self.proc = subprocess.Popen(
-            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
+            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
              "--no-first-run", "--no-default-browser-check", f"--user-data-dir={tmp / 'profile'}",
              "--window-size=1400,1000", "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -114,9 +112,9 @@ Promise.all([...document.images].map(img => img.decode()
 """
 
 
-def open_page(path: Path, tmp: Path) -> tuple[list, list[str], dict]:
+def open_page(chromium: str, path: Path, tmp: Path) -> tuple[list, list[str], dict]:
     """Load ``path`` and return (decoded images, error messages, layout facts)."""
-    browser = Browser(tmp)
+    browser = Browser(chromium, tmp)
     try:
         for domain in ("Page", "Runtime", "Log"):
             browser.call(f"{domain}.enable", session=True)
@@ -145,9 +143,9 @@ def open_page(path: Path, tmp: Path) -> tuple[list, list[str], dict]:
 
 
 @pytest.mark.parametrize("fixture", ["cpu-smoke.jsonl", "h200-crossover.jsonl"])
-def test_report_opens_in_chromium_without_errors(fixture, tmp_path):
+def test_report_opens_in_chromium_without_errors(fixture, tmp_path, chromium):
     out = report.render([FIXTURES / fixture], tmp_path / "rep")
-    images, errors, layout = open_page(out / "index.html", tmp_path)
+    images, errors, layout = open_page(chromium, out / "index.html", tmp_path)
     assert errors == []
     assert len(images) >= 4
     broken = [img for img in images if not (img[1] > 0 and img[2] > 0)]
@@ -159,12 +157,25 @@ def test_report_opens_in_chromium_without_errors(fixture, tmp_path):
     assert layout["stickyFirst"] == "sticky"
 
 
-def test_a_broken_image_is_caught(tmp_path):
+def test_a_broken_image_is_caught(tmp_path, chromium):
     """The check itself can fail: a page with an undecodable image and a console error."""
     page = tmp_path / "bad.html"
     page.write_text('<!DOCTYPE html><html><body><section id="answer"></section>'
                     '<div id="cases"><div class="table-wrap scroll"><table><tr><td>x</td></tr></table></div></div>'
                     '<img alt="bad" src="data:image/png;base64,AAAA"><script>console.error("boom")</script>'
                     '</body></html>')
-    images, errors, _ = open_page(page, tmp_path)
+    images, errors, _ = open_page(chromium, page, tmp_path)
     assert images[0][1] == 0 and any("boom" in e for e in errors)
+
+
+@pytest.mark.parametrize("ci, code, said", [("true", 1, "CI is set but no Chromium is on PATH"),
+                                            ("", 0, "1 skipped")])
+def test_a_missing_chromium_fails_in_ci_and_skips_elsewhere(ci, code, said, tmp_path):
+    """Without a browser on PATH, a CI run of a browser test fails (CI must not pass by skipping it);
+    elsewhere it skips."""
+    env = {**os.environ, "PATH": str(tmp_path), "CI": ci}  # an empty folder: no chromium to find
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           f"{__file__}::test_a_broken_image_is_caught"],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    assert said in proc.stdout

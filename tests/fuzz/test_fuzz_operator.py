@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, unsaid
 from tebench import cli
 from tebench.analysis import compare, stats
 from tebench.escape import for_terminal, visible
@@ -115,7 +115,8 @@ def test_only_glob_that_matches_nothing_beside_one_that_does_is_warned_about(stu
     path = tmp_path / "m.toml"
     path.write_text(build.good_matrix())
     proc = stub_cli("list", str(path), "--only", "gpt/*", "--only", "nothing/*")
-    assert proc.returncode == 0 and "warning: no case of the matrix matches --only 'nothing/*'" in proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    assert unsaid(proc.stderr, "warning", "--only 'nothing/*'") == [], proc.stderr
 
 
 # --- FIFOs: never waited on -------------------------------------------------------------------------
@@ -137,7 +138,7 @@ def test_a_fifo_is_refused_not_waited_on(argv, what, tebench_cli, tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert str(tmp_path / "pipe") in proc.stderr, proc.stderr
     if what:
-        assert f"is a FIFO (named pipe), not a {what}" in proc.stderr, proc.stderr
+        assert unsaid(proc.stderr, "FIFO", f"not a {what}") == [], proc.stderr
 
 
 def test_bounded_reads_never_block_and_never_read_past_the_limit(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import unsaid
 from tebench.analysis import equivalence, parity
 
 N = 100
@@ -43,7 +44,7 @@ def test_a_difference_beyond_the_margin_fails_either_way(offset, word):
     """Learning faster than the reference is a difference, not a win."""
     out = judge(curve(offset))
     assert out["verdict"] == "fail"
-    assert f"loss {word} than PT-AMP's by 0.3" in out["reason"]
+    assert unsaid(out["reason"], f"loss {word}", "PT-AMP", "0.3") == [], out["reason"]
     assert out["abs_diff"] == pytest.approx(offset, abs=1e-9)
 
 

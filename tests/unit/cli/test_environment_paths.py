@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, unsaid
 from tebench import cli
 from tebench.plan import environment as detect
 from tebench.run import outdir
@@ -46,7 +46,7 @@ def test_out_on_a_pseudo_file_system_is_refused_before_the_probe(capsys, no_prob
     if not os.path.isdir("/proc/self"):
         pytest.skip("no /proc here")
     assert cli.main(["run", "--preset", "smoke", "--out", "/proc/tebench-x"]) == 2
-    assert "--out /proc/tebench-x: cannot create it under /proc" in capsys.readouterr().err
+    assert unsaid(capsys.readouterr().err, "--out /proc/tebench-x", "cannot create", "under /proc") == []
 
 
 def test_a_damaged_base_is_bad_input_and_a_damaged_head_a_failure(tmp_path, capsys):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import unsaid
 from tebench.plan.environment import GPU, Environment, Support
 from tebench.plan.gates import gate_case
 from tebench.plan.matrix import Case
@@ -99,9 +100,9 @@ def test_every_mode_has_the_gate_answer_its_registry_entry_implies(name):
         assert gate_case(case(name, fp8), cpu) is None
         assert gate_case(case(name, fp8), no_te) is None
     else:
-        assert gate_case(case(name, fp8), cpu) == f"{name} needs a CUDA GPU; none was detected"
-        assert gate_case(case(name, fp8), no_te) == (
-            f"{name} needs Transformer Engine: No module named 'transformer_engine'")
+        assert unsaid(gate_case(case(name, fp8), cpu) or "", name, "needs a CUDA GPU") == []
+        assert unsaid(gate_case(case(name, fp8), no_te) or "", name, "needs Transformer Engine",
+                      "No module named 'transformer_engine'") == []
     # An H200 with TE and FP8 runs every mode (the default delayed recipe included).
     assert gate_case(case(name, fp8), gpu_env()) is None
     if mode.compile:

@@ -7,6 +7,7 @@ import math
 
 import pandas as pd
 
+from conftest import unsaid
 from tebench import report
 from tebench.report import tables, why
 
@@ -131,15 +132,13 @@ def _why(step_ms: float, gemm_ms: float, fp8_step_ms: float, fp8_gemm_ms: float)
 def test_why_says_when_the_measured_speedup_exceeds_the_gemm_only_estimate():
     # GEMMs 72.2% of the step at twice the speed estimate ×1.56; ×1.59 was measured.
     text = why.sentences(_why(100.0, 72.2, 100 / 1.59, 36.1))[0]
-    assert ("measured ×1.59 end to end exceeds the GEMM-only estimate ×1.56 (GEMMs 72.2% of the step, at twice "
-            "BF16's speed): FP8 also sped up work outside GEMMs (casts, fused norms) or the clocks") in text
+    assert unsaid(text, "measured ×1.59", "exceeds", "estimate ×1.56", "GEMMs 72.2% of the step", "outside GEMMs") == []
     assert "at most" not in text and "Amdahl" not in text
 
 
 def test_why_gives_the_estimate_as_an_estimate_when_measured_is_below_it():
     text = why.sentences(_why(100.0, 72.2, 100 / 1.40, 36.1))[0]
-    assert ("end to end ×1.40 measured, against ×1.56 estimated from the GEMM share alone (GEMMs 72.2% of the "
-            "step, at twice BF16's speed)") in text
+    assert unsaid(text, "×1.40 measured", "×1.56 estimated", "GEMMs 72.2% of the step") == []
     assert "exceeds" not in text and "at most" not in text
     # Equal as shown (×1.56 against ×1.56) is not "exceeds".
     assert "exceeds" not in why.gemm_estimate_words(1.5635, 1.5649, "72.2%")
@@ -162,7 +161,7 @@ def test_why_describes_the_passing_fp8_case_and_names_the_faster_failing_one():
     text = why.sentences(why.with_parity(frame, cases))[0]
     assert f"{CAL['variant']} made the GEMMs" in text
     assert f"{FAIL['variant']} made the GEMMs" not in text
-    assert f"Faster but not counted: {FAIL['variant']} ×1.44 (fail, final loss -6.2%)" in text
+    assert unsaid(text, "not counted", f"{FAIL['variant']} ×1.44", "fail", "-6.2%") == []
     # Through the report's context, as the section shows it.
     from tebench.analysis import kernel_rules
     full = frame.assign(mem_peak=None, **{k: 0.0 for k, _, _ in kernel_rules.CATEGORIES if k not in frame})
@@ -177,8 +176,7 @@ def test_why_says_so_when_no_fp8_case_counts_and_describes_none():
     frame = _why_rows([(FAIL["variant"], 100 / 1.44, 36.0), (inconclusive["variant"], 100 / 1.59, 36.1)])
     text = why.sentences(why.with_parity(frame, cases))[0]
     assert "made the GEMMs" not in text and "estimate" not in text and "The other library" not in text
-    assert ("No FP8 case passed parity here; the fastest: TE-FP8/current.HYBRID ×1.59 "
-            "(inconclusive, final loss +114.7%).") in text
+    assert unsaid(text, "No FP8 case passed parity", "TE-FP8/current.HYBRID ×1.59", "inconclusive", "+114.7%") == []
 
 
 def test_every_variant_view_keeps_and_marks_the_cases_that_do_not_count():
