@@ -48,6 +48,20 @@ def _try_create_under(existing: Path, flag: str, value: str) -> None:
         raise UsageError(f"{flag} {value}: cannot create it under {existing} ({exc.strerror or exc})") from None
 
 
+def _try_create_file_in(parent: Path, flag: str, value: str) -> None:
+    """UsageError unless a file can really be made in ``parent`` (the atomic write's temporary file
+    goes there): as for a directory, access() says yes to root on /proc, and the failure would then
+    name the temporary file instead of the option."""
+    import tempfile
+
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".tebench-check-", dir=parent)
+    except OSError as exc:
+        raise UsageError(f"{flag} {value}: cannot create a file in {parent} ({exc.strerror or exc})") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
 def check_out_arg(value: str, flag: str = "--out", kind: str = "dir") -> Path:
     """The path of an output option, refused (UsageError) before any probe or heavy import when it
     cannot be written: empty, a file where a directory is wanted (``kind="dir"``) or the reverse
@@ -79,6 +93,7 @@ def check_out_arg(value: str, flag: str = "--out", kind: str = "dir") -> Path:
         raise UsageError(f"{flag} {value}: no such directory {parent}")
     if not _writable_dir(parent):
         raise UsageError(f"{flag} {value}: the directory {parent} is not writable")
+    _try_create_file_in(parent, flag, value)
     if path.exists() and not os.access(path, os.W_OK):
         raise UsageError(f"{flag} {value}: the file is not writable")
     return path
@@ -215,6 +230,9 @@ def thresholds(items: list[str]) -> dict[str, float]:
 def compare_options(args: argparse.Namespace, count_env_changes: bool):
     from tebench.analysis.compare import CompareError, Options
 
+    # Options' own check speaks of its field (min_rounds); the user typed the option and a value.
+    if args.min_rounds < 2:
+        raise UsageError(f"--min-rounds {args.min_rounds}: must be at least 2 (a spread needs two values)")
     try:
         return Options(thresholds=thresholds(args.threshold), alpha=args.alpha, correction=args.correction,
                        min_rounds=args.min_rounds, gate_launch_bound=args.gate_launch_bound,

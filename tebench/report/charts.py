@@ -16,19 +16,28 @@ CUDA-graph variants are hatched or dashed.
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
-import matplotlib
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, Locator, LogLocator, MaxNLocator, NullFormatter
 
 from tebench import workloads
 from tebench.plan.modes import MODES, Mode, is_fp8
 from tebench.schema.records import CaseResult
 from tebench.plan.recipes import RECIPES
 from tebench.report import tables
+
+# Charts are Figures saved to PNG: no GUI backend is used. matplotlib checks MPLBACKEND at import and
+# refuses a name it does not know, which would end the report with an internal error: set it aside.
+_MPLBACKEND = os.environ.pop("MPLBACKEND", None)
+try:
+    import matplotlib
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter, Locator, LogLocator, MaxNLocator, NullFormatter
+finally:
+    if _MPLBACKEND is not None:
+        os.environ["MPLBACKEND"] = _MPLBACKEND
 
 DPI = 110
 FONT = 9.0
@@ -510,7 +519,10 @@ def scaling(df: pd.DataFrame) -> Figure | None:
             ax.grid(alpha=0.3)
             _dress(ax, (f"{workload}" + (f" — {source}" if df["source"].nunique() > 1 else "")) if i == 0 else None,
                    "model size (training FLOPs per step)", ylabel, xpad=0.6, ypad=0.7)
-        row[2].legend(fontsize=FONT, loc="center left", bbox_to_anchor=(1.03, 0.5), frameon=False)
+        # No MFU where the device's peak is unknown (a CPU): the legend then lists the step-time lines.
+        legend_of = row[2] if row[2].get_legend_handles_labels()[0] else row[0]
+        row[2].legend(*legend_of.get_legend_handles_labels(), fontsize=FONT, loc="center left",
+                      bbox_to_anchor=(1.03, 0.5), frameon=False)
     _suptitle(fig, "Scaling with model size (best variant of each mode, FP8's among those that passed parity; "
                    "dashed: CUDA graphs)")
     return fig
