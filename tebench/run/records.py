@@ -100,7 +100,7 @@ def prove_te(record: CaseResult) -> None:
     census = record.modules
     if mode is None or mode.family != "te" or census is None or not census.observed or record.status != "ok":
         return
-    if (census.te_fp8 or 0) == 0 and (census.te_high_precision or 0) == 0:
+    if (census.te_fp8 or 0) == 0 and (census.te_high_precision or 0) == 0 and (census.te_other or 0) == 0:
         record.status, record.reason = "failed", NOT_TE_REASON
 
 

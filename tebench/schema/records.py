@@ -369,6 +369,8 @@ class ModuleCensus(_Part):
     te_fp8: int | None = knob(None, "TE modules that ran under an FP8 recipe.", min=0)
     te_high_precision: int | None = knob(None, "TE modules that ran without one.", min=0)
     te_outside_fp8: list[str] | None = knob(None, "The first 20 of those, by name.")
+    te_other: int | None = knob(None, "TE modules without FP8 metadata that ran (LayerNorm, RMSNorm): TE ran them, "
+                                      "no recipe applies. Absent in records from before 2026-12-03.", min=0)
     linear_flops: dict[str, float] | None = knob(None, "Per step, the linear layers' GEMM FLOPs (forward and "
                                                        "backward) by the precision they ran in.")
     note: str | None = knob(None, "Why the counts are unknown or partial, in words.")

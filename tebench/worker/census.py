@@ -44,6 +44,11 @@ def _precision(module: torch.nn.Module, weight: torch.Tensor) -> str:
     return {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, "fp32")
 
 
+def is_te_other(module: torch.nn.Module) -> bool:
+    """A Transformer Engine module without FP8 metadata (LayerNorm, RMSNorm …): TE ran it, no recipe applies."""
+    return type(module).__module__.startswith("transformer_engine") and not hasattr(module, "fp8_meta")
+
+
 class Census:
     """Forward hooks on every module of ``model``; :meth:`summary` after the steps."""
 
@@ -52,6 +57,7 @@ class Census:
         self.steps = steps
         self.fp8: set[str] = set()
         self.high: set[str] = set()
+        self.other: set[str] = set()
         self.flops: dict[str, float] = defaultdict(float)
         self._handles: list[Any] = []
 
@@ -73,12 +79,20 @@ class Census:
                 self.flops[precision] += 3 * 2 * rows * sum(w.numel() for w in weights)
         return after_forward
 
+    def _other_hook(self, name: str) -> Any:
+        def after_forward(_mod: torch.nn.Module, _args: tuple, _out: Any) -> None:
+            self.other.add(name)
+        return after_forward
+
     @contextlib.contextmanager
     def watching(self) -> Iterator["Census"]:
         """Hooks in place for the ``with`` body, removed after."""
         for name, module in self.model.named_modules():
             if is_te_module(module) or isinstance(module, torch.nn.Linear):
                 self._handles.append(module.register_forward_hook(self._hook(name or "(model)", module)))
+            elif is_te_other(module):
+                # A model of TE norms only (module/layernorm) ran TE though no module above did.
+                self._handles.append(module.register_forward_hook(self._other_hook(name or "(model)")))
         try:
             yield self
         finally:
@@ -95,6 +109,7 @@ class Census:
             "observed": True,
             "te_fp8": len(self.fp8),
             "te_high_precision": len(self.high - self.fp8),
+            "te_other": len(self.other),
             "te_outside_fp8": outside[:OUTSIDE_KEPT] or None,
             "linear_flops": {k: v / self.steps for k, v in sorted(self.flops.items())} or None,
             "note": note,

@@ -151,6 +151,17 @@ def test_te_modules_or_an_unobserved_census_leave_the_case_alone():
     assert blind.status == "ok" and blind.reason is None
 
 
+def test_a_model_of_te_norms_only_is_a_te_result():
+    # module/layernorm: a te.LayerNorm has no FP8 metadata, so only the census's te_other sees it (H200, gpu-smoke).
+    census = _census(0, 0, None)
+    census.te_other = 1
+    rec = _record("TE-BF16", _kernels(0, 3), census)
+    assert rec.status == "ok" and rec.reason is None
+    no_norm = _census(0, 0, None)
+    no_norm.te_other = 0
+    assert _record("TE-BF16", _kernels(0, 3), no_norm).reason == NOT_TE_REASON
+
+
 def test_a_pt_case_is_never_judged_a_te_result():
     rec = _record("PT-AMP", _kernels(0, 52), _census(0, 0, {"bf16": 7e11}))
     assert rec.status == "ok" and rec.reason is None
