@@ -29,7 +29,9 @@ import dataclasses
 import importlib
 import importlib.util
 import os
+import signal
 import sys
+import threading
 import typing
 from importlib import metadata
 from typing import Any, Iterator
@@ -90,7 +92,7 @@ def _import_path(spec: str) -> tuple[Any, str]:
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.append(os.getcwd())
     try:
-        with isolated():
+        with isolated(), time_limit(import_limit_s()):
             module = importlib.import_module(module_name)
     except (Exception, SystemExit) as exc:  # a plugin's import can fail in any way: report it, never a traceback
         where = _origin(module_name)
@@ -147,7 +149,47 @@ def _what(exc: BaseException) -> str:
     if isinstance(exc, SystemExit):
         return (f"it called sys.exit({exc.code!r}) (does it parse the command line or run a script "
                 "when imported? guard that with if __name__ == '__main__')")
+    if isinstance(exc, ImportTimeout):
+        return str(exc)
     return f"{type(exc).__name__}: {exc}"
+
+
+IMPORT_LIMIT_S = 300.0
+"""How long a plugin's import may take (``TEBENCH_PLUGIN_IMPORT_TIMEOUT``): generous, since a workload that
+imports Transformer Engine takes tens of seconds, but finite: an import that blocks must not hang a nightly."""
+
+
+class ImportTimeout(Exception):
+    """A plugin's import did not finish in its time limit."""
+
+
+def import_limit_s() -> float:
+    """The plugin import's time limit in seconds (``TEBENCH_PLUGIN_IMPORT_TIMEOUT``; 0 or less: none)."""
+    raw = os.environ.get("TEBENCH_PLUGIN_IMPORT_TIMEOUT", "")
+    try:
+        return float(raw) if raw.strip() else IMPORT_LIMIT_S
+    except ValueError:
+        return IMPORT_LIMIT_S
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise :class:`ImportTimeout` in the body after ``seconds`` (SIGALRM: the main thread of a POSIX process
+    only; elsewhere, or for ``seconds`` <= 0, no limit). The previous handler and timer are put back."""
+    if seconds <= 0 or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(_signum: int, _frame: Any) -> None:
+        raise ImportTimeout(f"the import did not finish in {seconds:g} s (TEBENCH_PLUGIN_IMPORT_TIMEOUT)")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @contextlib.contextmanager

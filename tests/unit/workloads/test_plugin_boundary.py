@@ -223,3 +223,33 @@ def test_the_worker_speaks_only_on_its_protocol_pipe(tmp_path, monkeypatch, serv
     assert "measure" in {m["phase"] for m in progress}
     text = log.read_text()
     assert FAKE_PROGRESS + "\n" in text and "chatty build on stdout\n" in text
+
+
+def test_an_import_that_blocks_ends_in_its_time_limit_with_a_plugin_error(tmp_path, monkeypatch):
+    # time.sleep stands for any import that blocks (a lock, a network call): the limit ends it, not a hang.
+    _module(tmp_path, monkeypatch, "plug_slow", "import time\ntime.sleep(600)\nW = 1\n")
+    monkeypatch.setenv("TEBENCH_PLUGIN_IMPORT_TIMEOUT", "0.5")
+    with pytest.raises(PluginError) as err:
+        resolve("plug_slow:W")
+    assert "plug_slow" in str(err.value) and "0.5 s" in str(err.value)
+    assert "TEBENCH_PLUGIN_IMPORT_TIMEOUT" in str(err.value)
+
+
+def test_the_import_limit_puts_back_the_previous_alarm_handler(monkeypatch):
+    import signal
+
+    from tebench.workloads.plugins import import_limit_s, time_limit
+
+    def mine(*_):
+        pass
+
+    previous = signal.signal(signal.SIGALRM, mine)
+    try:
+        with time_limit(30):
+            pass
+        assert signal.getsignal(signal.SIGALRM) is mine
+        assert signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    monkeypatch.setenv("TEBENCH_PLUGIN_IMPORT_TIMEOUT", "nonsense")
+    assert import_limit_s() == 300.0
