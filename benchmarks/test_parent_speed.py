@@ -43,7 +43,7 @@ def write_large_results(source: Path, dest: Path, records: int = RECORDS) -> Pat
     Each copy keeps every measured value of the record it repeats (so the reader checks real
     shapes and sizes) and gets a case id and round of its own.
     """
-    from tebench.store import bounded
+    from tebench import bounded
 
     lines = [raw for _, raw in bounded.iter_lines(source) if raw and raw.strip()]
     parsed = [json.loads(raw) for raw in lines]

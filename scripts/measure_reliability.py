@@ -90,7 +90,8 @@ def operator(tmp: Path) -> dict[str, str]:
     names the path, its time (wall and the child's CPU; the CPU time is what the machine's load
     does not change), and whether foreign databases and rendered text stay safe."""
     sys.path.insert(0, str(ROOT))
-    from tebench.store import bounded, history_db
+    from tebench import bounded
+from tebench.store import history_db
 
     build = _operator_corpus()
     tmp = tmp / "operator"

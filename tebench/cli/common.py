@@ -194,7 +194,7 @@ def select(mat: Any, only: list[str], shard_spec: tuple[int, int] | None, what: 
 def check_results_paths(paths: list[str]) -> None:
     """Refuse at once (exit 2) a results path that is missing, or is neither a run directory nor a
     regular file of at most the results-file limit: before the modules that read results are imported."""
-    from tebench.store import bounded
+    from tebench import bounded
     from tebench.store.reader import RESULTS_NAME
 
     for given in paths:

@@ -28,7 +28,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 from tebench.escape import short_repr
 from tebench.schema import knobs as fields
-from tebench.store import bounded
+from tebench import bounded
 from tebench.schema.knobs import FieldError, knob
 from tebench.plan.modes import MODES
 from tebench.plan.recipes import AMAX_ALGOS, DEFAULT_RECIPE, FORMATS, RECIPES, FP8Options

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tebench.store import bounded, run_records
+from tebench import bounded
+from tebench.store import run_records
 from tebench.store import reader as results
 from tebench.schema.version import RecordError
 from tebench.analysis import stats

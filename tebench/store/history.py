@@ -27,7 +27,8 @@ import pandas as pd
 
 from tebench.schema.records import CaseResult
 from tebench.schema.version import RecordError
-from tebench.store import bounded, history_db, run_records
+from tebench import bounded
+from tebench.store import history_db, run_records
 from tebench.store import reader as results
 from tebench.store.history_db import HistoryError
 

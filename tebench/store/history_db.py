@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tebench.errors import RunError
-from tebench.store import bounded
+from tebench import bounded
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 APPLICATION_ID = 0x74624831

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from tebench.schema.records import CaseResult, RunHeader
-from tebench.store import bounded
+from tebench import bounded
 from tebench.schema.validate import check_text
 from tebench.schema.version import SCHEMA, RecordError, SchemaError, check_version
 

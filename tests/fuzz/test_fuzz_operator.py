@@ -24,7 +24,8 @@ from tebench.analysis import compare, stats
 from tebench.escape import for_terminal, visible
 from tebench.plan import matrix
 from tebench.run.display import Display
-from tebench.store import bounded, history_db
+from tebench import bounded
+from tebench.store import history_db
 
 OPERATOR = Path(__file__).resolve().parent / "operator"
 _spec = importlib.util.spec_from_file_location("operator_corpus", OPERATOR / "build.py")

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from conftest import FIXTURES
-from tebench.store import bounded, reader
+from tebench import bounded
+from tebench.store import reader
 
 CPU = FIXTURES / "cpu-smoke.jsonl"
 
