@@ -21,8 +21,7 @@ HIGH_PRECISION = {"bf16": "bf16", "fp16": "bf16", "fp32": "fp32"}
 
 
 def _kernels(kernels: Kernels) -> list[KernelTime]:
-    # A list of parts reads back as the JSON objects it holds; typed here.
-    return [k if isinstance(k, KernelTime) else KernelTime.from_dict(k) for k in kernels.kernels]
+    return list(kernels.kernels)
 
 
 def _gemm_totals(kernels: Kernels) -> tuple[dict[str, float], dict[str, float]]:
@@ -49,14 +48,14 @@ def time_breakdown(kernels: Kernels, step_ms: float, flops_per_step: float | Non
     """
     categories = {key: 0.0 for key, _, _ in rules.CATEGORIES}
     gemm_ms, gemm_calls = _gemm_totals(kernels)
-    unclassified: list[dict[str, Any]] = []
+    unclassified: list[KernelTime] = []
     for k in _kernels(kernels):
         key = rules.classify(k.name)
         if key == rules.ANNOTATION:
             continue
         categories[key] += k.ms
         if key == "other" and len(unclassified) < UNCLASSIFIED_KEPT:
-            unclassified.append({"name": k.name, "ms": k.ms, "calls": k.calls})  # a list holds JSON objects
+            unclassified.append(KernelTime(name=k.name, ms=k.ms, calls=k.calls))
     if kernels.rest_ms:
         categories["other"] += kernels.rest_ms  # past the names kept: not classifiable
     flops = flop_split(flops_per_step, census, high_precision)

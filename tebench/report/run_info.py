@@ -104,4 +104,4 @@ def _excluded(head: RunHeader) -> list[tuple[str, str]]:
     if head.excluded is None and "excluded" not in head._keys:
         return []
     rules = head.excluded or []
-    return [("excluded by the matrix", "; ".join(exclusion_text(e) for e in rules) if rules else "nothing")]
+    return [("excluded by the matrix", "; ".join(exclusion_text(e.to_dict()) for e in rules) if rules else "nothing")]

@@ -636,9 +636,9 @@ def distributed(df: pd.DataFrame, sources: list[Source]) -> pd.DataFrame:
                     & (df["size"] == row["size"]) & (df["parallel"] == "single") & (df["status"] == "ok")
                     & (df["variant"] == row["variant"].rsplit("/", 1)[0])]
         one = float(single["tokens_per_s"].iloc[0]) if not single.empty else None
-        agg = rec["aggregate_tokens_per_s"] if rec else None
-        per_rank = ", ".join(f"{r['tokens_per_s']:,.0f}" for r in rec["per_rank"]) if rec else ""
-        sync = rec.get("replicas_in_sync") if rec else None
+        agg = rec.aggregate_tokens_per_s if rec else None
+        per_rank = ", ".join(f"{r.tokens_per_s:,.0f}" for r in rec.per_rank or []) if rec else ""
+        sync = rec.replicas_in_sync if rec else None
         rows.append({
             "source": row["source"], "case_id": row["case_id"], "status": row["status"],
             "ranks": row["nproc"], "per_rank_tokens_per_s": per_rank, "aggregate_tokens_per_s": agg,

@@ -24,6 +24,7 @@ judged again) are in :mod:`tebench.store.run_records`.
 from __future__ import annotations
 
 import functools
+import types
 import typing
 import unicodedata
 from dataclasses import dataclass, field
@@ -79,6 +80,20 @@ class _Part:
         return out
 
     @classmethod
+    @functools.cache
+    def list_parts(cls) -> dict[str, type["_Part"]]:
+        """The fields that hold a list of parts (``list[KernelTime] | None`` …): read back as typed parts."""
+        out = {}
+        for name, hint, _ in validate.declared(cls):
+            union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+            for option in (typing.get_args(hint) if union else (hint,)):
+                if typing.get_origin(option) is list:
+                    (item,) = typing.get_args(option) or (None,)
+                    if isinstance(item, type) and issubclass(item, _Part):
+                        out[name] = item
+        return out
+
+    @classmethod
     def check(cls, d: Any, path: str = "") -> None:
         """RecordError unless ``d`` has the declared shape at every depth (see :mod:`tebench.schema.validate`)."""
         validate.check(cls, d, path)
@@ -92,13 +107,18 @@ class _Part:
         """The part of a JSON object; unknown keys are kept in ``extra``."""
         if not isinstance(d, dict):
             raise RecordError(cls.__name__, d, "must be an object")
-        parts = cls.parts()
+        parts, lists = cls.parts(), cls.list_parts()
         kwargs: dict[str, Any] = {}
         for name in cls._names():
             if name in d:
                 value = d[name]
                 part = parts.get(name)
-                kwargs[name] = part.from_dict(value) if (part is not None and isinstance(value, dict)) else value
+                item = lists.get(name)
+                if part is not None and isinstance(value, dict):
+                    value = part.from_dict(value)
+                elif item is not None and isinstance(value, list):
+                    value = [item.from_dict(v) if isinstance(v, dict) else v for v in value]
+                kwargs[name] = value
         extra = {k: v for k, v in d.items() if k not in kwargs}
         return cls(**kwargs, extra=extra, _keys=tuple(d))  # type: ignore[call-arg]
 
@@ -135,7 +155,11 @@ class _Part:
             value = getattr(self, name)
             if value is None and name not in self._keys and name not in self.ALWAYS:
                 continue
-            out[name] = value.to_dict() if isinstance(value, _Part) else value
+            if isinstance(value, _Part):
+                value = value.to_dict()
+            elif isinstance(value, list) and any(isinstance(v, _Part) for v in value):
+                value = [v.to_dict() if isinstance(v, _Part) else v for v in value]
+            out[name] = value
         out.update(self.extra)
         if not self._keys:
             return out
