@@ -362,7 +362,7 @@ def te_judged():
                "PT-AMP": _mutation_record("PT-AMP", None, None, mp),
                "TE-BF16": _mutation_record("TE-BF16", None, None, mp),
                "TE-FP8 cal8": _mutation_record("TE-FP8", DELAYED_CAL, None, mp)}
-        for m in ("no-causal", "swap-layout", "freeze-layer", "lr-x10"):
+        for m in ("no-causal", "swap-layout", "freeze-layer", "lr-x10", "leak-next", "init-default"):
             out[f"TE-BF16 {m}"] = _mutation_record("TE-BF16", None, m, mp)
         out["TE-FP8 fp8-scale-one"] = _mutation_record("TE-FP8", DELAYED_CAL, "fp8-scale-one", mp)
     finally:
