@@ -154,7 +154,7 @@ def _what(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-IMPORT_LIMIT_S = 300.0
+IMPORT_LIMIT_S = 120.0
 """How long a plugin's import may take (``TEBENCH_PLUGIN_IMPORT_TIMEOUT``): generous, since a workload that
 imports Transformer Engine takes tens of seconds, but finite: an import that blocks must not hang a nightly."""
 

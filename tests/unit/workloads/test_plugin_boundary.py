@@ -252,4 +252,4 @@ def test_the_import_limit_puts_back_the_previous_alarm_handler(monkeypatch):
     finally:
         signal.signal(signal.SIGALRM, previous)
     monkeypatch.setenv("TEBENCH_PLUGIN_IMPORT_TIMEOUT", "nonsense")
-    assert import_limit_s() == 300.0
+    assert import_limit_s() == 120.0
