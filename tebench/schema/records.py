@@ -47,6 +47,11 @@ without an entry is read as it is (a bump that only added optional keys needs no
 """
 
 
+def _options(hint: Any) -> tuple[Any, ...]:
+    """The types a field may hold: a union's members, else the hint itself (``list[KernelTime]`` is one type)."""
+    return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+
+
 class _Part:
     """A dataclass read from a JSON object: declared keys become fields, the rest stay in ``extra``.
 
@@ -74,7 +79,7 @@ class _Part:
         """The fields that hold a nested part (derived from the annotations: ``Timing | None`` …)."""
         out = {}
         for name, hint, _ in validate.declared(cls):
-            for option in (typing.get_args(hint) or (hint,)):
+            for option in _options(hint):
                 if isinstance(option, type) and issubclass(option, _Part):
                     out[name] = option
         return out
@@ -85,8 +90,7 @@ class _Part:
         """The fields that hold a list of parts (``list[KernelTime] | None`` …): read back as typed parts."""
         out = {}
         for name, hint, _ in validate.declared(cls):
-            union = typing.get_origin(hint) in (typing.Union, types.UnionType)
-            for option in (typing.get_args(hint) if union else (hint,)):
+            for option in _options(hint):
                 if typing.get_origin(option) is list:
                     (item,) = typing.get_args(option) or (None,)
                     if isinstance(item, type) and issubclass(item, _Part):
