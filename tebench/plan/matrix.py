@@ -30,13 +30,13 @@ from tebench.escape import short_repr
 from tebench.schema import knobs as fields
 from tebench import bounded
 from tebench.schema.knobs import FieldError, knob
+from tebench.schema.vocabulary import PARALLEL
 from tebench.plan.modes import MODES
 from tebench.plan.recipes import AMAX_ALGOS, DEFAULT_RECIPE, FORMATS, RECIPES, FP8Options
 from tebench.workloads import BUILT_IN, SPECS, SizeError
 from tebench.workloads.plugins import PluginError
 from tebench.workloads.spec import size_from_dict
 
-PARALLEL = ("single", "ddp", "fsdp2")
 NAME_MAX = 64
 """Longest workload or size name (they become parts of case ids and file names)."""
 MAX_EXTENDS = 64

@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tebench.schema.vocabulary import AMAX_ALGOS, FORMATS
+
 if TYPE_CHECKING:
     from tebench.plan.environment import Environment
 
-FORMATS = ("E4M3", "HYBRID")
-AMAX_ALGOS = ("max", "most_recent")
 
 
 @dataclass(frozen=True)

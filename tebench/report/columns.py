@@ -7,7 +7,7 @@ machine drops its "source" column (:func:`tebench.report.context.both`).
 from __future__ import annotations
 
 from tebench.report import tables
-from tebench.schema import validate
+from tebench.schema.model import shown
 from tebench.schema.records import Phases
 
 FP8 = " or ".join(tables.TE_FP8_MODES)
@@ -60,6 +60,6 @@ BUSY_COLUMNS = [
 COST_COLUMNS = [
     ("mode", "mode", ""), ("source", "machine", ""), ("cases", "cases", "int"),
     # one column per phase the schema declares (tebench.schema.records.Phases)
-    *((name, meta["column"], "s") for name, _, meta in validate.declared(Phases)),
+    *((name, meta["column"], "s") for name, meta in shown(Phases)),
     ("other_s", "other s", "s"), ("duration_s", "case time s", "s"), ("measured_share", "measured", "pct"),
 ]

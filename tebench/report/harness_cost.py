@@ -17,12 +17,12 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from tebench.schema import validate
+from tebench.schema.model import shown
 from tebench.schema.records import Phases
 
 def _phases() -> list[tuple[str, str, str]]:
     """(key, label, colour) of every phase the schema declares, then the rest of the case's time."""
-    declared = [(name, meta["label"], meta["color"]) for name, _, meta in validate.declared(Phases)]
+    declared = [(name, meta["label"], meta["color"]) for name, meta in shown(Phases)]
     return [*declared, ("other_s", "other", "#d9d9d9")]
 
 

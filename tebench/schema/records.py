@@ -6,38 +6,35 @@
 * :class:`RunHeader`: a run's identity and environment (the ``header`` line).
 
 Each record is made of parts (:class:`Timing`, :class:`Memory`, :class:`Loss`,
-:class:`Phases` …). A field is declared once, on its part, with its type (the
-annotation) and, where it has them, its limits (``knob`` metadata). From those
-declarations come reading (:meth:`_Part.from_dict`: nested parts become their
-types), writing (:meth:`_Part.to_dict`) and validation (:meth:`_Part.check`, see
-:mod:`tebench.schema.validate`): a new measured field is one line here.
+:class:`Phases` …), pydantic models on :class:`tebench.schema.model.Part`. A field is
+declared once, on its part: its type (the annotation), its limits and its doc
+(:func:`~tebench.schema.model.field`). Reading, validation with the field's path in every
+error, writing and the results reference (:mod:`tebench.store.reference`) all come from
+those declarations: a new measured field is one line here.
 
 ``to_dict(from_dict(d)) == d``, key order included: keys this tebench does not
 know (written by a newer one) are kept in ``extra`` and written back unchanged.
 A record's schema version is checked as in :func:`tebench.schema.version.check_version`;
 upgrades of an older version go in :data:`UPGRADES`.
 
-Torch-free. The values derived over rounds and runs (pooled medians, parity
-judged again) are in :mod:`tebench.store.run_records`.
+Torch-free, and free of every tebench layer above it: checks that need the mode, recipe or
+workload registries (a case's mode is a known one, its dimensions fit its workload) run in
+the plan's pass over a record (:mod:`tebench.plan.record_checks`).
 """
 
 from __future__ import annotations
 
-import functools
-import types
-import typing
 import unicodedata
-from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Annotated, Any, Callable, Sequence
 
-from tebench.plan.environment import Environment
-from tebench.plan.matrix import PARALLEL, Settings
-from tebench.plan.modes import MODES
-from tebench.plan.recipes import AMAX_ALGOS, FORMATS, RECIPES
-from tebench.schema import validate
-from tebench.schema.knobs import FieldError, check_value, fields_by_name, knob
+from annotated_types import Interval
+from pydantic import field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
 from tebench.schema import version as versions
+from tebench.schema.model import AnyNum, Bool, Int, Num, OneOf, Part, Str, field, kind
 from tebench.schema.version import SCHEMA, STATUSES, RecordError, check_version
+from tebench.schema.vocabulary import AMAX_ALGOS, FORMATS, JUDGED, PARALLEL
 
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 """``version -> function`` turning a record of that schema version into one of the next version.
@@ -47,198 +44,69 @@ without an entry is read as it is (a bump that only added optional keys needs no
 """
 
 
-def _options(hint: Any) -> tuple[Any, ...]:
-    """The types a field may hold: a union's members, else the hint itself (``list[KernelTime]`` is one type)."""
-    return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
-
-
-class _Part:
-    """A dataclass read from a JSON object: declared keys become fields, the rest stay in ``extra``.
-
-    ``_keys`` remembers which keys the object had and in which order, so that a
-    key stored as null stays null, a key never stored stays absent, and
-    ``to_dict`` writes the keys back in the order they were read.
-    """
-
-    ALWAYS: ClassVar[tuple[str, ...]] = ()
-    """Fields written even when None (records built here, not read from a file)."""
-    FIRST: ClassVar[tuple[str, ...]] = ()
-    """Fields written first in a record built here (identity before measurements, for a human reading the line)."""
-
-    extra: dict[str, Any]
-    _keys: tuple[str, ...]
-
-    @classmethod
-    @functools.cache
-    def _names(cls) -> tuple[str, ...]:
-        return tuple(name for name, _, _ in validate.declared(cls))
-
-    @classmethod
-    @functools.cache
-    def parts(cls) -> dict[str, type["_Part"]]:
-        """The fields that hold a nested part (derived from the annotations: ``Timing | None`` …)."""
-        out = {}
-        for name, hint, _ in validate.declared(cls):
-            for option in _options(hint):
-                if isinstance(option, type) and issubclass(option, _Part):
-                    out[name] = option
-        return out
-
-    @classmethod
-    @functools.cache
-    def list_parts(cls) -> dict[str, type["_Part"]]:
-        """The fields that hold a list of parts (``list[KernelTime] | None`` …): read back as typed parts."""
-        out = {}
-        for name, hint, _ in validate.declared(cls):
-            for option in _options(hint):
-                if typing.get_origin(option) is list:
-                    (item,) = typing.get_args(option) or (None,)
-                    if isinstance(item, type) and issubclass(item, _Part):
-                        out[name] = item
-        return out
-
-    @classmethod
-    def check(cls, d: Any, path: str = "") -> None:
-        """RecordError unless ``d`` has the declared shape at every depth (see :mod:`tebench.schema.validate`)."""
-        validate.check(cls, d, path)
-
-    @classmethod
-    def rules(cls, d: dict[str, Any], path: str) -> None:
-        """Checks across fields that a type cannot say (none by default)."""
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]):
-        """The part of a JSON object; unknown keys are kept in ``extra``."""
-        if not isinstance(d, dict):
-            raise RecordError(cls.__name__, d, "must be an object")
-        parts, lists = cls.parts(), cls.list_parts()
-        kwargs: dict[str, Any] = {}
-        for name in cls._names():
-            if name in d:
-                value = d[name]
-                part = parts.get(name)
-                item = lists.get(name)
-                if part is not None and isinstance(value, dict):
-                    value = part.from_dict(value)
-                elif item is not None and isinstance(value, list):
-                    value = [item.from_dict(v) if isinstance(v, dict) else v for v in value]
-                kwargs[name] = value
-        extra = {k: v for k, v in d.items() if k not in kwargs}
-        return cls(**kwargs, extra=extra, _keys=tuple(d))  # type: ignore[call-arg]
-
-    def stored(self, key: str, default: Any = None) -> Any:
-        """A field or extra key as stored: ``default`` only when it was never stored (a stored null stays None)."""
-        if key in self.extra:
-            return self.extra[key]
-        value = getattr(self, key, None)
-        return value if (value is not None or key in self._keys) else default
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """A field or extra key, ``default`` when absent or null: dict-style reading for tables that show any key."""
-        value = self.stored(key)
-        return default if value is None else value
-
-    def __getitem__(self, key: str) -> Any:
-        """``part[key]`` reads as the JSON object would (KeyError when the key was never stored)."""
-        value = self.stored(key, KeyError)
-        if value is KeyError:
-            raise KeyError(key)
-        return value
-
-    def __contains__(self, key: object) -> bool:
-        """``key in part``: whether the JSON object holds ``key`` (a stored null counts)."""
-        return isinstance(key, str) and self.stored(key, KeyError) is not KeyError
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON object again: the keys read, in their order; new keys after them."""
-        out: dict[str, Any] = {}
-        names = self._names()
-        if not self._keys and self.FIRST:
-            names = [*self.FIRST, *(n for n in names if n not in self.FIRST)]
-        for name in names:
-            value = getattr(self, name)
-            if value is None and name not in self._keys and name not in self.ALWAYS:
-                continue
-            if isinstance(value, _Part):
-                value = value.to_dict()
-            elif isinstance(value, list) and any(isinstance(v, _Part) for v in value):
-                value = [v.to_dict() if isinstance(v, _Part) else v for v in value]
-            out[name] = value
-        out.update(self.extra)
-        if not self._keys:
-            return out
-        order = {k: i for i, k in enumerate(self._keys)}
-        return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
-
-
-def _part(cls: type) -> type:
-    """``@dataclass`` with the two bookkeeping fields of :class:`_Part` appended."""
-    if "extra" not in getattr(cls, "__dataclass_fields__", {}):
-        cls.__annotations__ = {**cls.__annotations__, "extra": "dict[str, Any]", "_keys": "tuple[str, ...]"}
-        cls.extra = field(default_factory=dict)
-        cls._keys = field(default=(), repr=False, compare=False)
-    return dataclass(cls)
-
-
-def _seconds(doc: str) -> Any:
-    return knob(None, doc, min=0)
-
-
 # --- parts a worker measures ---------------------------------------------------------------------
 
 
-@_part
-class Device(_Part):
+class Device(Part):
     """Where the case ran: ``type`` (cuda, cpu), the model ``name``, and for a GPU its ``uuid``, index …"""
 
-    type: str | None = knob(None, "cuda or cpu.")
-    name: str | None = knob(None, "The device model (cases are keyed by it).")
-    uuid: str | None = knob(None, "The GPU's UUID: tells two GPUs of one model apart.")
-    index: int | None = knob(None, "The CUDA device index the worker saw.", min=0)
-    capability: list[int] | None = knob(None, "Compute capability [major, minor].")
-    memory_bytes: int | None = knob(None, "The GPU's memory.", min=0)
-    assigned: str | None = knob(None, "The --devices slot that ran it (set by the runner).")
-    visible_devices: str | None = knob(None, "CUDA_VISIBLE_DEVICES in the worker.")
+    type: Str | None = field(None, "cuda or cpu.")
+    name: Str | None = field(None, "The device model (cases are keyed by it).")
+    uuid: Str | None = field(None, "The GPU's UUID: tells two GPUs of one model apart.")
+    index: Int | None = field(None, "The CUDA device index the worker saw.", ge=0)
+    capability: list[Int] | None = field(None, "Compute capability [major, minor].")
+    memory_bytes: Int | None = field(None, "The GPU's memory.", ge=0)
+    assigned: Str | None = field(None, "The --devices slot that ran it (set by the runner).")
+    visible_devices: Str | None = field(None, "CUDA_VISIBLE_DEVICES in the worker.")
 
 
-@_part
-class Summary(_Part):
+class Summary(Part):
     """Median, its interquartile interval (``p25`` … ``p75``), spread and extremes of step times (ms).
 
-    What :func:`tebench.analysis.stats.summarize` returns; all None for no samples.
+    Computed from the samples by :meth:`of`; only ``n`` for no samples.
     """
 
-    n: int | None = knob(None, "Number of samples.", min=0)
-    median: float | None = knob(None, "Median (ms).")
-    mean: float | None = knob(None, "Mean (ms).")
-    stdev: float | None = knob(None, "Sample standard deviation (ms).")
-    min: float | None = knob(None, "Fastest sample (ms).")
-    max: float | None = knob(None, "Slowest sample (ms).")
-    p10: float | None = knob(None, "10th percentile (ms).")
-    p25: float | None = knob(None, "25th percentile (ms).")
-    p75: float | None = knob(None, "75th percentile (ms).")
-    p90: float | None = knob(None, "90th percentile (ms).")
-    iqr: float | None = knob(None, "p75 - p25 (ms).")
-    iqr_rel: float | None = knob(None, "iqr / median: the relative spread.")
+    n: Int | None = field(None, "Number of samples.", ge=0)
+    median: Num | None = field(None, "Median (ms).")
+    mean: Num | None = field(None, "Mean (ms).")
+    stdev: Num | None = field(None, "Sample standard deviation (ms).")
+    min: Num | None = field(None, "Fastest sample (ms).")
+    max: Num | None = field(None, "Slowest sample (ms).")
+    p10: Num | None = field(None, "10th percentile (ms).")
+    p25: Num | None = field(None, "25th percentile (ms).")
+    p75: Num | None = field(None, "75th percentile (ms).")
+    p90: Num | None = field(None, "90th percentile (ms).")
+    iqr: Num | None = field(None, "p75 - p25 (ms).")
+    iqr_rel: Num | None = field(None, "iqr / median: the relative spread.")
 
     @classmethod
     def of(cls, samples: Sequence[float]) -> "Summary":
-        """The summary of some per-step times (``stats.summarize``)."""
-        from tebench.analysis import stats  # numpy: only where a summary is computed
+        """Median, dispersion and extremes of per-step times (milliseconds): computed here only."""
+        import numpy as np  # only where a summary is computed
 
-        return cls.from_dict(stats.summarize(samples))
+        a = np.asarray(samples, dtype=float)
+        if a.size == 0:
+            values: dict[str, Any] = {"n": 0}
+        else:
+            p10, p25, p50, p75, p90 = (float(x) for x in np.percentile(a, [10, 25, 50, 75, 90]))
+            values = {"n": int(a.size), "median": p50, "mean": float(a.mean()),
+                      "stdev": float(a.std(ddof=1)) if a.size > 1 else 0.0, "min": float(a.min()),
+                      "max": float(a.max()), "p10": p10, "p25": p25, "p75": p75, "p90": p90,
+                      "iqr": p75 - p25, "iqr_rel": (p75 - p25) / p50 if p50 else None}
+        summary = cls(**values)
+        summary._keys = tuple(values)  # written as computed: a null iqr_rel too
+        return summary
 
 
-@_part
-class Timing(_Part):
+class Timing(Part):
     """Per-step times of one round, as measured (milliseconds), and the summary stored with them."""
 
-    samples_ms: list[float] = knob(list, "Each timed step's milliseconds, in order.", nonempty=True, required=True,
-                                   items_min=0)
-    timer: str | None = knob(None, "cuda_events (GPU timeline) or perf_counter (CPU).")
-    wall_ms_per_step: float | None = knob(None, "Wall-clock milliseconds per timed step, host included.", min=0)
-    stats: Summary | None = knob(None, "The summary of samples_ms as the runner stored it (readers recompute it "
-                                       "from the samples).")
+    samples_ms: list[Annotated[Num, Interval(ge=0)]] = field(list, "Each timed step's milliseconds, in order.",
+                                                             min_length=1, required=True)
+    timer: Str | None = field(None, "cuda_events (GPU timeline) or perf_counter (CPU).")
+    wall_ms_per_step: Num | None = field(None, "Wall-clock milliseconds per timed step, host included.", ge=0)
+    stats: Summary | None = field(None, "The summary of samples_ms as the runner stored it (readers recompute it "
+                                        "from the samples).")
     """``stats.summarize(samples_ms)`` as the runner stored it (readers use :attr:`summary`)."""
 
     @property
@@ -249,34 +117,32 @@ class Timing(_Part):
         return self.stats or Summary()
 
 
-@_part
-class Throughput(_Part):
+class Throughput(Part):
     """What one step does (tokens, FLOPs) and the rates stored at the median step time."""
 
-    tokens_per_step: float | None = knob(None, "Tokens one step trains on (all ranks).", min=0)
-    tokens_per_s: float | None = knob(None, "At the median step time.", min=0)
-    flops_per_step: float | None = knob(None, "Model FLOPs of one step (all ranks).", min=0)
-    tflops: float | None = knob(None, "Achieved TFLOP/s at the median step time.", min=0)
-    mfu: float | None = knob(None, "tflops over the device's dense BF16 peak.", min=0)
-    mfu_basis: str | None = knob(None, "Which peak MFU is against, and its source.")
+    tokens_per_step: Num | None = field(None, "Tokens one step trains on (all ranks).", ge=0)
+    tokens_per_s: Num | None = field(None, "At the median step time.", ge=0)
+    flops_per_step: Num | None = field(None, "Model FLOPs of one step (all ranks).", ge=0)
+    tflops: Num | None = field(None, "Achieved TFLOP/s at the median step time.", ge=0)
+    mfu: Num | None = field(None, "tflops over the device's dense BF16 peak.", ge=0)
+    mfu_basis: Str | None = field(None, "Which peak MFU is against, and its source.")
 
 
-@_part
-class Memory(_Part):
+class Memory(Part):
     """Memory peaks: CUDA allocator peaks on a GPU, the process peak RSS on a CPU."""
 
-    kind: str | None = knob(None, "cuda or cpu.")
-    peak_allocated_bytes: float | None = knob(None, "torch.cuda.max_memory_allocated over the timed steps.", min=0)
-    peak_reserved_bytes: float | None = knob(None, "torch.cuda.max_memory_reserved over the timed steps.", min=0)
-    peak_rss_bytes: float | None = knob(None, "The process's peak resident set (CPU).", min=0)
-    param_count: int | None = knob(None, "Parameters of the model trained.", min=0)
+    kind: Str | None = field(None, "cuda or cpu.")
+    peak_allocated_bytes: Num | None = field(None, "torch.cuda.max_memory_allocated over the timed steps.", ge=0)
+    peak_reserved_bytes: Num | None = field(None, "torch.cuda.max_memory_reserved over the timed steps.", ge=0)
+    peak_rss_bytes: Num | None = field(None, "The process's peak resident set (CPU).", ge=0)
+    param_count: Int | None = field(None, "Parameters of the model trained.", ge=0)
     # What the memory held between steps is made of (CUDA; each storage counted once):
-    between_steps_bytes: float | None = knob(None, "torch.cuda.memory_allocated after the last timed step.", min=0)
-    params_bytes: float | None = knob(None, "Parameters kept in high precision.", min=0)
-    fp8_weight_bytes: float | None = knob(None, "FP8 weights (fp8_weights) and TE's cached FP8 copies and "
-                                                "transposes of weights.", min=0)
-    grads_bytes: float | None = knob(None, "Gradients (and TE's main_grad buffers).", min=0)
-    optimizer_bytes: float | None = knob(None, "The optimizer's state (moments, master weights).", min=0)
+    between_steps_bytes: Num | None = field(None, "torch.cuda.memory_allocated after the last timed step.", ge=0)
+    params_bytes: Num | None = field(None, "Parameters kept in high precision.", ge=0)
+    fp8_weight_bytes: Num | None = field(None, "FP8 weights (fp8_weights) and TE's cached FP8 copies and "
+                                               "transposes of weights.", ge=0)
+    grads_bytes: Num | None = field(None, "Gradients (and TE's main_grad buffers).", ge=0)
+    optimizer_bytes: Num | None = field(None, "The optimizer's state (moments, master weights).", ge=0)
 
     @property
     def peak_bytes(self) -> float | None:
@@ -284,154 +150,156 @@ class Memory(_Part):
         return self.peak_allocated_bytes or self.peak_rss_bytes
 
 
-@_part
-class Loss(_Part):
+class Loss(Part):
     """The loss of every training step, and its first and final values (final: a window's mean)."""
 
     # A diverged run's curve legitimately holds NaN or inf: kept (and restored from the writer's nulls).
-    per_step: list[float] = knob(list, "The loss of every step, warm-up included.", finite=False, required=True)
-    warmup_steps: int | None = knob(None, "How many of the first steps were warm-up.", min=0)
-    first: float | None = knob(None, "The first step's loss.", finite=False)
-    final: float | None = knob(None, "The mean of the last steps (parity.final_loss).", finite=False)
-    replicas: list[list[float]] | None = knob(
-        None, "A reference mode's extra training runs at other seeds (the reference_seeds setting), untimed: "
-              "the loss of every step of each. Their spread is the seed-to-seed noise that parity's "
-              "equivalence margin compares a case's difference with.", finite=False)
-    replica_seeds: list[int] | None = knob(None, "The seed of each of the replicas, in order.", min=0)
+    per_step: list[AnyNum] = field(list, "The loss of every step, warm-up included.", required=True)
+    warmup_steps: Int | None = field(None, "How many of the first steps were warm-up.", ge=0)
+    first: AnyNum | None = field(None, "The first step's loss.")
+    final: AnyNum | None = field(None, "The mean of the last steps (parity.final_loss).")
+    replicas: list[list[AnyNum]] | None = field(
+          None, "A reference mode's extra training runs at other seeds (the reference_seeds setting), untimed: "
+                "the loss of every step of each. Their spread is the seed-to-seed noise that parity's "
+                "equivalence margin compares a case's difference with.")
+    replica_seeds: list[Annotated[Int, Interval(ge=0)]] | None = field(
+        None, "The seed of each of the replicas, in order.")
 
 
-@_part
-class Validation(_Part):
+class Validation(Part):
     """Held-out validation: ``metric`` names the key that holds its value (a workload adds its own keys)."""
 
-    metric: str | None = knob(None, "The key holding the validation value (greedy_accuracy, heldout_mse …).")
-    kind: str | None = knob(None, "What was validated.")
-    count: int | None = knob(None, "How many examples.", min=0)
-    greedy_accuracy: float | None = knob(None, "GPT/Llama: share of greedily generated tokens that continue the "
-                                               "stride.", min=0, max=1)
-    sequences_exact: float | None = knob(None, "Share of sequences generated exactly.", min=0, max=1)
-    prompt_tokens: int | None = knob(None, "Prompt length of the generation check.", min=0)
-    generated_tokens: int | None = knob(None, "Tokens generated per sequence.", min=0)
-    heldout_mse: float | None = knob(None, "Distillation: MSE on held-out batches.", min=0)
-    heldout_loss: float | None = knob(None, "GPT/Llama on the zipf-markov task: mean cross-entropy (nats per token) "
-                                            "on held-out batches of the source.", min=0)
-    floor: float | None = knob(None, "The task's exact loss floor (the source's entropy rate, nats per token): "
-                                     "no model can do better without a leak.", min=0)
-    unigram_entropy: float | None = knob(None, "What a model that learned token frequencies only reaches (nats).",
-                                         min=0)
-    uniform_loss: float | None = knob(None, "ln(vocab): the loss of predicting every token alike (nats).", min=0)
-    causal_kl: float | None = knob(None, "GPT/Llama: mean KL (nats) by which the predictions at a held-out "
-                                         "sequence's first half moved when its second half was replaced: 0 in a "
-                                         "causal model.", finite=False)
-    batch_kl: float | None = knob(None, "GPT/Llama: mean KL (nats) by which a sequence's predictions moved when "
-                                        "the other sequences of its batch changed: 0 unless attention runs across "
-                                        "the batch.", finite=False)
-    context_kl: float | None = knob(None, "GPT/Llama: mean KL (nats) by which the predictions right after every "
-                                          "eighth token moved when that token was replaced: as large as the "
-                                          "reference's in a model whose attention mixes positions, 0 in one "
-                                          "whose attention never does.", finite=False)
-    structure_fp8: str | None = knob(None, "How the structural checks (causal_kl, batch_kl, context_kl) ran: "
-                                           "off (FP8 switched off for them), none (no FP8 layer), on (FP8 weights "
-                                           "kept it on). Absent in records from before 2026-12-03's change: "
-                                           "they ran with the case's FP8.", choices=("off", "none", "on"))
-    replicas: list[float] | None = knob(None, "A reference mode's replicas (Loss.replicas): the same metric for "
-                                              "each, on the same held-out data.", finite=False)
+    metric: Str | None = field(None, "The key holding the validation value (greedy_accuracy, heldout_mse …).")
+    kind: Str | None = field(None, "What was validated.")
+    count: Int | None = field(None, "How many examples.", ge=0)
+    greedy_accuracy: Num | None = field(None, "GPT/Llama: share of greedily generated tokens that continue the "
+                                              "stride.", ge=0, le=1)
+    sequences_exact: Num | None = field(None, "Share of sequences generated exactly.", ge=0, le=1)
+    prompt_tokens: Int | None = field(None, "Prompt length of the generation check.", ge=0)
+    generated_tokens: Int | None = field(None, "Tokens generated per sequence.", ge=0)
+    heldout_mse: Num | None = field(None, "Distillation: MSE on held-out batches.", ge=0)
+    heldout_loss: Num | None = field(None, "GPT/Llama on the zipf-markov task: mean cross-entropy (nats per token) "
+                                           "on held-out batches of the source.", ge=0)
+    floor: Num | None = field(None, "The task's exact loss floor (the source's entropy rate, nats per token): "
+                                    "no model can do better without a leak.", ge=0)
+    unigram_entropy: Num | None = field(None, "What a model that learned token frequencies only reaches (nats).",
+                                        ge=0)
+    uniform_loss: Num | None = field(None, "ln(vocab): the loss of predicting every token alike (nats).", ge=0)
+    causal_kl: AnyNum | None = field(None, "GPT/Llama: mean KL (nats) by which the predictions at a held-out "
+                                           "sequence's first half moved when its second half was replaced: 0 in a "
+                                           "causal model.")
+    batch_kl: AnyNum | None = field(None, "GPT/Llama: mean KL (nats) by which a sequence's predictions moved when "
+                                          "the other sequences of its batch changed: 0 unless attention runs across "
+                                          "the batch.")
+    context_kl: AnyNum | None = field(None, "GPT/Llama: mean KL (nats) by which the predictions right after every "
+                                            "eighth token moved when that token was replaced: as large as the "
+                                            "reference's in a model whose attention mixes positions, 0 in one "
+                                            "whose attention never does.")
+    structure_fp8: Annotated[Str, OneOf("off", "none", "on")] | None = field(
+        None, "How the structural checks (causal_kl, batch_kl, context_kl) ran: "
+              "off (FP8 switched off for them), none (no FP8 layer), on (FP8 weights "
+              "kept it on). Absent in records from before 2026-12-03's change: "
+                                                                                   "they ran with the case's FP8.")
+    replicas: list[AnyNum] | None = field(None, "A reference mode's replicas (Loss.replicas): the same metric for "
+                                                "each, on the same held-out data.")
 
-    @classmethod
-    def rules(cls, d: dict[str, Any], path: str) -> None:
-        # Parity compares the metric's value with the reference's: it must be a number.
-        metric = d.get("metric")
-        if isinstance(metric, str) and metric in d:
-            validate.value(float | None, d[metric], f"{path}.{metric}")
+    @model_validator(mode="after")
+    def _metric_is_a_number(self) -> "Validation":
+        # Parity compares the metric's value with the reference's: a workload's own metric (a key
+        # this part does not declare) must be a finite number too.
+        value = self.extra.get(self.metric) if self.metric else None
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or value != value or value in (float("inf"), float("-inf"))):
+            raise PydanticCustomError("metric", "must be a finite number, not {kind}",
+                                      {"at": self.metric, "kind": kind(value)})
+        return self
 
     @property
     def value(self) -> Any:
-        return self.stored(self.metric) if self.metric else None
+        """The metric's value: a declared field, or a workload's own key."""
+        if not self.metric:
+            return None
+        return getattr(self, self.metric) if self.metric in type(self).model_fields else self.extra.get(self.metric)
 
 
-@_part
-class GpuBusy(_Part):
+class GpuBusy(Part):
     """Fraction of the step the GPU was busy (kernel time from a profiled window)."""
 
-    busy_fraction: float | None = knob(None, "Kernel time over the median step time, at most 1.", min=0, max=1)
-    kernel_ms_per_step: float | None = knob(None, "Union of kernel intervals per profiled step.", min=0)
-    method: str | None = knob(None, "How it was measured.")
-    profiled_steps: int | None = knob(None, "Extra steps profiled (never timed ones).", min=0)
-    kernels_seen: int | None = knob(None, "Kernel and copy intervals in the profile.", min=0)
+    busy_fraction: Num | None = field(None, "Kernel time over the median step time, at most 1.", ge=0, le=1)
+    kernel_ms_per_step: Num | None = field(None, "Union of kernel intervals per profiled step.", ge=0)
+    method: Str | None = field(None, "How it was measured.")
+    profiled_steps: Int | None = field(None, "Extra steps profiled (never timed ones).", ge=0)
+    kernels_seen: Int | None = field(None, "Kernel and copy intervals in the profile.", ge=0)
 
 
-@_part
-class KernelTime(_Part):
+class KernelTime(Part):
     """One kernel name's GPU time in the profiled extra steps."""
 
-    name: str = knob("", "The kernel's name as the profiler gives it (kernels, Memcpy …, Memset …).", required=True)
-    ms: float = knob(0.0, "Milliseconds per profiled step, durations summed.", min=0, required=True)
-    calls: float = knob(0.0, "Launches per profiled step.", min=0, required=True)
+    name: Str = field("", "The kernel's name as the profiler gives it (kernels, Memcpy …, Memset …).",
+                      required=True)
+    ms: Num = field(0.0, "Milliseconds per profiled step, durations summed.", ge=0, required=True)
+    calls: Num = field(0.0, "Launches per profiled step.", ge=0, required=True)
 
 
-@_part
-class Kernels(_Part):
+class Kernels(Part):
     """The GPU kernels of the profiled extra steps by name: what the time breakdown and the FP8 proof are
     derived from (the parent classifies them: :mod:`tebench.analysis.kernel_rules`)."""
 
-    profiled_steps: int = knob(1, "Extra steps profiled (never timed ones).", min=1, required=True)
-    union_ms: float = knob(0.0, "Per step, the union of all kernel intervals (concurrent streams counted once).",
-                           min=0, required=True)
-    kernels: list[KernelTime] = knob(list, "The kernels by time, longest first (at most the 200 longest names).",
-                                     required=True)
-    rest_ms: float | None = knob(None, "Per step, the kernels past the names kept.", min=0)
-    rest_calls: float | None = knob(None, "Their launches per step.", min=0)
-    why: str | None = knob(None, "Why these steps were profiled.")
-    communication_ms: float | None = knob(None, "Per step, the union of the communication (NCCL) kernels' "
-                                                "intervals; absent where none ran.", min=0)
-    communication_exposed_ms: float | None = knob(None, "Of it, the time no other kernel ran beside it: the "
-                                                        "communication compute did not hide.", min=0)
+    profiled_steps: Int = field(1, "Extra steps profiled (never timed ones).", ge=1, required=True)
+    union_ms: Num = field(0.0, "Per step, the union of all kernel intervals (concurrent streams counted once).",
+                          ge=0, required=True)
+    kernels: list[KernelTime] = field(list, "The kernels by time, longest first (at most the 200 longest names).",
+                                      required=True)
+    rest_ms: Num | None = field(None, "Per step, the kernels past the names kept.", ge=0)
+    rest_calls: Num | None = field(None, "Their launches per step.", ge=0)
+    why: Str | None = field(None, "Why these steps were profiled.")
+    communication_ms: Num | None = field(None, "Per step, the union of the communication (NCCL) kernels' "
+                                               "intervals; absent where none ran.", ge=0)
+    communication_exposed_ms: Num | None = field(None, "Of it, the time no other kernel ran beside it: the "
+                                                       "communication compute did not hide.", ge=0)
 
 
-@_part
-class ModuleCensus(_Part):
+class ModuleCensus(Part):
     """Which modules ran their forward in the profiled steps, and in which precision (forward hooks)."""
 
-    observed: bool = knob(False, "False where hooks see nothing (CUDA graphs, torch.compile): counts unknown.",
-                          required=True)
-    te_fp8: int | None = knob(None, "TE modules that ran under an FP8 recipe.", min=0)
-    te_high_precision: int | None = knob(None, "TE modules that ran without one.", min=0)
-    te_outside_fp8: list[str] | None = knob(None, "The first 20 of those, by name.")
-    te_other: int | None = knob(None, "TE modules without FP8 metadata that ran (LayerNorm, RMSNorm): TE ran them, "
-                                      "no recipe applies. Absent in records from before 2026-12-03.", min=0)
-    linear_flops: dict[str, float] | None = knob(None, "Per step, the linear layers' GEMM FLOPs (forward and "
-                                                       "backward) by the precision they ran in.")
-    note: str | None = knob(None, "Why the counts are unknown or partial, in words.")
+    observed: Bool = field(False, "False where hooks see nothing (CUDA graphs, torch.compile): counts unknown.",
+                           required=True)
+    te_fp8: Int | None = field(None, "TE modules that ran under an FP8 recipe.", ge=0)
+    te_high_precision: Int | None = field(None, "TE modules that ran without one.", ge=0)
+    te_outside_fp8: list[Str] | None = field(None, "The first 20 of those, by name.")
+    te_other: Int | None = field(None, "TE modules without FP8 metadata that ran (LayerNorm, RMSNorm): TE ran them, "
+                                       "no recipe applies. Absent in records from before 2026-12-03.", ge=0)
+    linear_flops: dict[str, Num] | None = field(None, "Per step, the linear layers' GEMM FLOPs (forward and "
+                                                      "backward) by the precision they ran in.")
+    note: Str | None = field(None, "Why the counts are unknown or partial, in words.")
 
 
-@_part
-class Warmup(_Part):
+class Warmup(Part):
     """How the untimed warm-up ended: its ``rule`` (fixed, settled), the ``steps`` it took, whether times settled."""
 
-    rule: str | None = knob(None, "fixed or settled.")
-    steps: int | None = knob(None, "Warm-up steps run.", min=0)
-    settled: bool | None = knob(None, "Whether the last two steps agreed (settled rule).")
-    floor: int | None = knob(None, "Fewest warm-up steps.", min=0)
-    ceiling: int | None = knob(None, "Most warm-up steps.", min=0)
-    rtol: float | None = knob(None, "Agreement the settled rule asks for.", min=0)
-    step_ms: list[float] | None = knob(None, "Each warm-up step's milliseconds (settled rule).")
+    rule: Str | None = field(None, "fixed or settled.")
+    steps: Int | None = field(None, "Warm-up steps run.", ge=0)
+    settled: Bool | None = field(None, "Whether the last two steps agreed (settled rule).")
+    floor: Int | None = field(None, "Fewest warm-up steps.", ge=0)
+    ceiling: Int | None = field(None, "Most warm-up steps.", ge=0)
+    rtol: Num | None = field(None, "Agreement the settled rule asks for.", ge=0)
+    step_ms: list[Num] | None = field(None, "Each warm-up step's milliseconds (settled rule).")
 
 
-@_part
-class Launch(_Part):
+class Launch(Part):
     """How the case's process started: ``method`` prestarted or cold, and what a pre-started worker's imports cost."""
 
-    method: str | None = knob(None, "prestarted or cold.", choices=("prestarted", "cold"))
-    family: str | None = knob(None, "What a pre-started worker imported (torch, te).")
-    preload_s: float | None = _seconds("A pre-started worker's whole import time, wall-clock: time it was stopped "
-                                       "(paused_s) while still importing is in it.")
-    preload_failed: list[str] | None = knob(None, "Modules a pre-started worker could not import.")
-    waited_s: float | None = _seconds("How long it sat ready before its case arrived (0: during the imports).")
-    hidden_s: float | None = _seconds("The part of preload_s done before the case arrived: in no case's time.")
-    paused_s: float | None = _seconds("Seconds the pre-started worker was stopped while earlier cases' timed "
-                                      "steps ran.")
-    after_previous_s: float | None = _seconds("Seconds from the previous case's record on the same device to this "
-                                              "case's hand-off.")
+    method: Annotated[Str, OneOf("prestarted", "cold")] | None = field(None, "prestarted or cold.")
+    family: Str | None = field(None, "What a pre-started worker imported (torch, te).")
+    preload_s: Num | None = field(None, "A pre-started worker's whole import time, wall-clock: time it was stopped "
+                                  "(paused_s) while still importing is in it.", ge=0)
+    preload_failed: list[Str] | None = field(None, "Modules a pre-started worker could not import.")
+    waited_s: Num | None = field(None, "How long it sat ready before its case arrived (0: during the imports).", ge=0)
+    hidden_s: Num | None = field(None, "The part of preload_s done before the case arrived: in no case's time.", ge=0)
+    paused_s: Num | None = field(None, "Seconds the pre-started worker was stopped while earlier cases' timed "
+                                 "steps ran.", ge=0)
+    after_previous_s: Num | None = field(None, "Seconds from the previous case's record on the same device to this "
+                                         "case's hand-off.", ge=0)
 
     def hidden(self, startup_s: float) -> float:
         """Import seconds hidden behind the previous case. Records from before ``hidden_s`` was kept
@@ -448,129 +316,121 @@ class Launch(_Part):
 
 def _phase(doc: str, label: str, column: str, color: str) -> Any:
     # label and colour: the harness-cost chart's legend; column: its table's header.
-    return knob(None, doc, min=0, label=label, column=column, color=color)
+    return field(None, doc, ge=0, show={"label": label, "column": column, "color": color})
 
 
-@_part
-class Phases(_Part):
+class Phases(Part):
     """Where one case's time went, in seconds: the harness-cost section shows every phase declared here."""
 
-    startup_s: float | None = _phase("Process and CUDA start (imports too when the worker started cold).",
-                                     "start-up", "start-up s", "#7f7f7f")
-    build_s: float | None = _phase("Model, data and optimizer built.", "build", "build s", "#bcbd22")
-    warmup_s: float | None = _phase("Untimed warm-up steps.", "warm-up", "warm-up s", "#ff7f0e")
-    measure_s: float | None = _phase("The timed steps.", "measured steps", "measured s", "#2ca02c")
-    profile_s: float | None = _phase("Profiled extra steps (never timed ones).", "profile", "profile s", "#9467bd")
-    validate_s: float | None = _phase("Held-out validation.", "validate", "validate s", "#17becf")
-    replicas_s: float | None = _phase("A reference mode's untimed runs at other seeds (reference_seeds).",
-                                      "reference seeds", "seeds s", "#8c564b")
+    startup_s: Num | None = _phase("Process and CUDA start (imports too when the worker started cold).",
+                                   "start-up", "start-up s", "#7f7f7f")
+    build_s: Num | None = _phase("Model, data and optimizer built.", "build", "build s", "#bcbd22")
+    warmup_s: Num | None = _phase("Untimed warm-up steps.", "warm-up", "warm-up s", "#ff7f0e")
+    measure_s: Num | None = _phase("The timed steps.", "measured steps", "measured s", "#2ca02c")
+    profile_s: Num | None = _phase("Profiled extra steps (never timed ones).", "profile", "profile s", "#9467bd")
+    validate_s: Num | None = _phase("Held-out validation.", "validate", "validate s", "#17becf")
+    replicas_s: Num | None = _phase("A reference mode's untimed runs at other seeds (reference_seeds).",
+                                    "reference seeds", "seeds s", "#8c564b")
 
 
-@_part
-class Setup(_Part):
+class Setup(Part):
     """How the case was set up: optimizer, master weights, compile, graphs, precision (text for the report)."""
 
-    family: str | None = knob(None, "pt or te.")
-    optimizer: str | None = knob(None, "The optimizer, in words (AdamW fused, TE's FusedAdam with master weights).")
-    master_weights: str | None = knob(None, "Where the fp32 master weights live (the policy every mode shares).")
-    compile: str | None = knob(None, "torch.compile's mode, when the case compiles.")
-    graphs: str | None = knob(None, "What CUDA graphs capture, when the case uses them.")
-    tf32_matmul: bool | None = knob(None, "Whether fp32 matmuls may use TF32 (CUDA).")
-    amp_dtype: str | None = knob(None, "torch.autocast's dtype (bfloat16, or float16 where bf16 is missing).")
-    grad_scaler: bool | None = knob(None, "Whether a GradScaler runs (fp16 autocast only).")
-    fp8_recipe: str | None = knob(None, "TE's FP8 recipe object, as repr() prints it.")
-    fp8_library: str | None = knob(None, "Whose FP8: te or torchao (FP8 modes only).")
-    fp8_conversion: str | None = knob(None, "AO-FP8: which nn.Linear layers torchao converted, which it kept and why.")
-    fp8_converted: int | None = knob(None, "AO-FP8: linear layers converted to torchao's Float8Linear.", min=0)
-    fp8_fsdp_all_gather: bool | None = knob(None, "AO-FP8 under FSDP2: weights all-gathered in FP8.")
-    fp8_calibration: str | None = knob(None, "Delayed scaling's calibration passes before training, in words.")
-    fp8_weight_transpose: str | None = knob(None, "FP8 weights: how their cached transposes follow the optimizer.")
-    lr_schedule: str | None = knob(None, "The learning-rate schedule, in words (a warm-up; constant otherwise).")
-    test_slowdown: float | None = knob(None, "TEBENCH_TEST_SLOWDOWN's factor, when set.", min=1)
-    test_mutation: str | None = knob(None, "TEBENCH_TEST_FAULT's self-test mutation applied to this case, and what "
-                                           "it did. Parity judges such a case but never takes it as a reference.")
+    family: Str | None = field(None, "pt or te.")
+    optimizer: Str | None = field(None, "The optimizer, in words (AdamW fused, TE's FusedAdam with master weights).")
+    master_weights: Str | None = field(None, "Where the fp32 master weights live (the policy every mode shares).")
+    compile: Str | None = field(None, "torch.compile's mode, when the case compiles.")
+    graphs: Str | None = field(None, "What CUDA graphs capture, when the case uses them.")
+    tf32_matmul: Bool | None = field(None, "Whether fp32 matmuls may use TF32 (CUDA).")
+    amp_dtype: Str | None = field(None, "torch.autocast's dtype (bfloat16, or float16 where bf16 is missing).")
+    grad_scaler: Bool | None = field(None, "Whether a GradScaler runs (fp16 autocast only).")
+    fp8_recipe: Str | None = field(None, "TE's FP8 recipe object, as repr() prints it.")
+    fp8_library: Str | None = field(None, "Whose FP8: te or torchao (FP8 modes only).")
+    fp8_conversion: Str | None = field(None, "AO-FP8: which nn.Linear layers torchao converted, which it kept and why.")
+    fp8_converted: Int | None = field(None, "AO-FP8: linear layers converted to torchao's Float8Linear.", ge=0)
+    fp8_fsdp_all_gather: Bool | None = field(None, "AO-FP8 under FSDP2: weights all-gathered in FP8.")
+    fp8_calibration: Str | None = field(None, "Delayed scaling's calibration passes before training, in words.")
+    fp8_weight_transpose: Str | None = field(None, "FP8 weights: how their cached transposes follow the optimizer.")
+    lr_schedule: Str | None = field(None, "The learning-rate schedule, in words (a warm-up; constant otherwise).")
+    test_slowdown: Num | None = field(None, "TEBENCH_TEST_SLOWDOWN's factor, when set.", ge=1)
+    test_mutation: Str | None = field(None, "TEBENCH_TEST_FAULT's self-test mutation applied to this case, and what "
+                                            "it did. Parity judges such a case but never takes it as a reference.")
 
 
-@_part
-class Updates(_Part):
+class Updates(Part):
     """Which parameter tensors training left exactly unchanged (parity's frozen-layer check)."""
 
-    tensors: int | None = knob(None, "Parameter tensors.", min=0)
-    unchanged: int | None = knob(None, "Of them, left exactly unchanged by training.", min=0)
-    unchanged_names: list[str] | None = knob(None, "The first of their names.")
-    method: str | None = knob(None, "How 'unchanged' was decided: bits (every element's bit pattern, exactly); "
-                                   "missing in older records, whose fp32 (sum, sum of squares) checksum could "
-                                   "not see updates below one ulp of the sum.")
+    tensors: Int | None = field(None, "Parameter tensors.", ge=0)
+    unchanged: Int | None = field(None, "Of them, left exactly unchanged by training.", ge=0)
+    unchanged_names: list[Str] | None = field(None, "The first of their names.")
+    method: Str | None = field(None, "How 'unchanged' was decided: bits (every element's bit pattern, exactly); "
+                                    "missing in older records, whose fp32 (sum, sum of squares) checksum could "
+                                    "not see updates below one ulp of the sum.")
 
 
-@_part
-class FP8State(_Part):
+class FP8State(Part):
     """Delayed scaling's state over training: per layer and quantizer, the scale and amax at sampled steps."""
 
-    steps: list[int] = knob(list, "The steps sampled.", required=True, items_min=0)
+    steps: list[Annotated[Int, Interval(ge=0)]] = field(list, "The steps sampled.", required=True)
     # An overflow is what the flags report: non-finite scales and amaxes are data here.
-    layers: dict[str, dict[str, dict[str, list[float]]]] = knob(
-        dict, "layer -> quantizer (fwd.gemm1.input …) -> {scale, amax}: one value per sampled step.", finite=False,
-        required=True)
-    flags: list[str] | None = knob(None, "Scales that collapsed or overflowed, in words.")
+    layers: dict[str, dict[str, dict[str, list[AnyNum]]]] = field(
+          dict, "layer -> quantizer (fwd.gemm1.input …) -> {scale, amax}: one value per sampled step.",
+          required=True)
+    flags: list[Str] | None = field(None, "Scales that collapsed or overflowed, in words.")
 
 
-@_part
-class RankResult(_Part):
+class RankResult(Part):
     """One rank of a data-parallel case."""
 
-    rank: int = knob(0, "The rank.", min=0, required=True)
-    device: str | None = knob(None, "The rank's device (cuda:N, or the CPU).")
-    median_ms: float = knob(0.0, "Its median step time.", min=0, required=True)
-    tokens_per_s: float = knob(0.0, "Its tokens per second.", min=0, required=True)
-    peak_allocated_bytes: float | None = knob(None, "Its CUDA allocator peak.", min=0)
-    peak_rss_bytes: float | None = knob(None, "Its peak RSS (CPU).", min=0)
-    final_loss: float | None = knob(None, "Its last step's loss.", finite=False)
-    param_checksum: float | None = knob(None, "A checksum of its parameters (replicas must agree).", finite=False)
+    rank: Int = field(0, "The rank.", ge=0, required=True)
+    device: Str | None = field(None, "The rank's device (cuda:N, or the CPU).")
+    median_ms: Num = field(0.0, "Its median step time.", ge=0, required=True)
+    tokens_per_s: Num = field(0.0, "Its tokens per second.", ge=0, required=True)
+    peak_allocated_bytes: Num | None = field(None, "Its CUDA allocator peak.", ge=0)
+    peak_rss_bytes: Num | None = field(None, "Its peak RSS (CPU).", ge=0)
+    final_loss: AnyNum | None = field(None, "Its last step's loss.")
+    param_checksum: AnyNum | None = field(None, "A checksum of its parameters (replicas must agree).")
 
 
-@_part
-class Distributed(_Part):
+class Distributed(Part):
     """A data-parallel case: each rank's numbers and whether the replicas stayed equal."""
 
-    parallel: str | None = knob(None, "ddp or fsdp2.")
-    world_size: int | None = knob(None, "Ranks.", min=1)
-    backend: str | None = knob(None, "nccl or gloo.")
-    per_rank: list[RankResult] | None = knob(None, "Each rank's numbers, by rank.")
-    aggregate_tokens_per_s: float | None = knob(None, "Sum over ranks.", min=0)
-    replicas_in_sync: bool | None = knob(None, "DDP: every rank's parameters agree after training.")
-    note: str | None = knob(None, "What the numbers mean or why some are missing.")
+    parallel: Str | None = field(None, "ddp or fsdp2.")
+    world_size: Int | None = field(None, "Ranks.", ge=1)
+    backend: Str | None = field(None, "nccl or gloo.")
+    per_rank: list[RankResult] | None = field(None, "Each rank's numbers, by rank.")
+    aggregate_tokens_per_s: Num | None = field(None, "Sum over ranks.", ge=0)
+    replicas_in_sync: Bool | None = field(None, "DDP: every rank's parameters agree after training.")
+    note: Str | None = field(None, "What the numbers mean or why some are missing.")
 
 
-@_part
-class Energy(_Part):
+class Energy(Part):
     """The GPU's energy, power, clocks and clock-event reasons over the timed steps, from NVML
     (:mod:`tebench.worker.energy`); ``unavailable`` says why where there is no reading."""
 
-    method: str | None = knob(None, "counter (NVML's total-energy counter) or power_integral (sampled power "
-                                    "integrated, where the counter stood still or is missing).",
-                              choices=("counter", "power_integral"))
-    energy_j: float | None = knob(None, "Joules over the timed steps.", min=0)
-    j_per_step: float | None = knob(None, "Joules per timed step.", min=0)
-    tokens_per_j: float | None = knob(None, "Tokens trained per joule (the parent, from the tokens of a step).", min=0)
-    window_s: float | None = knob(None, "Seconds of the window (the timed steps, edges synchronized).", min=0)
-    steps: int | None = knob(None, "Timed steps in the window.", min=0)
-    samples: int | None = knob(None, "NVML samples taken in it.", min=0)
-    avg_power_w: float | None = knob(None, "Average power over the samples (W).", min=0)
-    power_limit_w: float | None = knob(None, "The enforced power limit (W).", min=0)
-    max_sm_clock_mhz: float | None = knob(None, "The GPU's maximum SM clock (MHz).", min=0)
-    max_mem_clock_mhz: float | None = knob(None, "The GPU's maximum memory clock (MHz).", min=0)
-    sm_clock_mhz: dict[str, float] | None = knob(None, "SM clock percentiles over the samples: p10, p50, p90.")
-    mem_clock_mhz: dict[str, float] | None = knob(None, "Memory clock percentiles: p10, p50, p90.")
-    temperature_c_max: float | None = knob(None, "The highest GPU temperature sampled (C).")
-    reason_share: dict[str, float] | None = knob(None, "Share of samples with each clock-event reason set: "
-                                                       "power_cap, thermal, hw_slowdown, idle, other.")
-    unavailable: str | None = knob(None, "Why there is no energy reading (no CUDA, no NVML, …).")
-    note: str | None = knob(None, "How the reading was made, where it was not the counter.")
+    method: Annotated[Str, OneOf("counter", "power_integral")] | None = field(
+        None, "counter (NVML's total-energy counter) or power_integral (sampled power integrated, where the counter "
+              "stood still or is missing).")
+    energy_j: Num | None = field(None, "Joules over the timed steps.", ge=0)
+    j_per_step: Num | None = field(None, "Joules per timed step.", ge=0)
+    tokens_per_j: Num | None = field(None, "Tokens trained per joule (the parent, from the tokens of a step).", ge=0)
+    window_s: Num | None = field(None, "Seconds of the window (the timed steps, edges synchronized).", ge=0)
+    steps: Int | None = field(None, "Timed steps in the window.", ge=0)
+    samples: Int | None = field(None, "NVML samples taken in it.", ge=0)
+    avg_power_w: Num | None = field(None, "Average power over the samples (W).", ge=0)
+    power_limit_w: Num | None = field(None, "The enforced power limit (W).", ge=0)
+    max_sm_clock_mhz: Num | None = field(None, "The GPU's maximum SM clock (MHz).", ge=0)
+    max_mem_clock_mhz: Num | None = field(None, "The GPU's maximum memory clock (MHz).", ge=0)
+    sm_clock_mhz: dict[str, Num] | None = field(None, "SM clock percentiles over the samples: p10, p50, p90.")
+    mem_clock_mhz: dict[str, Num] | None = field(None, "Memory clock percentiles: p10, p50, p90.")
+    temperature_c_max: Num | None = field(None, "The highest GPU temperature sampled (C).")
+    reason_share: dict[str, Num] | None = field(None, "Share of samples with each clock-event reason set: "
+                                                      "power_cap, thermal, hw_slowdown, idle, other.")
+    unavailable: Str | None = field(None, "Why there is no energy reading (no CUDA, no NVML, …).")
+    note: Str | None = field(None, "How the reading was made, where it was not the counter.")
 
 
-@_part
-class Measurements(_Part):
+class Measurements(Part):
     """What a worker measures for one case: its result file, and the measured half of a case record.
 
     The runner carries every field declared here into the record (:class:`CaseResult`
@@ -578,73 +438,71 @@ class Measurements(_Part):
     validated with no other change.
     """
 
-    status: str = knob("failed", "ok, skipped, failed, oom, timeout or diverged.", choices=STATUSES,
-                       required=True)
-    reason: str | None = knob(None, "Why a case is not ok, in words.")
-    device: Device | None = knob(None, "The device the case ran on.")
-    memory: Memory | None = knob(None, "Peak memory and its parts.")
-    loss: Loss | None = knob(None, "The loss at every step (and the reference's replicas).")
-    validation: Validation | None = knob(None, "Held-out validation.")
-    gpu_busy: GpuBusy | None = knob(None, "The share of the step the GPU was busy (CUDA).")
-    kernels: Kernels | None = knob(None, "Kernel time by category (CUDA).")
-    modules: ModuleCensus | None = knob(None, "Which modules ran in FP8 (the module census).")
-    fp8_state: FP8State | None = knob(None, "FP8 scaling state sampled over the run.")
-    setup: Setup | None = knob(None, "How the case was set up, in words.")
-    phases: Phases | None = knob(None, "Seconds of each phase of the case's process.")
-    distributed: Distributed | None = knob(None, "A data-parallel case's ranks.")
-    warmup: Warmup | None = knob(None, "How the warm-up ended.")
-    launch: Launch | None = knob(None, "How the case's process started.")
-    updates: Updates | None = knob(None, "The frozen-parameter check.")
-    timing: Timing | None = knob(None, "The timed steps.")
-    energy: Energy | None = knob(None, "Energy, power, clocks and throttling over the timed steps (CUDA).")
+    status: Annotated[Str, OneOf(*STATUSES)] = field("failed", "ok, skipped, failed, oom, timeout or diverged.",
+                                                     required=True)
+    reason: Str | None = field(None, "Why a case is not ok, in words.")
+    device: Device | None = field(None, "The device the case ran on.")
+    memory: Memory | None = field(None, "Peak memory and its parts.")
+    loss: Loss | None = field(None, "The loss at every step (and the reference's replicas).")
+    validation: Validation | None = field(None, "Held-out validation.")
+    gpu_busy: GpuBusy | None = field(None, "The share of the step the GPU was busy (CUDA).")
+    kernels: Kernels | None = field(None, "Kernel time by category (CUDA).")
+    modules: ModuleCensus | None = field(None, "Which modules ran in FP8 (the module census).")
+    fp8_state: FP8State | None = field(None, "FP8 scaling state sampled over the run.")
+    setup: Setup | None = field(None, "How the case was set up, in words.")
+    phases: Phases | None = field(None, "Seconds of each phase of the case's process.")
+    distributed: Distributed | None = field(None, "A data-parallel case's ranks.")
+    warmup: Warmup | None = field(None, "How the warm-up ended.")
+    launch: Launch | None = field(None, "How the case's process started.")
+    updates: Updates | None = field(None, "The frozen-parameter check.")
+    timing: Timing | None = field(None, "The timed steps.")
+    energy: Energy | None = field(None, "Energy, power, clocks and throttling over the timed steps (CUDA).")
 
     @staticmethod
     def measured() -> tuple[str, ...]:
         """The fields a worker fills: what the runner copies into the case record."""
-        return tuple(Measurements._names())
+        return tuple(Measurements.model_fields)
 
 
 # --- derived by the parent from the measurements ----------------------------------------------------
 
 
-@_part
-class TimeBreakdown(_Part):
+class TimeBreakdown(Part):
     """Where one step's GPU time went, by kernel category (derived from ``kernels`` by
     :mod:`tebench.analysis.breakdown`; the categories are :data:`tebench.analysis.kernel_rules.CATEGORIES`)."""
 
-    step_ms: float = knob(0.0, "The median timed step.", min=0, required=True)
-    categories_ms: dict[str, float] = knob(dict, "Per step, each category's kernel time (durations summed).",
-                                           required=True)
-    idle_ms: float = knob(0.0, "The step minus the union of kernel time: the GPU waiting on the host.", min=0,
-                          required=True)
-    gemm_ms: dict[str, float] | None = knob(None, "Per step, GEMM time by precision (fp32, bf16, fp8, fp4, unknown).")
-    gemm_calls: dict[str, float] | None = knob(None, "Per step, GEMM launches by precision.")
-    unclassified: list[KernelTime] | None = knob(None, "The longest kernels no rule names (to extend the table).")
-    flops: dict[str, float] | None = knob(None, "Per step, the model's FLOPs by the precision of the GEMM that ran "
-                                                "them.")
-    mfu_mixed: float | None = knob(None, "Model FLOPs time at each precision's peak, over the step.", min=0)
-    rules: str | None = knob(None, "The version of the kernel-name rules that classified it.")
+    step_ms: Num = field(0.0, "The median timed step.", ge=0, required=True)
+    categories_ms: dict[str, Num] = field(dict, "Per step, each category's kernel time (durations summed).",
+                                          required=True)
+    idle_ms: Num = field(0.0, "The step minus the union of kernel time: the GPU waiting on the host.", ge=0,
+                         required=True)
+    gemm_ms: dict[str, Num] | None = field(None, "Per step, GEMM time by precision (fp32, bf16, fp8, fp4, unknown).")
+    gemm_calls: dict[str, Num] | None = field(None, "Per step, GEMM launches by precision.")
+    unclassified: list[KernelTime] | None = field(None, "The longest kernels no rule names (to extend the table).")
+    flops: dict[str, Num] | None = field(None, "Per step, the model's FLOPs by the precision of the GEMM that ran "
+                                               "them.")
+    mfu_mixed: Num | None = field(None, "Model FLOPs time at each precision's peak, over the step.", ge=0)
+    rules: Str | None = field(None, "The version of the kernel-name rules that classified it.")
 
 
-@_part
-class FP8Proof(_Part):
+class FP8Proof(Part):
     """For a case in an FP8 mode: whether its GEMMs ran in FP8 (kernels) and its TE modules under a recipe."""
 
-    verdict: str = knob("unproven", "fp8, partial (FP8 ran but covered too little: kept out of FP8 figures), "
-                        "no-fp8 (the case is failed) or unproven (the evidence is missing).",
-                        choices=("fp8", "partial", "no-fp8", "unproven"), required=True)
-    fp8_gemm_ms: float | None = knob(None, "Per step, GEMM time in FP8 kernels.", min=0)
-    gemm_ms: float | None = knob(None, "Per step, all GEMM time.", min=0)
-    fp8_gemm_calls: float | None = knob(None, "FP8 GEMM launches per step.", min=0)
-    gemm_calls: float | None = knob(None, "GEMM launches per step.", min=0)
-    te_fp8: int | None = knob(None, "TE modules that ran under an FP8 recipe.", min=0)
-    te_high_precision: int | None = knob(None, "TE modules that ran without one.", min=0)
-    fp8_linear_flops_share: float | None = knob(None, "Share of the census's linear-layer FLOPs that ran in "
-                                                      "FP8/FP4 (0..1).", min=0, max=1)
-    fp8_gemm_call_share: float | None = knob(None, "FP8/FP4 GEMM launches over all GEMM launches (0..1).",
-                                             min=0, max=1)
-    outside_recipe: list[str] | None = knob(None, "TE modules that ran without the recipe, the first 20 by name.")
-    note: str | None = knob(None, "What the evidence says, in words.")
+    verdict: Annotated[Str, OneOf("fp8", "partial", "no-fp8", "unproven")] = field(
+        "unproven", "fp8, partial (FP8 ran but covered too little: kept out of FP8 figures), no-fp8 (the case is "
+                    "failed) or unproven (the evidence is missing).", required=True)
+    fp8_gemm_ms: Num | None = field(None, "Per step, GEMM time in FP8 kernels.", ge=0)
+    gemm_ms: Num | None = field(None, "Per step, all GEMM time.", ge=0)
+    fp8_gemm_calls: Num | None = field(None, "FP8 GEMM launches per step.", ge=0)
+    gemm_calls: Num | None = field(None, "GEMM launches per step.", ge=0)
+    te_fp8: Int | None = field(None, "TE modules that ran under an FP8 recipe.", ge=0)
+    te_high_precision: Int | None = field(None, "TE modules that ran without one.", ge=0)
+    fp8_linear_flops_share: Num | None = field(None, "Share of the census's linear-layer FLOPs that ran in "
+                                                     "FP8/FP4 (0..1).", ge=0, le=1)
+    fp8_gemm_call_share: Num | None = field(None, "FP8/FP4 GEMM launches over all GEMM launches (0..1).",
+                                            ge=0, le=1)
+    outside_recipe: list[Str] | None = field(None, "TE modules that ran without the recipe, the first 20 by name.")
+    note: Str | None = field(None, "What the evidence says, in words.")
 
     @property
     def fp8_share(self) -> float | None:
@@ -655,178 +513,131 @@ class FP8Proof(_Part):
 # --- the verdict -------------------------------------------------------------------------------
 
 
-@_part
-class Band(_Part):
+class Band(Part):
     """The reference's loss band, step by step: what a judged curve must stay inside."""
 
-    step: list[int] | None = knob(None, "Steps at which the band is sampled (downsampled for the chart).")
-    center: list[float] | None = knob(None, "The reference's smoothed loss at those steps.", finite=False)
-    lo: list[float] | None = knob(None, "The band's lower edge.", finite=False)
-    hi: list[float] | None = knob(None, "The band's upper edge.", finite=False)
+    step: list[Int] | None = field(None, "Steps at which the band is sampled (downsampled for the chart).")
+    center: list[AnyNum] | None = field(None, "The reference's smoothed loss at those steps.")
+    lo: list[AnyNum] | None = field(None, "The band's lower edge.")
+    hi: list[AnyNum] | None = field(None, "The band's upper edge.")
 
 
-@_part
-class Excursion(_Part):
+class Excursion(Part):
     """The longest run of steps outside the band."""
 
-    start: int | None = knob(None, "First step outside.", min=0)
-    steps: int | None = knob(None, "How many steps.", min=0)
-    peak_step: int | None = knob(None, "Step of the largest deviation.", min=0)
-    side: str | None = knob(None, "above or below.")
+    start: Int | None = field(None, "First step outside.", ge=0)
+    steps: Int | None = field(None, "How many steps.", ge=0)
+    peak_step: Int | None = field(None, "Step of the largest deviation.", ge=0)
+    side: Str | None = field(None, "above or below.")
 
 
-@_part
-class ValidationVerdict(_Part):
+class ValidationVerdict(Part):
     """The validation metric against the reference's."""
 
-    verdict: str | None = knob(None, "pass, fail, inconclusive or n/a.")
-    reason: str | None = knob(None, "The verdict in words.")
-    metric: str | None = knob(None, "The validation metric compared (Validation.metric).")
-    value: float | None = knob(None, "The case's value of it.", finite=False)
-    reference: float | None = knob(None, "The reference's (mean over its runs).", finite=False)
-    tolerance: float | None = knob(None, "How far apart the two may be.", finite=False)
+    verdict: Str | None = field(None, "pass, fail, inconclusive or n/a.")
+    reason: Str | None = field(None, "The verdict in words.")
+    metric: Str | None = field(None, "The validation metric compared (Validation.metric).")
+    value: AnyNum | None = field(None, "The case's value of it.")
+    reference: AnyNum | None = field(None, "The reference's (mean over its runs).")
+    tolerance: AnyNum | None = field(None, "How far apart the two may be.")
 
 
-@_part
-class Parity(_Part):
+class Parity(Part):
     """The loss-parity verdict of a case against its reference mode (see :mod:`tebench.analysis.parity`)."""
 
-    verdict: str | None = knob(None, "pass, fail, inconclusive, reference or n/a.", required=True)
-    reason: str | None = knob(None, "The verdict in words: what was compared, the numbers, and why it passed or "
-                                    "failed.")
-    reference_mode: str | None = knob(None, "The mode the case was judged against (PT-FP32, else PT-AMP).")
-    reference_rounds: int | None = knob(None, "How many runs of the reference (rounds, or seeds under equivalence) "
-                                              "the verdict used.", min=0)
-    final: float | None = knob(None, "The case's final loss (the mean of its final window).", finite=False)
-    reference_final: float | None = knob(None, "The reference's final loss, the same way.", finite=False)
-    abs_diff: float | None = knob(None, "final - reference_final (nats, signed).", finite=False)
-    rel_diff: float | None = knob(None, "abs_diff relative to reference_final.", finite=False)
-    tolerance: float | None = knob(None, "How far final may be from reference_final: the band's half-width at the "
-                                         "end, or the equivalence margin (nats).", finite=False)
-    rtol: float | None = knob(None, "The parity_rtol setting the band used.")
-    atol: float | None = knob(None, "The parity_atol setting the band used.")
-    reference_noise: float | None = knob(None, "Band rule: the widest the band got, on the log scale.", finite=False)
-    max_curve_rel_dev: float | None = knob(None, "Band rule: the largest relative distance of the case's curve from "
-                                                 "the reference's.", finite=False)
-    max_curve_dev_step: int | None = knob(None, "Band rule: the step where it was.", min=0)
-    direction: str | None = knob(None, "higher or lower: which side of the reference the case ended on.")
-    band: dict[str, Any] | None = knob(None, "The reference's band as the chart draws it.", shape=Band)
-    band_rel: float | None = knob(None, "The band's relative half-width at the end.", finite=False)
-    excursion: Excursion | None = knob(None, "Band rule: the longest run of steps outside the band, when it failed "
-                                             "the case.")
-    excursion_steps: int | None = knob(None, "Band rule: how many steps in a row outside the band fail a "
-                                             "case.", min=0)
-    floor: float | None = knob(None, "Band rule: the loss below which values count as equal (from parity_atol). "
-                                     "Equivalence: the task's loss floor (nats).", finite=False)
-    noise: dict[str, float] | None = knob(None, "Band rule: the noise terms measured for the band (seed spread, "
-                                                "step noise, ...).", finite=False)
-    reference_learned: str | None = knob(None, "Band rule: whether, and how far, the reference learned, in words.")
-    rule: str | None = knob(None, "How the verdict was reached: equivalence (a task with a known floor and a "
-                                  "reference trained at several seeds) or absent (the band rule).")
-    margin_nats: float | None = knob(None, "Equivalence: the margin the final-window gap must stay within (nats).",
-                                     finite=False)
-    margin_source: str | None = knob(None, "Equivalence: which term set the margin, in words.")
-    seed_sd: float | None = knob(None, "Equivalence: sd of the reference seeds' final-window means (nats).",
-                                 finite=False)
-    progress_nats: float | None = knob(None, "Equivalence: how far the reference's loss fell from its start (nats).",
-                                       finite=False)
-    progress: float | None = knob(None, "Equivalence: the reference's share of the way from its start to the "
-                                        "task's floor.", finite=False)
-    final_window: list[int] | None = knob(None, "Equivalence: first and last step of the final window.")
-    gap_trend_nats: float | None = knob(None, "Equivalence: how much the gap changed over the second half (nats).",
-                                        finite=False)
-    notes: list[str] | None = knob(None, "Equivalence: what a pass carries beside it (an early excursion that "
-                                         "rejoined, a growing gap).")
-    shift: int | None = knob(None, "Band rule: steps the band may shift left or right (a curve's timing jitter).")
-    smoothing: int | None = knob(None, "Band rule: the smoothing window in steps.", min=0)
-    validation: ValidationVerdict | None = knob(None, "The validation metric against the reference's (folded into "
-                                                      "the verdict).")
+    verdict: Str | None = field(None, "pass, fail, inconclusive, reference or n/a.", required=True)
+    reason: Str | None = field(None, "The verdict in words: what was compared, the numbers, and why it passed or "
+                                     "failed.")
+    reference_mode: Str | None = field(None, "The mode the case was judged against (PT-FP32, else PT-AMP).")
+    reference_rounds: Int | None = field(None, "How many runs of the reference (rounds, or seeds under equivalence) "
+                                               "the verdict used.", ge=0)
+    final: AnyNum | None = field(None, "The case's final loss (the mean of its final window).")
+    reference_final: AnyNum | None = field(None, "The reference's final loss, the same way.")
+    abs_diff: AnyNum | None = field(None, "final - reference_final (nats, signed).")
+    rel_diff: AnyNum | None = field(None, "abs_diff relative to reference_final.")
+    tolerance: AnyNum | None = field(None, "How far final may be from reference_final: the band's half-width at the "
+                                           "end, or the equivalence margin (nats).")
+    rtol: Num | None = field(None, "The parity_rtol setting the band used.")
+    atol: Num | None = field(None, "The parity_atol setting the band used.")
+    reference_noise: AnyNum | None = field(None, "Band rule: the widest the band got, on the log scale.")
+    max_curve_rel_dev: AnyNum | None = field(None, "Band rule: the largest relative distance of the case's curve from "
+                                                   "the reference's.")
+    max_curve_dev_step: Int | None = field(None, "Band rule: the step where it was.", ge=0)
+    direction: Str | None = field(None, "higher or lower: which side of the reference the case ended on.")
+    band: Band | None = field(None, "The reference's band as the chart draws it.")
+    band_rel: AnyNum | None = field(None, "The band's relative half-width at the end.")
+    excursion: Excursion | None = field(None, "Band rule: the longest run of steps outside the band, when it failed "
+                                              "the case.")
+    excursion_steps: Int | None = field(None, "Band rule: how many steps in a row outside the band fail a "
+                                              "case.", ge=0)
+    floor: AnyNum | None = field(None, "Band rule: the loss below which values count as equal (from parity_atol). "
+                                       "Equivalence: the task's loss floor (nats).")
+    noise: dict[str, AnyNum] | None = field(None, "Band rule: the noise terms measured for the band (seed spread, "
+                                                  "step noise, ...).")
+    reference_learned: Str | None = field(None, "Band rule: whether, and how far, the reference learned, in words.")
+    rule: Str | None = field(None, "How the verdict was reached: equivalence (a task with a known floor and a "
+                                   "reference trained at several seeds) or absent (the band rule).")
+    margin_nats: AnyNum | None = field(None, "Equivalence: the margin the final-window gap must stay within (nats).")
+    margin_source: Str | None = field(None, "Equivalence: which term set the margin, in words.")
+    seed_sd: AnyNum | None = field(None, "Equivalence: sd of the reference seeds' final-window means (nats).")
+    progress_nats: AnyNum | None = field(None, "Equivalence: how far the reference's loss fell from its start (nats).")
+    progress: AnyNum | None = field(None, "Equivalence: the reference's share of the way from its start to the "
+                                          "task's floor.")
+    final_window: list[Int] | None = field(None, "Equivalence: first and last step of the final window.")
+    gap_trend_nats: AnyNum | None = field(None, "Equivalence: how much the gap changed over the second half (nats).")
+    notes: list[Str] | None = field(None, "Equivalence: what a pass carries beside it (an early excursion that "
+                                          "rejoined, a growing gap).")
+    shift: Int | None = field(None, "Band rule: steps the band may shift left or right (a curve's timing jitter).")
+    smoothing: Int | None = field(None, "Band rule: the smoothing window in steps.", ge=0)
+    validation: ValidationVerdict | None = field(None, "The validation metric against the reference's (folded into "
+                                                       "the verdict).")
 
     @property
     def judged(self) -> bool:
         """A verdict that judges the case (pass, fail, inconclusive), not reference or n/a."""
-        from tebench.analysis.parity import JUDGED
-
         return self.verdict in JUDGED
 
     @property
     def passed(self) -> bool:
         """True only for a judged ``pass`` (``inconclusive`` is never a pass)."""
-        from tebench.analysis.parity import passed
-
-        return passed({"parity": {"verdict": self.verdict}})
+        return self.verdict == "pass"
 
     @property
     def validation_verdict(self) -> str | None:
         return self.validation.verdict if self.validation else None
 
 
-@_part
-class FP8Info(_Part):
+class FP8Info(Part):
     """A case's FP8 recipe options, as the matrix wrote them (plan.recipes.FP8Options)."""
 
-    recipe: str = knob("", "The recipe's registry name.", choices=tuple(RECIPES), required=True)
-    format: str | None = knob(None, "E4M3 or HYBRID.", choices=FORMATS)
-    amax_history_len: int | None = knob(None, "Delayed scaling's history.", min=1)
-    amax_compute_algo: str | None = knob(None, "max or most_recent.", choices=AMAX_ALGOS)
-    calibration_steps: int | None = knob(None, "Calibration passes before training.", min=0)
+    recipe: Str = field("", "The recipe's registry name (a known one: plan.record_checks).", required=True)
+    format: Annotated[Str, OneOf(*FORMATS)] | None = field(None, "E4M3 or HYBRID.")
+    amax_history_len: Int | None = field(None, "Delayed scaling's history.", ge=1)
+    amax_compute_algo: Annotated[Str, OneOf(*AMAX_ALGOS)] | None = field(None, "max or most_recent.")
+    calibration_steps: Int | None = field(None, "Calibration passes before training.", ge=0)
 
 
-def _declared_values(cls: type, table: dict[str, Any], path: str, closed: bool) -> None:
-    """A matrix table as a record stores it: each value of its declared type and not below its minimum.
-
-    Only the lower limits apply: a record was valid under the upper limits of its day. ``closed``:
-    a key ``cls`` does not declare is refused (the matrix refuses it too).
-    """
-    names = fields_by_name(cls)
-    for key, v in table.items():
-        if key not in names:
-            if closed:
-                raise RecordError(f"{path}.{key}", v, f"unknown key (known: {', '.join(names)})")
-            continue
-        try:
-            check_value(cls, key, v, limits=False)
-        except FieldError as exc:
-            raise RecordError(f"{path}.{key}", v, str(exc)) from None
-        lo = names[key].metadata.get("min")
-        if lo is not None and isinstance(v, (int, float)) and not isinstance(v, bool) and v < lo:
-            raise RecordError(f"{path}.{key}", v, f"must be at least {lo}")
-
-
-@_part
-class CaseInfo(_Part):
+class CaseInfo(Part):
     """The case a record describes, as :meth:`tebench.plan.matrix.Case.to_dict` writes it.
 
     Readers key, group and colour by these: a mode this tebench does not know has no
     colour, reference order or gate, so it is refused, while a workload name may be a
-    user's plugin and is any text. Settings are checked by the matrix's own declaration
-    (types only: a record was valid under the limits of its day).
+    user's plugin and is any text. The checks that need the plan's registries (the mode,
+    the recipe, a built-in workload's dimensions, the settings' types) are in
+    :mod:`tebench.plan.record_checks`.
     """
 
-    workload: str = knob("", "A built-in workload or a plugin's name.", required=True)
-    size: str = knob("", "The size's name in the matrix.", required=True)
-    mode: str = knob("", "The precision mode.", choices=tuple(MODES), required=True)
-    dims: dict[str, float | str] = knob(dict, "The size's dimensions (numbers, a module's name).", required=True)
-    fp8: FP8Info | None = knob(None, "The FP8 recipe options (FP8 modes only).")
-    graphs: bool | None = knob(None, "Whether the step runs as CUDA graphs.")
-    fp8_weights: bool | None = knob(None, "Whether the weights are stored in FP8 (TE's quantized parameters).")
-    parallel: str | None = knob(None, "single, ddp or fsdp2.", choices=PARALLEL)
-    nproc: int | None = knob(None, "Processes (GPUs) the case runs on.", min=1)
-    settings: dict[str, Any] | None = knob(None, "Its settings (checked by plan.matrix.Settings' types); absent ones "
-                                                 "read as their defaults.")
-
-    @classmethod
-    def rules(cls, d: dict[str, Any], path: str) -> None:
-        # FLOPs and tokens are computed from the dimensions: a built-in workload's are checked by its
-        # size's declaration (types only, as for settings); a plugin's are its own business.
-        from tebench.workloads import SPECS
-
-        if "settings" in d and d["settings"] is None:
-            raise RecordError(f"{path}.settings", None, "must be an object, not null")
-        spec = dict.get(SPECS, d.get("workload"))
-        if spec is not None:
-            _declared_values(spec.size_type, d.get("dims") or {}, f"{path}.dims", closed=False)
-        _declared_values(Settings, d.get("settings") or {}, f"{path}.settings", closed=True)
+    workload: Str = field("", "A built-in workload or a plugin's name.", required=True)
+    size: Str = field("", "The size's name in the matrix.", required=True)
+    mode: Str = field("", "The precision mode (a known one: plan.record_checks).", required=True)
+    dims: dict[str, Num | Str] = field(dict, "The size's dimensions (numbers, a module's name).", required=True)
+    fp8: FP8Info | None = field(None, "The FP8 recipe options (FP8 modes only).")
+    graphs: Bool | None = field(None, "Whether the step runs as CUDA graphs.")
+    fp8_weights: Bool | None = field(None, "Whether the weights are stored in FP8 (TE's quantized parameters).")
+    parallel: Annotated[Str, OneOf(*PARALLEL)] | None = field(None, "single, ddp or fsdp2.")
+    nproc: Int | None = field(None, "Processes (GPUs) the case runs on.", ge=1)
+    settings: dict[str, Any] = field(dict, "Its settings (checked by plan.matrix.Settings' types); absent ones "
+                                           "read as their defaults.")
 
 
 def _check_version(d: dict[str, Any], where: str) -> dict[str, Any]:
@@ -847,7 +658,6 @@ def _check_version(d: dict[str, Any], where: str) -> dict[str, Any]:
     return d
 
 
-@_part
 class CaseResult(Measurements):
     """One finished case, one round: identity, outcome and what was measured.
 
@@ -860,24 +670,23 @@ class CaseResult(Measurements):
     FIRST = ("schema", "schema_version", "type", "run_id", "case_id", "round", "case", "status", "reason", "device",
              "started", "duration_s", "log")
 
-    schema: str | None = knob(None, "tebench.results.")
-    schema_version: int | None = knob(None, "The schema version the record was written with.")
-    type: str = knob("case", "case: the kind of line.")
-    run_id: str | None = knob(None, "The run the record belongs to.")
-    case_id: str = knob("", "workload/size/mode[/options]: the case's identity.", required=True)
-    round: int | None = knob(None, "Which repetition of the matrix (--rounds).", min=0)
-    case: dict[str, Any] = knob(dict, "The case as planned (plan.matrix.Case.to_dict()).", required=True,
-                                shape=CaseInfo)
-    started: str | None = knob(None, "When the case started (local time with offset).")
-    duration_s: float | None = knob(None, "The case's wall-clock seconds, start-up to record.", min=0)
-    log: str | None = knob(None, "Its log, relative to the run directory.")
-    throughput: Throughput | None = knob(None, "Tokens/s, TFLOP/s and MFU from the median step time.")
-    time_breakdown: TimeBreakdown | None = knob(None, "The step's time by kernel category and the memory parts "
-                                                      "(CUDA).")
-    fp8_proof: FP8Proof | None = knob(None, "Whether an FP8 case's GEMMs ran in FP8.")
-    parity: Parity | None = knob(None, "The loss-parity verdict.")
-    shard_run_id: str | None = knob(None, "The run id of the shard a merged record came from (run_id is then the "
-                                          "merged run's).")
+    schema_name: Str | None = field(None, "tebench.results.", alias="schema")
+    schema_version: Int | None = field(None, "The schema version the record was written with.")
+    type: Str = field("case", "case: the kind of line.")
+    run_id: Str | None = field(None, "The run the record belongs to.")
+    case_id: Str = field("", "workload/size/mode[/options]: the case's identity.", required=True)
+    round: Int | None = field(None, "Which repetition of the matrix (--rounds).", ge=0)
+    case: CaseInfo = field(..., "The case as planned (plan.matrix.Case.to_dict()).", required=True)
+    started: Str | None = field(None, "When the case started (local time with offset).")
+    duration_s: Num | None = field(None, "The case's wall-clock seconds, start-up to record.", ge=0)
+    log: Str | None = field(None, "Its log, relative to the run directory.")
+    throughput: Throughput | None = field(None, "Tokens/s, TFLOP/s and MFU from the median step time.")
+    time_breakdown: TimeBreakdown | None = field(None, "The step's time by kernel category and the memory parts "
+                                                       "(CUDA).")
+    fp8_proof: FP8Proof | None = field(None, "Whether an FP8 case's GEMMs ran in FP8.")
+    parity: Parity | None = field(None, "The loss-parity verdict.")
+    shard_run_id: Str | None = field(None, "The run id of the shard a merged record came from (run_id is then the "
+                                           "merged run's).")
     """The run id of the shard a merged record came from (``run_id`` is then the merged run's)."""
 
     @classmethod
@@ -885,11 +694,12 @@ class CaseResult(Measurements):
         """A case record (as :func:`tebench.store.reader.read` returns it, or as the runner builds it)."""
         return super().from_dict(_check_version(d, where))
 
+    @field_validator("case_id")
     @classmethod
-    def rules(cls, d: dict[str, Any], path: str) -> None:
-        case_id = d.get("case_id")
+    def _an_id(cls, case_id: str) -> str:
         if not case_id or any(unicodedata.category(ch) == "Cc" for ch in case_id):
-            raise RecordError("case_id", case_id, "must be a non-empty id without control characters")
+            raise PydanticCustomError("case_id", "must be a non-empty id without control characters")
+        return case_id
 
     # --- what the case is
     @property
@@ -899,46 +709,44 @@ class CaseResult(Measurements):
 
     @property
     def workload(self) -> str:
-        return self.case["workload"]
+        return self.case.workload
 
     @property
     def size(self) -> str:
-        return self.case["size"]
+        return self.case.size
 
     @property
     def mode(self) -> str:
-        return self.case["mode"]
+        return self.case.mode
 
     @property
     def parallel(self) -> str:
-        return self.case.get("parallel", "single")
+        return self.case.parallel or "single"
 
     @property
     def nproc(self) -> int:
-        return self.case.get("nproc", 1)
+        return self.case.nproc or 1
 
     @property
     def graphs(self) -> bool:
-        return bool(self.case.get("graphs"))
+        return bool(self.case.graphs)
 
     @property
     def fp8_weights(self) -> bool:
-        return bool(self.case.get("fp8_weights"))
+        return bool(self.case.fp8_weights)
 
     @property
-    def fp8(self) -> dict[str, Any]:
-        return self.case.get("fp8") or {}
+    def fp8(self) -> FP8Info | None:
+        return self.case.fp8
 
     @property
     def settings(self) -> dict[str, Any]:
-        return self.case.get("settings") or {}
+        return self.case.settings
 
     @property
     def variant(self) -> str:
         """The mode plus its options: the case id without workload and size (``TE-FP8/delayed.E4M3.h16.max``)."""
-        from tebench.plan.matrix import Case  # torch-free, but heavier than the readers need up front
-
-        return Case.from_dict(self.case).variant
+        return self.case_id.split("/", 2)[2]
 
     @property
     def device_name(self) -> str:
@@ -1005,102 +813,96 @@ class CaseResult(Measurements):
 # --- the header --------------------------------------------------------------------------------
 
 
-@_part
-class MatrixInfo(_Part):
+class MatrixInfo(Part):
     """The matrix a run ran: its name, file and content hashes, and its data as loaded."""
 
-    name: str = knob("", "The matrix's name.", required=True)
-    source: str | None = knob(None, "The file it was loaded from.")
-    sha256: str | None = knob(None, "Hash of the matrix as expanded (--resume checks it).")
-    text_sha256: str | None = knob(None, "Hash of the file's text.")
-    data: dict[str, Any] | None = knob(None, "The matrix as loaded, extends merged.")
+    name: Str = field("", "The matrix's name.", required=True)
+    source: Str | None = field(None, "The file it was loaded from.")
+    sha256: Str | None = field(None, "Hash of the matrix as expanded (--resume checks it).")
+    text_sha256: Str | None = field(None, "Hash of the file's text.")
+    data: dict[str, Any] | None = field(None, "The matrix as loaded, extends merged.")
 
 
-@_part
-class CompileCache(_Part):
+class CompileCache(Part):
     """The compile cache a run began with."""
 
-    dir: str | None = knob(None, "The cache folder.")
-    state: str | None = knob(None, "cold, warm or off.", choices=("cold", "warm", "off"))
-    files: int | None = knob(None, "Files in it at the start.", min=0)
-    bytes: int | None = knob(None, "Its size at the start.", min=0)
-    overridden_by_env: list[str] | None = knob(None, "Cache variables the environment set instead.")
+    dir: Str | None = field(None, "The cache folder.")
+    state: Annotated[Str, OneOf("cold", "warm", "off")] | None = field(None, "cold, warm or off.")
+    files: Int | None = field(None, "Files in it at the start.", ge=0)
+    bytes: Int | None = field(None, "Its size at the start.", ge=0)
+    overridden_by_env: list[Str] | None = field(None, "Cache variables the environment set instead.")
 
 
-@_part
-class SideInfo(_Part):
+class SideInfo(Part):
     """A side of ``tebench ab``: compare pairs sides by ``id``."""
 
-    id: str | None = knob(None, "The side's identity: compare pairs a base and a head by it.")
-    side: str | None = knob(None, "base or head.")
-    order: str | None = knob(None, "Which side ran first in each round.")
-    python: str | None = knob(None, "The side's Python interpreter.")
-    tebench_root: str | None = knob(None, "The tebench source the side ran.")
-    env: dict[str, str] | None = knob(None, "Environment variables set for the side.")
-    device: str | None = knob(None, "The side's device.")
+    id: Str | None = field(None, "The side's identity: compare pairs a base and a head by it.")
+    side: Str | None = field(None, "base or head.")
+    order: Str | None = field(None, "Which side ran first in each round.")
+    python: Str | None = field(None, "The side's Python interpreter.")
+    tebench_root: Str | None = field(None, "The tebench source the side ran.")
+    env: dict[str, Str] | None = field(None, "Environment variables set for the side.")
+    device: Str | None = field(None, "The side's device.")
 
 
-@_part
-class Exclusion(_Part):
+class Exclusion(Part):
     """One ``[[exclude]]`` rule of the matrix, its reason and how many cases it removed."""
 
-    rule: dict[str, Any] = knob(dict, "The rule's keys and values.", required=True)
-    reason: str | None = knob(None, "Why, as the matrix says.")
-    cases: int = knob(0, "Cases it removed.", min=0, required=True)
+    rule: dict[str, Any] = field(dict, "The rule's keys and values.", required=True)
+    reason: Str | None = field(None, "Why, as the matrix says.")
+    cases: Int = field(0, "Cases it removed.", ge=0, required=True)
 
 
-@_part
-class ShardSource(_Part):
+class ShardSource(Part):
     """A shard a merged run was made from."""
 
-    path: str | None = knob(None, "The shard's results file.")
-    run_id: str | None = knob(None, "Its run id.")
-    shard: list[int] | None = knob(None, "[I, N] of its --shard.")
-    device: str | None = knob(None, "Its device.")
-    host: str | None = knob(None, "The host it ran on.")
+    path: Str | None = field(None, "The shard's results file.")
+    run_id: Str | None = field(None, "Its run id.")
+    shard: list[Int] | None = field(None, "[I, N] of its --shard.")
+    device: Str | None = field(None, "Its device.")
+    host: Str | None = field(None, "The host it ran on.")
 
 
-@_part
-class RunHeader(_Part):
+class RunHeader(Part):
     """A run's header line: identity, command, matrix and environment."""
 
-    schema: str | None = knob(None, "tebench.results.")
-    schema_version: int | None = knob(None, "The schema version the file was written with.")
-    type: str = knob("header", "header: the kind of line.")
-    run_id: str | None = knob(None, "The run's id (every record of the run carries it).")
-    created: str | None = knob(None, "When the run started (local time with offset).")
-    resumed: bool | None = knob(None, "Whether this invocation continued an earlier one (--resume).")
-    command: list[str] | None = knob(None, "The command line.")
-    cwd: str | None = knob(None, "The working directory.")
-    tebench: str | None = knob(None, "tebench's version.")
-    matrix: MatrixInfo | None = knob(None, "The matrix the run ran.")
-    rounds: int | None = knob(None, "--rounds.", min=1)
-    shard: list[int] | None = knob(None, "[I, N] of --shard I/N.")
-    case_ids: list[str] | None = knob(None, "The cases the run was to run, in order.")
-    devices: list[str] | None = knob(None, "--devices.")
-    excluded: list[Exclusion] | None = knob(None, "The matrix's [[exclude]] rules, their reasons and how many cases "
-                                                  "each removed.")
+    schema_name: Str | None = field(None, "tebench.results.", alias="schema")
+    schema_version: Int | None = field(None, "The schema version the file was written with.")
+    type: Str = field("header", "header: the kind of line.")
+    run_id: Str | None = field(None, "The run's id (every record of the run carries it).")
+    created: Str | None = field(None, "When the run started (local time with offset).")
+    resumed: Bool | None = field(None, "Whether this invocation continued an earlier one (--resume).")
+    command: list[Str] | None = field(None, "The command line.")
+    cwd: Str | None = field(None, "The working directory.")
+    tebench: Str | None = field(None, "tebench's version.")
+    matrix: MatrixInfo | None = field(None, "The matrix the run ran.")
+    rounds: Int | None = field(None, "--rounds.", ge=1)
+    shard: list[Int] | None = field(None, "[I, N] of --shard I/N.")
+    case_ids: list[Str] | None = field(None, "The cases the run was to run, in order.")
+    devices: list[Str] | None = field(None, "--devices.")
+    excluded: list[Exclusion] | None = field(None, "The matrix's [[exclude]] rules, their reasons and how many cases "
+                                                   "each removed.")
     """The matrix's ``[[exclude]]`` rules, their reasons and how many cases each removed."""
-    launch: str | None = knob(None, "How cases' processes started (--launch); None in runs older than the option.",
-                              choices=("prestarted", "cold"))
-    prestart_depth: int | None = knob(None, "Pre-started workers per device when launch is prestarted.", min=1)
-    prestart_pause: bool | None = knob(None, "Whether pre-started workers were stopped during timed steps.")
-    compile_cache: CompileCache | None = knob(None, "The compile cache the run began with.")
-    env: dict[str, Any] | None = knob(None, "The machine, as the probe found it (plan.environment.Environment).",
-                                      shape=Environment)
-    ab: SideInfo | None = knob(None, "tebench ab: which side this run was.")
-    merged_from: list[ShardSource] | None = knob(None, "tebench merge: the shards this run was made from.")
-    missing_shards: list[Any] | None = knob(None, "tebench merge: shards of the plan that were not given.")
+    launch: Annotated[Str, OneOf("prestarted", "cold")] | None = field(
+        None, "How cases' processes started (--launch); None in runs older than the option.")
+    prestart_depth: Int | None = field(None, "Pre-started workers per device when launch is prestarted.", ge=1)
+    prestart_pause: Bool | None = field(None, "Whether pre-started workers were stopped during timed steps.")
+    compile_cache: CompileCache | None = field(None, "The compile cache the run began with.")
+    env: dict[str, Any] | None = field(None, "The machine, as the probe found it (plan.environment.Environment).")
+    ab: SideInfo | None = field(None, "tebench ab: which side this run was.")
+    merged_from: list[ShardSource] | None = field(None, "tebench merge: the shards this run was made from.")
+    missing_shards: list[Any] | None = field(None, "tebench merge: shards of the plan that were not given.")
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], where: str = "header") -> "RunHeader":
         return super().from_dict(_check_version(d, where))
 
+    @field_validator("shard")
     @classmethod
-    def rules(cls, d: dict[str, Any], path: str) -> None:
-        shard = d.get("shard")
+    def _i_of_n(cls, shard: list[int] | None) -> list[int] | None:
         if shard is not None and len(shard) != 2:
-            raise RecordError("shard", shard, "must be [I, N]")
+            raise PydanticCustomError("shard", "must be [I, N]")
+        return shard
 
     @property
     def environment(self) -> dict[str, Any]:

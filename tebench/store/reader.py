@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 from tebench.schema.records import CaseResult, RunHeader
 from tebench import bounded
-from tebench.schema.validate import check_text
+from tebench.plan import record_checks
+from tebench.schema.text import check_text
 from tebench.schema.version import SCHEMA, RecordError, SchemaError, check_version
 
 
@@ -98,8 +99,11 @@ def check_record(record: Any, *, text: bool = True) -> None:
     kind = record.get("type")
     if kind == "header":
         RunHeader.check(record)
+        if record.get("env") is not None:
+            record_checks.check_environment(record["env"])
     elif kind == "case":
         CaseResult.check(record)
+        record_checks.check_case(record["case"])
         record["case"] = _normal_case(record["case"])
     else:
         raise RecordError("type", kind, "unknown record type (known: header, case)")
@@ -118,7 +122,7 @@ def may_hold_surrogate(raw: bytes) -> bool:
     return _ESCAPED_SURROGATE.search(raw) is not None
 
 
-_PARTS = {*CaseResult.parts(), *RunHeader.parts()}
+_PARTS = {*CaseResult.part_fields(), *RunHeader.part_fields()}
 """Top-level fields that hold a part: a stored null there reads as the part being absent."""
 
 

@@ -21,8 +21,11 @@ import typing
 import pytest
 
 from conftest import FIXTURES, ROOT, STUB_CLI, read_text
-from tebench.schema import records, validate
-from tebench.schema.records import CaseResult, Measurements, RunHeader, _Part
+from tebench.schema import records
+from tebench.schema.model import OneOf
+from tebench.schema.text import check_text
+from tebench.schema.model import Part as _Part
+from tebench.schema.records import CaseResult, Measurements, RunHeader
 from tebench.schema.version import RecordError
 
 CPU = FIXTURES / "cpu-smoke.jsonl"
@@ -37,17 +40,32 @@ def _parts() -> list[type]:
     return [c for c in vars(records).values() if isinstance(c, type) and issubclass(c, _Part) and c is not _Part]
 
 
+def _declared(part) -> list[tuple[str, object, dict]]:
+    """``(stored key, type, {required, choices})`` of each declared field of a part."""
+    out = []
+    for name, f in part.model_fields.items():
+        extra = f.json_schema_extra if isinstance(f.json_schema_extra, dict) else {}
+        choices = next((m.choices for m in f.metadata if isinstance(m, OneOf)), None)
+        out.append((f.alias or name, f.annotation, {"required": extra.get("required"), "choices": choices}))
+    return out
+
+
 def _plain(hint):
-    """``X`` of ``X | None``; ``hint`` itself otherwise."""
+    """``X`` of ``X | None`` and of ``Annotated[X, ...]``; ``number`` for an int-or-float; ``hint`` otherwise."""
+    if typing.get_origin(hint) is typing.Annotated:
+        return _plain(typing.get_args(hint)[0])
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return next(a for a in typing.get_args(hint) if a is not type(None))
+        options = [_plain(a) for a in typing.get_args(hint) if a is not type(None)]
+        return "number" if set(options) == {int, float} else options[0]
     return hint
 
 
 def _wrong(hint) -> object:
     """A value of another kind than ``hint`` declares."""
-    origin = typing.get_origin(_plain(hint)) or _plain(hint)
-    return {str: 3, int: "3", float: "3", bool: "yes", list: {"a": 1}, dict: [1]}.get(origin, "not an object")
+    plain = _plain(hint)
+    origin = typing.get_origin(plain) or plain
+    return {str: 3, int: "3", float: "3", "number": "3", bool: "yes", list: {"a": 1}, dict: [1]}.get(
+        origin, "not an object")
 
 
 def _valid(hint, meta) -> object:
@@ -58,14 +76,14 @@ def _valid(hint, meta) -> object:
     origin = typing.get_origin(plain) or plain
     if origin is list:
         return [_valid(typing.get_args(plain)[0], {})] if typing.get_args(plain) else []
-    if dataclasses.is_dataclass(plain):  # a list of parts: each item with its own required fields
-        return {n: _valid(h, m) for n, h, m in validate.declared(plain) if m.get("required")}
-    return {str: "x", int: 1, float: 1.0, bool: True, dict: {}}.get(origin, {})
+    if isinstance(plain, type) and issubclass(plain, _Part):  # a part: with its own required fields
+        return {n: _valid(h, m) for n, h, m in _declared(plain) if m.get("required")}
+    return {str: "x", int: 1, float: 1.0, "number": 1.0, bool: True, dict: {}}.get(origin, {})
 
 
 @pytest.mark.parametrize("part", _parts(), ids=lambda c: c.__name__)
 def test_every_declared_field_refuses_a_value_of_another_kind(part):
-    fields = validate.declared(part)
+    fields = _declared(part)
     required = {n: _valid(h, m) for n, h, m in fields if m.get("required")}
     if part is CaseResult:
         required.update(case_id="gpt/tiny/PT-FP32", case=_lines(CPU)[1]["case"])
@@ -108,11 +126,11 @@ def test_text_that_is_not_unicode_is_refused_anywhere():
     d = _lines(CPU)[1]
     d["reason"] = "bad \ud800 text"
     with pytest.raises(RecordError, match=r"\[reason\].*unpaired surrogate"):
-        validate.check_text(d)
+        check_text(d)
     d = _lines(CPU)[0]
     d["env"]["cpu"] = "\udfff"
     with pytest.raises(RecordError, match=r"\[env.cpu\]"):
-        validate.check_text(d)
+        check_text(d)
 
 
 def test_every_stored_record_passes_its_declarations():
@@ -125,12 +143,11 @@ def test_measured_fields_are_the_workers_declaration():
     """CaseResult extends Measurements: the worker's parts are the record's, declared once, and build_record
     copies every one of them (there is no second list of keys to forget one in)."""
     assert issubclass(CaseResult, Measurements)
-    names = [f.name for f in dataclasses.fields(Measurements)]
-    assert set(Measurements.measured()) == set(names) - {"extra", "_keys"}
+    assert set(Measurements.measured()) == set(Measurements.model_fields)
     assert {"timing", "loss", "memory", "phases", "updates", "fp8_state"} <= set(Measurements.measured())
 
 
-NEW_FIELD = '    compile_s: float | None = _phase("Compilation.", "compile", "compile s", "#000000")\n'
+NEW_FIELD = '    compile_s: Num | None = _phase("Compilation.", "compile", "compile s", "#000000")\n'
 
 
 def test_a_new_field_is_declared_in_one_place_and_is_stored_read_validated_and_rendered(tmp_path):
@@ -142,7 +159,7 @@ def test_a_new_field_is_declared_in_one_place_and_is_stored_read_validated_and_r
     shutil.copytree(ROOT / "benchmarks" / "matrices", copy / "tebench" / "presets")
     schema = copy / "tebench" / "schema" / "records.py"
     text = schema.read_text()
-    anchor = '    validate_s: float | None = _phase("Held-out validation.", "validate", "validate s", "#17becf")\n'
+    anchor = '    validate_s: Num | None = _phase("Held-out validation.", "validate", "validate s", "#17becf")\n'
     assert anchor in text
     schema.write_text(text.replace(anchor, anchor + NEW_FIELD))  # the one place
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tebench.schema import reference
+from tebench.store import reference
 
 PAGE = Path(__file__).resolve().parents[3] / "docs" / "guide" / "results-reference.md"
 
@@ -15,7 +15,7 @@ def test_every_declared_field_has_a_doc():
 
 def test_the_reference_page_is_what_the_declarations_say():
     assert PAGE.read_text() == reference.markdown() + "\n", (
-        "docs/guide/results-reference.md is stale: python -m tebench.schema.reference > "
+        "docs/guide/results-reference.md is stale: python -m tebench.store.reference > "
         "docs/guide/results-reference.md")
 
 

@@ -1,0 +1,109 @@
+"""The plan's pass over a stored record: what only the mode, recipe and workload registries can say.
+
+The record declarations (:mod:`tebench.schema.records`) check every field's type and limits, but
+sit below the plan: they cannot know which modes, recipes and workloads exist. A reader runs
+this pass after them. A mode this tebench does not know has no colour, reference order or gate,
+so its record is refused; a workload name may be a user's plugin and is any text, but a built-in
+workload's dimensions and every case's settings are checked against the matrix's own
+declarations (types only: a record was valid under the limits of its day). A header's
+environment is checked against :class:`~tebench.plan.environment.Environment`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+import typing
+from typing import Annotated, Any
+
+import pydantic
+
+from tebench.plan.environment import Environment
+from tebench.plan.matrix import Settings
+from tebench.plan.modes import MODES
+from tebench.plan.recipes import RECIPES
+from tebench.schema.knobs import FieldError, check_value, fields_by_name
+from tebench.schema.model import Bool, Int, Num, OneOf, Part, Str, field
+from tebench.schema.version import RecordError
+from tebench.workloads import SPECS
+
+
+def check_case(case: dict[str, Any], path: str = "case") -> None:
+    """RecordError unless a stored case's mode, recipe, dimensions and settings are ones this tebench knows."""
+    mode = case.get("mode")
+    if mode not in MODES:
+        raise RecordError(f"{path}.mode", mode, f"unknown value (known: {', '.join(MODES)})")
+    fp8 = case.get("fp8")
+    if isinstance(fp8, dict) and fp8.get("recipe") not in RECIPES:
+        raise RecordError(f"{path}.fp8.recipe", fp8.get("recipe"), f"unknown value (known: {', '.join(RECIPES)})")
+    # FLOPs and tokens are computed from the dimensions: a built-in workload's are checked by its
+    # size's declaration; a plugin's are its own business.
+    spec = dict.get(SPECS, case.get("workload"))
+    if spec is not None:
+        _declared_values(spec.size_type, case.get("dims") or {}, f"{path}.dims", closed=False)
+    _declared_values(Settings, case.get("settings") or {}, f"{path}.settings", closed=True)
+
+
+def check_environment(env: Any, path: str = "env") -> None:
+    """RecordError unless a header's environment has the shape the probe writes (:class:`Environment`)."""
+    as_model(Environment).check(env, path)
+
+
+@functools.cache
+def as_model(cls: type) -> type[Part]:
+    """A dataclass of the plan as a record part: its fields' types held strictly, unknown keys kept."""
+    fields: dict[str, Any] = {}
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        no_default = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        meta = f.metadata
+        hint = _strict(hints[f.name])
+        if meta.get("shape") is not None:  # a dict the probe writes from a dataclass of its own
+            hint = as_model(meta["shape"]) | None
+        if meta.get("choices"):
+            hint = Annotated[hint, OneOf(*meta["choices"])]
+        nullable = type(None) in typing.get_args(hints[f.name])
+        required = no_default and not nullable
+        fields[f.name] = (hint, field(... if required else None, meta.get("doc", ""), required=required,
+                                      ge=meta.get("min")))
+    return pydantic.create_model(cls.__name__, __base__=Part, __doc__=cls.__doc__, **fields)
+
+
+_STRICT: dict[Any, Any] = {float: Num, int: Int, str: Str, bool: Bool}
+
+
+def _strict(hint: Any) -> Any:
+    """``hint`` with its scalars strict (an integer is not a string, a boolean not a number)."""
+    if hint in _STRICT:
+        return _STRICT[hint]
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return as_model(hint)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if not args:
+        return hint
+    strict = tuple(_strict(a) for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[strict]
+    return origin[strict]
+
+
+def _declared_values(cls: type, table: dict[str, Any], path: str, closed: bool) -> None:
+    """A matrix table as a record stores it: each value of its declared type and not below its minimum.
+
+    Only the lower limits apply: a record was valid under the upper limits of its day. ``closed``:
+    a key ``cls`` does not declare is refused (the matrix refuses it too).
+    """
+    names = fields_by_name(cls)
+    for key, v in table.items():
+        if key not in names:
+            if closed:
+                raise RecordError(f"{path}.{key}", v, f"unknown key (known: {', '.join(names)})")
+            continue
+        try:
+            check_value(cls, key, v, limits=False)
+        except FieldError as exc:
+            raise RecordError(f"{path}.{key}", v, str(exc)) from None
+        lo = names[key].metadata.get("min")
+        if lo is not None and isinstance(v, (int, float)) and not isinstance(v, bool) and v < lo:
+            raise RecordError(f"{path}.{key}", v, f"must be at least {lo}")

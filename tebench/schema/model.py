@@ -1,0 +1,325 @@
+"""The base of every record part: a pydantic v2 model that keeps what it read, as it was read.
+
+A part's fields are declared once, with their type (the annotation) and, where they have them,
+their limits and doc (:func:`field`). pydantic validates a stored JSON object against those
+declarations at every depth; :func:`record_error` turns its first complaint into a
+:class:`~tebench.schema.version.RecordError` naming the field's path and the value.
+
+Three rules of the results file are kept here, because pydantic alone would break them:
+
+* **Round trip.** ``Part.from_dict(d).to_dict() == d``, key order included: the keys read are
+  remembered (``_keys``) and written back in their order; keys this tebench does not declare
+  (written by a newer one) ride along unchecked in pydantic's extra and are written back as they
+  were. A stored null stays null, an absent key stays absent.
+* **Numbers as stored.** A field holding a number is :data:`Num` (``int | float``, both strict): a
+  stored ``3`` stays ``3`` and is written back as ``3`` (a plain ``float`` field would turn it into
+  ``3.0``), and a boolean is not a number.
+* **Required means present.** A field marked ``required`` must be stored and not null whenever its
+  part is; a record built in this process may leave it at its default.
+
+Torch-free and numpy-free.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import types
+import typing
+from typing import Annotated, Any, ClassVar, Iterable, Union
+
+from annotated_types import Interval
+from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
+from pydantic import PrivateAttr
+from pydantic_core import PydanticCustomError, core_schema
+
+from tebench.schema.version import RecordError
+
+MAX_INT = 2**63 - 1
+"""The largest integer a record holds: what SQLite (history) and every JSON reader in other languages store."""
+MAX_EXACT = 2**53
+"""An integer given where a number belongs must convert to a float exactly."""
+
+Int = Annotated[int, Strict(), Interval(ge=-MAX_INT, le=MAX_INT)]
+"""An integer of a record (a boolean is not one; at most 64 bits)."""
+Num = Annotated[Union[Annotated[int, Strict(), Interval(ge=-MAX_EXACT, le=MAX_EXACT)],
+                      Annotated[float, Strict(), AllowInfNan(False)]], "number"]
+"""A finite number of a record, kept as stored: an integer stays an integer."""
+AnyNum = Annotated[Union[Annotated[int, Strict(), Interval(ge=-MAX_EXACT, le=MAX_EXACT)],
+                         Annotated[float, Strict()]], "number"]
+"""A number that may be NaN or ±inf: a diverged run's loss, an overflowed FP8 scale (data, not damage)."""
+Bool = Annotated[bool, Strict()]
+"""True or false, never 0 or 1."""
+Str = Annotated[str, Strict()]
+"""Text."""
+
+
+class OneOf:
+    """``Annotated[str, OneOf("a", "b")]``: a value of a fixed vocabulary (the reference lists it)."""
+
+    def __init__(self, *choices: Any):
+        self.choices = tuple(choices)
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> core_schema.CoreSchema:
+        choices = frozenset(self.choices)
+        known = ", ".join(map(str, self.choices))
+
+        def check(v: Any) -> Any:
+            if v not in choices:
+                raise PydanticCustomError("choice", "unknown value (known: {known})", {"known": known})
+            return v
+        return core_schema.no_info_after_validator_function(check, handler(source))
+
+
+def field(default: Any, doc: str, *, required: bool = False, show: dict[str, str] | None = None,
+          **limits: Any) -> Any:
+    """A declared field: its default, its doc (the results reference shows it) and its limits.
+
+    ``limits`` are pydantic's (``ge``, ``le``, ``min_length``, ``alias`` …). ``required``: the field
+    must be stored and not null whenever its part is (a part built here may leave it at its
+    default). ``show``: how a report labels the field (see :func:`shown`). A default of ``list``
+    or ``dict`` (the type) is a fresh empty one per instance.
+    """
+    extra: dict[str, Any] | None = {**({"required": True} if required else {}), **(show or {})} or None
+    if default in (list, dict):
+        return Field(default_factory=default, description=doc, json_schema_extra=extra, **limits)
+    return Field(default, description=doc, json_schema_extra=extra, **limits)
+
+
+def shown(cls: type[BaseModel]) -> list[tuple[str, dict[str, Any]]]:
+    """``(field, how a report labels it)`` of each field of ``cls`` declared with ``show``, in order."""
+    return [(name, dict(f.json_schema_extra)) for name, f in cls.model_fields.items()
+            if isinstance(f.json_schema_extra, dict) and "label" in f.json_schema_extra]
+
+
+class Part(BaseModel):
+    """A part of a record read from (or written as) a JSON object; see the module's doc for its rules."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, validate_default=False,
+                              protected_namespaces=(), revalidate_instances="never")
+
+    ALWAYS: ClassVar[tuple[str, ...]] = ()
+    """Fields written even when None (records built here, not read from a file)."""
+    FIRST: ClassVar[tuple[str, ...]] = ()
+    """Fields written first in a record built here (identity before measurements, for a human reading the line)."""
+
+    _keys: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _as_read(cls, data: Any, handler: Any) -> Any:
+        if isinstance(data, dict):
+            for key in cls._required():
+                if data.get(key) is None:
+                    raise PydanticCustomError("required", "missing", {"at": key})
+            obj = handler(data)
+            obj._keys = tuple(data)
+            return obj
+        return handler(data)
+
+    @classmethod
+    @functools.cache
+    def _required(cls) -> tuple[str, ...]:
+        return tuple(f.alias or name for name, f in cls.model_fields.items()
+                     if isinstance(f.json_schema_extra, dict) and f.json_schema_extra.get("required"))
+
+    @classmethod
+    @functools.cache
+    def _stored_names(cls) -> tuple[tuple[str, str], ...]:
+        """``(attribute, key as stored)`` of each declared field, in declaration order."""
+        return tuple((name, f.alias or name) for name, f in cls.model_fields.items())
+
+    @classmethod
+    @functools.cache
+    def part_fields(cls) -> tuple[str, ...]:
+        """The stored keys of the fields that hold a nested part (``Timing | None`` …)."""
+        return tuple(f.alias or name for name, f in cls.model_fields.items()
+                     if any(isinstance(t, type) and issubclass(t, Part) for t in _options(f.annotation)))
+
+    @classmethod
+    def from_dict(cls, d: Any, path: str = "") -> Any:
+        """The part of a JSON object, validated; RecordError naming the first damaged field's path."""
+        if not isinstance(d, dict):
+            raise RecordError(path, d, f"must be an object, not {kind(d)}")
+        try:
+            return cls.model_validate(d)
+        except ValidationError as exc:
+            raise record_error(exc, d, path, cls) from None
+
+    @classmethod
+    def check(cls, d: Any, path: str = "") -> None:
+        """RecordError unless ``d`` has the declared shape at every depth."""
+        cls.from_dict(d, path)
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """Keys this tebench does not declare, as read (written back unchanged)."""
+        return self.__pydantic_extra__ if self.__pydantic_extra__ is not None else {}
+
+    # Dict-style reading, kept while the last readers move to attributes; to be removed.
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self.extra.get(key) if key in self.extra else getattr(self, key, None)
+        return default if value is None else value
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self.extra:
+            return self.extra[key]
+        if key in type(self).model_fields and (getattr(self, key) is not None or key in self._keys):
+            return getattr(self, key)
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            self[key]  # type: ignore[index]
+        except KeyError:
+            return False
+        return True
+
+    def stored(self, key: str, default: Any = None) -> Any:
+        value = self.extra[key] if key in self.extra else getattr(self, key, None)
+        return value if (value is not None or key in self._keys) else default
+
+    def was_stored(self, key: str) -> bool:
+        """Whether the object read held ``key`` (a stored null counts); False for a part built here."""
+        return key in self._keys
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object again: the keys read, in their order; new keys after them."""
+        out: dict[str, Any] = {}
+        names: Iterable[tuple[str, str]] = self._stored_names()
+        if not self._keys and self.FIRST:
+            first = [n for n in self.FIRST]
+            by_key = dict((k, (n, k)) for n, k in names)
+            names = [*(by_key[k] for k in first), *(nk for nk in names if nk[1] not in first)]
+        for name, key in names:
+            value = getattr(self, name)
+            if value is None and key not in self._keys and key not in self.ALWAYS:
+                continue
+            out[key] = _plain(value)
+        out.update(self.extra)
+        if not self._keys:
+            return out
+        order = {k: i for i, k in enumerate(self._keys)}
+        return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
+
+
+def _options(hint: Any) -> tuple[Any, ...]:
+    """The types a field may hold: a union's members, else the hint itself."""
+    return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Part):
+        return value.to_dict()
+    if isinstance(value, list) and any(isinstance(v, Part) for v in value):
+        return [v.to_dict() if isinstance(v, Part) else v for v in value]
+    return value
+
+
+# --- pydantic's complaint in the words of a results file ------------------------------------------
+
+_KIND_WANTED = {"int_type": "an integer", "int_parsing": "an integer", "int_from_float": "an integer",
+                "float_type": "a number", "float_parsing": "a number", "string_type": "a string",
+                "bool_type": "true or false", "bool_parsing": "true or false", "list_type": "an array",
+                "tuple_type": "an array", "dict_type": "an object", "model_type": "an object",
+                "model_attributes_type": "an object", "finite_number": "a number"}
+
+
+def kind(v: Any) -> str:
+    """What a JSON value is, in words: ``a string``, ``an object``, ``null`` …"""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    return {dict: "an object", list: "an array", str: "a string", int: "an integer", float: "a number"}.get(
+        type(v), type(v).__name__)
+
+
+def _real_path(data: Any, loc: tuple[Any, ...], base: str) -> tuple[str, Any, tuple[Any, ...]]:
+    """The path of ``loc`` in ``data`` as a results file names it (``timing.samples_ms[3]``), the value
+    there, and the steps of ``loc`` that are keys and indexes of ``data`` (not pydantic's own names of
+    union members and validators)."""
+    path, value, steps = base, data, []
+    for step in loc:
+        if isinstance(value, dict) and step in value:
+            value = value[step]
+            path = f"{path}.{step}" if path else str(step)
+        elif isinstance(value, list) and isinstance(step, int) and 0 <= step < len(value):
+            value = value[step]
+            path = f"{path}[{step}]"
+        else:
+            continue
+        steps.append(step)
+    return path, value, tuple(steps)
+
+
+def _nullable(model: type[BaseModel] | None, steps: tuple[Any, ...]) -> bool:
+    """Whether the field ``steps`` lead to in ``model`` may hold null (a message then says so)."""
+    hint: Any = model
+    for step in steps:
+        if isinstance(step, int):
+            items = [typing.get_args(o) for o in _options(hint) if typing.get_origin(o) is list]
+            hint = items[0][0] if items and items[0] else None
+            continue
+        parts = [o for o in _options(hint) if isinstance(o, type) and issubclass(o, BaseModel)]
+        fields = {(f.alias or n): f for n, f in parts[0].model_fields.items()} if parts else {}
+        if step not in fields:
+            return False
+        hint = fields[step].annotation
+    return hint is not None and type(None) in _options(hint)
+
+
+def record_error(exc: ValidationError, data: Any, base: str = "",
+                 model: type[BaseModel] | None = None) -> RecordError:
+    """The first of pydantic's complaints as a RecordError: the field's path, its value, what is wrong.
+
+    ``model``: the part validated, to say "or null" of a field that may hold it.
+    """
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    path, value, steps = _real_path(data, first["loc"], base)
+    at = (first.get("ctx") or {}).get("at")
+    if at is not None:  # a check of the whole part about one of its keys (a required one, the metric)
+        path, value = f"{path}.{at}" if path else str(at), value.get(at) if isinstance(value, dict) else None
+    # A union (int | float, X | None) reports one complaint per member at the same place: say them as one.
+    same = [e for e in errors if _real_path(data, e["loc"], base)[0] == path] if at is None else [first]
+    types = [e["type"] for e in same]
+    ctx = first.get("ctx") or {}
+    if "required" in types:
+        return RecordError(path, None, "missing")
+    if first["type"] == "missing":  # an absent key: the loc's last step names it
+        key = first["loc"][-1]
+        return RecordError(f"{path}.{key}" if path else str(key), None, "missing")
+    for e in same:
+        if e["type"] in ("choice", "unknown_key"):
+            return RecordError(path, value, e["msg"])
+        if e["type"] == "finite_number" and isinstance(value, float) and not math.isfinite(value):
+            return RecordError(path, value, "must be a finite number")
+        if e["type"] in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+            return RecordError(path, value, _range_words(e["type"], e.get("ctx") or {}, value))
+        if e["type"] in ("too_short", "too_long"):
+            return RecordError(path, value, _length_words(e.get("ctx") or {}))
+    wanted = [w for w in dict.fromkeys(_KIND_WANTED.get(t) for t in types) if w]
+    if wanted:
+        if "a number" in wanted and "an integer" in wanted:
+            wanted.remove("an integer")
+        if _nullable(model, steps):
+            wanted.append("null")
+        return RecordError(path, value, f"must be {' or '.join(wanted)}, not {kind(value)}")
+    if first["type"] == "value_error":
+        return RecordError(path, value, str(ctx.get("error", first["msg"])))
+    return RecordError(path, value, first["msg"])
+
+
+def _range_words(kind_: str, ctx: dict[str, Any], value: Any) -> str:
+    bound = next(iter(ctx.values()), None)
+    if isinstance(value, int) and isinstance(bound, int) and abs(bound) in (MAX_INT, MAX_EXACT):
+        return ("is too large for an integer of a record (64 bits)" if abs(bound) == MAX_INT
+                else "is too large to be a number of a record")
+    return f"must be at least {bound}" if kind_.startswith("greater") else f"must be at most {bound}"
+
+
+def _length_words(ctx: dict[str, Any]) -> str:
+    if ctx.get("min_length") == 1 and "max_length" not in ctx:
+        return "must hold at least one value"
+    return f"must hold {ctx.get('min_length')} to {ctx.get('max_length')} values"
