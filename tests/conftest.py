@@ -228,7 +228,7 @@ result = Measurements(
     loss=Loss(per_step=[2.0 - 0.1 * i for i in range(warmup + steps)], warmup_steps=warmup),
     memory=Memory(kind="cpu", peak_rss_bytes=1000))
 if os.environ.get("STUB_PHASES"):  # every phase the schema declares, each this many seconds
-    result.phases = Phases(**{name: float(os.environ["STUB_PHASES"]) for name in Phases._names()})
+    result.phases = Phases(**{name: float(os.environ["STUB_PHASES"]) for name in Phases.model_fields})
 json.dump(result.to_dict(), open(a.result, "w"))
 """
 

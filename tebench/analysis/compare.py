@@ -173,7 +173,7 @@ def side(records: list[CaseResult] | CaseRounds, concurrent: bool = False) -> Si
     # The first round that did not finish ok names the status (a later ok round does not hide it).
     bad = next((r for r in records if r.status != "ok"), None)
     settings = {k: v for k, v in last.settings.items() if k not in IGNORED_SETTINGS}
-    case = {k: v for k, v in last.case.items() if k != "settings"}
+    case = {k: v for k, v in last.case.to_dict().items() if k != "settings"}
     status = bad.status if bad else last.status
     # As the report: the parity and FP8 proof of the last ok round, the status of the worst one.
     speed_counts, speed_reason = counts_for_speed(rounds.last)

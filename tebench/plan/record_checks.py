@@ -39,7 +39,9 @@ def check_case(case: dict[str, Any], path: str = "case") -> None:
         raise RecordError(f"{path}.fp8.recipe", fp8.get("recipe"), f"unknown value (known: {', '.join(RECIPES)})")
     # FLOPs and tokens are computed from the dimensions: a built-in workload's are checked by its
     # size's declaration; a plugin's are its own business.
-    spec = dict.get(SPECS, case.get("workload"))
+    workload = case.get("workload")
+    # dict.get: the registry's own lookup would try to import a plugin by that name.
+    spec = dict.get(SPECS, workload) if isinstance(workload, str) else None
     if spec is not None:
         _declared_values(spec.size_type, case.get("dims") or {}, f"{path}.dims", closed=False)
     _declared_values(Settings, case.get("settings") or {}, f"{path}.settings", closed=True)

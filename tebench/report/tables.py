@@ -50,7 +50,7 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
                 "mode": newest.mode,
                 "variant": newest.variant,
                 "case_id": case_id,
-                "recipe": newest.fp8.get("recipe"),
+                "recipe": newest.fp8.recipe if newest.fp8 else None,
                 "graphs": newest.graphs,
                 "fp8_weights": newest.fp8_weights,
                 "parallel": newest.parallel,

@@ -1,4 +1,8 @@
-"""Declared fields: the type and limits of what a matrix file sets and a results file stores.
+"""Declared fields of the matrix: the type and limits of what a matrix file sets.
+
+(A results file's records are pydantic models, declared in :mod:`tebench.schema.records`; a
+record's copy of a matrix table is checked against these declarations by
+:mod:`tebench.plan.record_checks`.)
 
 Each user-settable dataclass field says what it accepts in its metadata
 (``knob(default, "doc", min=..., max=...)``); :func:`build` checks a table
@@ -32,19 +36,15 @@ _NO_VALUE = object()
 
 
 def knob(default: Any, doc: str, *, min: float | None = None, max: float | None = None,
-         choices: tuple[Any, ...] | None = None, optional: bool = False, **rules: Any) -> Any:
+         choices: tuple[Any, ...] | None = None, optional: bool = False, **notes: Any) -> Any:
     """A dataclass field with its documentation and its accepted values.
 
     ``optional`` marks a field a matrix file may leave out (its default has a
     meaning, e.g. "derived"); every other field of a size must be given. A
     default of ``list`` or ``dict`` (the type) is a fresh empty one per instance.
-    ``rules`` are the further limits a stored record's field may declare (see
-    :mod:`tebench.schema.validate`): ``finite`` (False: NaN and inf are data),
-    ``nonempty``, ``items_min`` (each number of a list at least this), ``required``
-    (present and not null whenever its part is), and
-    ``shape`` (a dataclass whose declarations a stored dict is checked against).
+    ``notes``: further metadata the field's users read (``omit_default`` …).
     """
-    meta = {"doc": doc, "min": min, "max": max, "choices": choices, "optional": optional, **rules}
+    meta = {"doc": doc, "min": min, "max": max, "choices": choices, "optional": optional, **notes}
     if default in (list, dict):
         return dataclasses.field(default_factory=default, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)

@@ -29,7 +29,8 @@ import typing
 from typing import Annotated, Any, ClassVar, Iterable, Union
 
 from annotated_types import Interval
-from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
+from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, Strict, ValidationError, ValidationInfo
+from pydantic import model_validator
 from pydantic import PrivateAttr
 from pydantic_core import PydanticCustomError, core_schema
 
@@ -92,6 +93,10 @@ def shown(cls: type[BaseModel]) -> list[tuple[str, dict[str, Any]]]:
             if isinstance(f.json_schema_extra, dict) and "label" in f.json_schema_extra]
 
 
+_STORED: dict[str, bool] = {"stored": True}
+"""The validation context of an object read from a file (:meth:`Part.from_dict`)."""
+
+
 class Part(BaseModel):
     """A part of a record read from (or written as) a JSON object; see the module's doc for its rules."""
 
@@ -107,8 +112,10 @@ class Part(BaseModel):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _as_read(cls, data: Any, handler: Any) -> Any:
-        if isinstance(data, dict):
+    def _as_read(cls, data: Any, handler: Any, info: ValidationInfo) -> Any:
+        # Only a stored object (from_dict) has keys to keep and required keys to hold; a part built
+        # here by its constructor writes its fields in declaration order.
+        if isinstance(data, dict) and info.context is _STORED:
             for key in cls._required():
                 if data.get(key) is None:
                     raise PydanticCustomError("required", "missing", {"at": key})
@@ -139,17 +146,21 @@ class Part(BaseModel):
     @classmethod
     def from_dict(cls, d: Any, path: str = "") -> Any:
         """The part of a JSON object, validated; RecordError naming the first damaged field's path."""
+        return cls._validated(d, path)
+
+    @classmethod
+    def _validated(cls, d: Any, path: str) -> Any:
         if not isinstance(d, dict):
             raise RecordError(path, d, f"must be an object, not {kind(d)}")
         try:
-            return cls.model_validate(d)
+            return cls.model_validate(d, context=_STORED)
         except ValidationError as exc:
             raise record_error(exc, d, path, cls) from None
 
     @classmethod
     def check(cls, d: Any, path: str = "") -> None:
-        """RecordError unless ``d`` has the declared shape at every depth."""
-        cls.from_dict(d, path)
+        """RecordError unless ``d`` has the declared shape at every depth (its schema version is not looked at)."""
+        cls._validated(d, path)
 
     @property
     def extra(self) -> dict[str, Any]:
@@ -191,9 +202,13 @@ class Part(BaseModel):
             first = [n for n in self.FIRST]
             by_key = dict((k, (n, k)) for n, k in names)
             names = [*(by_key[k] for k in first), *(nk for nk in names if nk[1] not in first)]
+        given = self.model_fields_set
         for name, key in names:
             value = getattr(self, name)
-            if value is None and key not in self._keys and key not in self.ALWAYS:
+            if self._keys:  # read: the keys it had, and fields set since
+                if name not in given:
+                    continue
+            elif value is None and key not in self.ALWAYS:  # built here: what it holds
                 continue
             out[key] = _plain(value)
         out.update(self.extra)

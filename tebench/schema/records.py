@@ -627,6 +627,9 @@ class CaseInfo(Part):
     :mod:`tebench.plan.record_checks`.
     """
 
+    ALWAYS = ("workload", "size", "mode", "dims", "fp8", "graphs", "fp8_weights", "parallel", "nproc", "settings")
+    """Every key, null ones too, as :meth:`tebench.plan.matrix.Case.to_dict` writes them."""
+
     workload: Str = field("", "A built-in workload or a plugin's name.", required=True)
     size: Str = field("", "The size's name in the matrix.", required=True)
     mode: Str = field("", "The precision mode (a known one: plan.record_checks).", required=True)

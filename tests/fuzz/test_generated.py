@@ -37,7 +37,7 @@ from tebench import cli
 from tebench.cli.history import report as history_report
 from tebench.plan import environment as detect
 from tebench.plan import matrix
-from tebench.schema import validate
+from tebench.schema.model import MAX_EXACT, Part
 from tebench.schema.records import CaseResult, RunHeader
 from tebench.schema.version import SchemaError
 from tebench.store import history, merge, run_records
@@ -62,10 +62,10 @@ def profile(ci_examples: int) -> settings:
 
 def _part_of(hint: Any) -> type | None:
     for option in (typing.get_args(hint) or (hint,)):
-        if isinstance(option, type) and dataclasses.is_dataclass(option):
+        if isinstance(option, type) and issubclass(option, Part):
             return option
         for inner in typing.get_args(option):  # list[Part]
-            if isinstance(inner, type) and dataclasses.is_dataclass(inner):
+            if isinstance(inner, type) and issubclass(inner, Part):
                 return inner
     return None
 
@@ -73,13 +73,24 @@ def _part_of(hint: Any) -> type | None:
 Any = typing.Any
 
 
+def _limits(f: Any) -> dict:
+    """A field's limits as the damage strategies take them: min, max (the field's own, not the 64-bit range)."""
+    meta: dict = {}
+    for m in f.metadata:
+        if getattr(m, "ge", None) is not None and abs(m.ge) < MAX_EXACT:
+            meta["min"] = m.ge
+        if getattr(m, "le", None) is not None and abs(m.le) < MAX_EXACT:
+            meta["max"] = m.le
+    return meta
+
+
 def declared_paths(cls: type, prefix: tuple = (), depth: int = 0) -> list[tuple[tuple, Any, dict]]:
     """Every declared field path of a record class, nested parts included: (path, hint, metadata)."""
     out = []
-    for name, hint, meta in validate.declared(cls):
-        path = prefix + (name,)
-        out.append((path, hint, meta))
-        part = _part_of(hint)
+    for name, f in cls.model_fields.items():
+        path = prefix + (f.alias or name,)
+        out.append((path, f.annotation, _limits(f)))
+        part = _part_of(f.annotation)
         if part is not None and depth < 4:
             out.extend(declared_paths(part, path, depth + 1))
     return out

@@ -81,7 +81,8 @@ def test_unknown_and_new_keys_are_kept_where_they_were():
 
 
 def test_null_and_absent_stay_distinct():
-    base = {"type": "case", "case_id": "x", "case": {"workload": "gpt"}, "status": "skipped", "reason": None}
+    base = {"type": "case", "case_id": "x", "case": {"workload": "gpt", "size": "s", "mode": "PT-FP32", "dims": {}},
+            "status": "skipped", "reason": None}
     assert CaseResult.from_dict(base).to_dict() == base
     with_log = {**base, "log": None}
     assert CaseResult.from_dict(with_log).to_dict() == with_log
