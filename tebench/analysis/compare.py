@@ -583,7 +583,7 @@ def _typed(run: results.Run | RunRecords) -> RunRecords:
 
 
 def _header(run: results.Run | RunRecords) -> record.RunHeader:
-    return run.header if isinstance(run, RunRecords) else record.RunHeader.from_dict(run.header)
+    return run.header
 
 
 def environment(run: results.Run | RunRecords) -> dict[str, Any]:

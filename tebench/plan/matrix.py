@@ -30,9 +30,9 @@ from tebench.escape import short_repr
 from tebench.schema import knobs as fields
 from tebench import bounded
 from tebench.schema.knobs import FieldError, knob
-from tebench.schema.vocabulary import PARALLEL
+from tebench.schema.vocabulary import AMAX_ALGOS, FORMATS, PARALLEL
 from tebench.plan.modes import MODES
-from tebench.plan.recipes import AMAX_ALGOS, DEFAULT_RECIPE, FORMATS, RECIPES, FP8Options
+from tebench.plan.recipes import DEFAULT_RECIPE, RECIPES, FP8Options
 from tebench.workloads import BUILT_IN, SPECS, SizeError
 from tebench.workloads.plugins import PluginError
 from tebench.workloads.spec import size_from_dict

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tebench.schema.vocabulary import AMAX_ALGOS, FORMATS
 
 if TYPE_CHECKING:
     from tebench.plan.environment import Environment

@@ -150,7 +150,7 @@ def _from_pytest_benchmark(path: Path, data: dict[str, Any]) -> Source:
         "peak_tflops": extra_env.get("peak_tflops"),
     }
     try:
-        results.check_record({"type": "header", "env": env})
+        results.parse_record({"type": "header", "env": env})
     except RecordError as exc:
         raise SchemaError(f"{path}: benchmarks[0].extra_info: {exc}") from None
     records = []

@@ -7,17 +7,20 @@ from tebench.store import reader as results
 from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, caught by the CLI)
 from tebench.plan.matrix import Matrix
 from tebench.run.options import RunOptions
+from tebench.schema.records import CaseResult
 
 
-def resume_state(path: Path, matrix: Matrix, opts: RunOptions) -> tuple[str, set[tuple[str, int]], list[dict]]:
+def resume_state(path: Path, matrix: Matrix, opts: RunOptions) -> tuple[str, set[tuple[str, int]], list[CaseResult]]:
+    """The run id, the (case id, round) already recorded and their records, of the run ``--resume`` continues."""
     run = results.read(path)
     head = run.header
-    if head.get("matrix", {}).get("sha256") != matrix.sha256:
+    matrix_info = head.matrix
+    if (matrix_info.sha256 if matrix_info else None) != matrix.sha256:
         raise RunError(f"{path}: --resume with a different matrix than the run was started with "
-                       f"({head.get('matrix', {}).get('source')}); use a new --out directory")
-    if head.get("rounds") != opts.rounds:
-        raise RunError(f"{path}: the run was started with --rounds {head.get('rounds')}, not {opts.rounds}")
-    if (head.get("shard") or None) != (list(opts.shard) if opts.shard else None):
-        raise RunError(f"{path}: the run was started with --shard {head.get('shard')}, not {opts.shard}")
-    done = set(run.latest())
-    return run.run_id, done, list(run.latest().values())
+                       f"({matrix_info.source if matrix_info else None}); use a new --out directory")
+    if head.rounds != opts.rounds:
+        raise RunError(f"{path}: the run was started with --rounds {head.rounds}, not {opts.rounds}")
+    if (head.shard or None) != (list(opts.shard) if opts.shard else None):
+        raise RunError(f"{path}: the run was started with --shard {head.shard}, not {opts.shard}")
+    latest = run.latest()
+    return run.run_id, set(latest), list(latest.values())

@@ -261,8 +261,10 @@ def records(db: str | Path, run_ids: list[str]) -> list[CaseResult]:
             if not isinstance(record, dict):
                 raise RecordError("record_json", text, "not a JSON object")
             record.setdefault("type", "case")
-            results.check_record(record)
-            out.append(CaseResult.from_dict(record, f"{db}: record"))
+            parsed = results.parse_record(record)
+            if not isinstance(parsed, CaseResult):
+                raise RecordError("type", record.get("type"), "not a case record")
+            out.append(parsed)
         except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
             problems.append(f"cases rowid {rowid}: {exc}")
     if problems:

@@ -19,7 +19,9 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from tebench.schema.records import CaseResult, RunHeader
+
+from pydantic_core import from_json
+from tebench.schema.records import CaseInfo, CaseResult, RunHeader
 from tebench import bounded
 from tebench.plan import record_checks
 from tebench.schema.text import check_text
@@ -31,11 +33,11 @@ RESULTS_NAME = "results.jsonl"
 
 @dataclass
 class Run:
-    """Everything one results file (or several merged) holds."""
+    """Everything one results file (or several merged) holds, as typed records."""
 
     path: str
-    headers: list[dict[str, Any]] = field(default_factory=list)
-    cases: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[RunHeader] = field(default_factory=list)
+    cases: list[CaseResult] = field(default_factory=list)
     skipped_lines: int = 0
     problems: list[str] = field(default_factory=list)
     """``file:line: what is wrong`` for each skipped line."""
@@ -45,27 +47,24 @@ class Run:
     @property
     def run_ids(self) -> list[str | None]:
         """The distinct run ids of the headers, in order: more than one when runs were appended to one file."""
-        return list(dict.fromkeys(h.get("run_id") for h in self.headers))
+        return list(dict.fromkeys(h.run_id for h in self.headers))
 
     @property
-    def header(self) -> dict[str, Any]:
-        """The first header: the run's identity and environment."""
-        return self.headers[0] if self.headers else {}
+    def header(self) -> RunHeader:
+        """The first header: the run's identity and environment (an empty one where there is none)."""
+        return self.headers[0] if self.headers else RunHeader()
 
     @property
     def env(self) -> dict[str, Any]:
-        return self.header.get("env", {})
+        return self.header.environment
 
     @property
     def run_id(self) -> str:
-        return self.header.get("run_id", "")
+        return self.header.run_id or ""
 
-    def latest(self) -> dict[tuple[str, int], dict[str, Any]]:
+    def latest(self) -> dict[tuple[str, int], CaseResult]:
         """The last record of each (case id, round): a resumed run may have re-run one."""
-        out: dict[tuple[str, int], dict[str, Any]] = {}
-        for record in self.cases:
-            out[(record["case_id"], record.get("round", 0))] = record
-        return out
+        return {(record.case_id, record.round_no): record for record in self.cases}
 
 
 def results_path(path: str | Path) -> Path:
@@ -79,34 +78,36 @@ def results_path(path: str | Path) -> Path:
     return packed if (not plain.exists() and packed.exists()) else plain
 
 
-def check_record(record: Any, *, text: bool = True) -> None:
-    """Raise RecordError when a (schema-checked) record lacks the shape its declarations give.
+def parse_record(record: Any, *, text: bool = True) -> RunHeader | CaseResult:
+    """The typed record of a (schema-checked) JSON object; RecordError when it lacks its declared shape.
 
     Every field is checked at every depth against its declaration in
-    :mod:`tebench.schema.records` (type and limits), text anywhere must be valid
-    Unicode, and a case record's ``case`` is normalised in place (its settings
-    completed with their defaults: readers index them directly). ``text=False``
-    leaves out the Unicode walk, for a record decoded from a line that
-    :func:`may_hold_surrogate` clears.
+    :mod:`tebench.schema.records` (type and limits), then by the plan's pass
+    (:mod:`tebench.plan.record_checks`: known mode and recipe, the dimensions and
+    settings the matrix declares, the header's environment); text anywhere must be
+    valid Unicode, and a case's settings are completed with their defaults (readers
+    index them directly). ``text=False`` leaves out the Unicode walk, for a record
+    decoded from a line that :func:`may_hold_surrogate` clears.
     """
     if not isinstance(record, dict):
         raise RecordError("", record, f"not a JSON object but {type(record).__name__}")
     if text:
         check_text(record)
     for key in [k for k, v in record.items() if v is None and k in _PARTS]:
-        # Readers write record.get("timing", {}): an explicit null must read as absent.
+        # A stored null part reads as the part being absent (readers test ``if record.timing``).
         del record[key]
     kind = record.get("type")
     if kind == "header":
-        RunHeader.check(record)
-        if record.get("env") is not None:
-            record_checks.check_environment(record["env"])
-    elif kind == "case":
-        CaseResult.check(record)
+        header = RunHeader.from_dict(record, "header")
+        if header.env is not None:
+            record_checks.check_environment(header.env)
+        return header
+    if kind == "case":
+        case = CaseResult.from_dict(record, "record")
         record_checks.check_case(record["case"])
-        record["case"] = _normal_case(record["case"])
-    else:
-        raise RecordError("type", kind, "unknown record type (known: header, case)")
+        case.case = CaseInfo.from_dict(_normal_case(record["case"]), "case")
+        return case
+    raise RecordError("type", kind, "unknown record type (known: header, case)")
 
 
 _ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -173,13 +174,20 @@ def _find_huge(value: Any, path: str = "") -> tuple[str, str] | None:
     return None
 
 
-def loads(text: str) -> Any:
-    """``json.loads``, except that an integer past Python's digit limit (4,300 digits) raises
-    RecordError naming its field instead of a ValueError that names nothing.
+def loads(raw: bytes | str) -> Any:
+    """The JSON value of one line: pydantic-core's parser, and for a line it refuses ``json.loads``,
+    which says precisely what is wrong, or reads what the fast parser will not (a lone surrogate,
+    which :func:`check_text` then names).
 
-    The limit guards int() against quadratic time; no stored field is near it, so such a number
-    is damage. The normal path costs nothing: the field is looked for only when decoding failed.
+    An integer past Python's digit limit (4,300 digits) raises RecordError naming its field
+    instead of a ValueError that names nothing: the limit guards int() against quadratic time, and
+    no stored field is near it, so such a number is damage.
     """
+    try:
+        return from_json(raw)
+    except ValueError:
+        pass
+    text = raw.decode("utf-8") if isinstance(raw, bytes) else raw  # UnicodeDecodeError: not UTF-8 text
     try:
         return json.loads(text)
     except json.JSONDecodeError:
@@ -211,7 +219,7 @@ def _restore_non_finite(record: dict[str, Any]) -> None:
             continue  # a damaged note: the value stays null, which readers treat as "not measured"
 
 
-def _replaced_by_another_run(record: dict[str, Any], run: Run, owners: dict[tuple[Any, Any], tuple[str, str]],
+def _replaced_by_another_run(record: CaseResult, run: Run, owners: dict[tuple[Any, Any], tuple[str, str]],
                              where: str) -> str | None:
     """A note when a case record of one run replaces another run's record of the same case and round.
 
@@ -220,8 +228,8 @@ def _replaced_by_another_run(record: dict[str, Any], run: Run, owners: dict[tupl
     (the last record still counts, as readers always did). Two results files concatenated by
     mistake look the same, so the replacement is never silent: the caller warns with this note.
     """
-    run_id = record.get("run_id") or run.run_id
-    key = (record.get("case_id"), record.get("round", 0))
+    run_id = record.run_id or run.run_id
+    key = (record.case_id, record.round_no)
     owner = owners.get(key)
     owners[key] = (run_id, where)
     if owner is None or owner[0] == run_id:
@@ -254,7 +262,7 @@ def read(path: str | Path) -> Run:
         if not raw.strip():
             continue
         try:
-            record = loads(raw.decode("utf-8"))
+            record = loads(raw)
         except RecordError as exc:
             problems.append(f"{where}: {exc}")
             continue
@@ -280,18 +288,17 @@ def read(path: str | Path) -> Run:
         seen_record = True
         try:
             _restore_non_finite(record)
-            check_record(record, text=may_hold_surrogate(raw))
+            parsed = parse_record(record, text=may_hold_surrogate(raw))
         except RecordError as exc:
             problems.append(f"{where}: {exc}")
             continue
-        if record["type"] == "case":
-            note = _replaced_by_another_run(record, run, owners, where)
-            if note:
-                run.replaced.append(note)
-        if record["type"] == "header":
-            run.headers.append(record)
-        else:
-            run.cases.append(record)
+        if isinstance(parsed, RunHeader):
+            run.headers.append(parsed)
+            continue
+        note = _replaced_by_another_run(parsed, run, owners, where)
+        if note:
+            run.replaced.append(note)
+        run.cases.append(parsed)
     run.skipped_lines = len(problems)
     run.problems = problems
     if problems:

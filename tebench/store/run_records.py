@@ -201,11 +201,10 @@ class RunRecords:
 
 def from_run(run: results.Run, judge: bool = True) -> RunRecords:
     """Typed records of a run read by :func:`results.read`; parity judged again unless ``judge`` is False."""
-    cases = [CaseResult.from_dict(d, f"{run.path}: case {d.get('case_id')!r}") for d in run.latest().values()]
+    cases = list(run.latest().values())
     if judge:
         judge_parity(cases)
-    headers = [RunHeader.from_dict(h, f"{run.path}: header") for h in run.headers]
-    return RunRecords(run.path, headers[0] if headers else RunHeader(), headers, cases, list(run.problems))
+    return RunRecords(run.path, run.header, run.headers, cases, list(run.problems))
 
 
 def read(path: str | Path, judge: bool = True) -> RunRecords:

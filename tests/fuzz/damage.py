@@ -141,9 +141,10 @@ def ENUM(*choices: str, null: str = "ok") -> Kind:  # noqa: N802
 @lru_cache(maxsize=1)
 def _registries() -> dict[str, tuple[str, ...]]:
     """The names readers look values up by: modes, recipes, workloads, statuses (from tebench's registries)."""
-    from tebench.plan.matrix import PARALLEL
+    from tebench.schema.vocabulary import PARALLEL
     from tebench.plan.modes import MODES
-    from tebench.plan.recipes import AMAX_ALGOS, FORMATS, RECIPES
+    from tebench.plan.recipes import RECIPES
+    from tebench.schema.vocabulary import AMAX_ALGOS, FORMATS
     from tebench.schema.version import STATUSES
     from tebench.workloads import SPECS
 

@@ -110,4 +110,4 @@ def test_run_header_records_them_and_the_report_shows_them(path, tmp_path, stub_
 def test_a_malformed_excluded_header_is_refused(bad):
     header = {"type": "header", "run_id": "r", "excluded": bad}
     with pytest.raises(RecordError, match="excluded"):
-        results.check_record(header)
+        results.parse_record(header)

@@ -8,7 +8,6 @@ and the report all carry it with no other change.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
