@@ -15,7 +15,7 @@ import numpy as np
 from tebench.schema.records import Summary, Throughput
 
 
-def summarize(samples: Sequence[float]) -> Summary:
+def summary(samples: Sequence[float]) -> Summary:
     """Median, dispersion and extremes of per-step times (milliseconds); only ``n`` (0) for no samples."""
     a = np.asarray(samples, dtype=float)
     if a.size == 0:
@@ -36,6 +36,12 @@ def summarize(samples: Sequence[float]) -> Summary:
         "iqr": float(p75 - p25),
         "iqr_rel": float((p75 - p25) / p50) if p50 else None,
     })
+
+
+def summarize(samples: Sequence[float]) -> dict[str, Any]:
+    """:func:`summary` as a JSON object: what ``records.Summary.of`` reads (it builds its part from an
+    object); goes once ``Summary.of`` returns :func:`summary`."""
+    return summary(samples).to_dict()
 
 
 def throughput(median_ms: float, tokens: float, flops: float, peak: dict[str, Any] | None,

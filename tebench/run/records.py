@@ -46,7 +46,7 @@ def build_record(p: Planned, raw: Measurements, env: Environment, run_id: str, s
     device.name = device.name or env.device_name
     record.device = device
     if record.timing and record.timing.samples_ms:
-        summary = record.timing.stats = stats.summarize(record.timing.samples_ms)
+        summary = record.timing.stats = stats.summary(record.timing.samples_ms)
         wl = SPECS[case.workload]
         size = case.size_spec
         tokens = wl.tokens_per_step(size) * case.nproc
@@ -73,7 +73,7 @@ def build_record(p: Planned, raw: Measurements, env: Environment, run_id: str, s
 
 def is_fp8_case(record: CaseResult) -> bool:
     """Whether the case's mode quantizes its GEMMs with a recipe (TE-FP8 and any FP8 mode)."""
-    return is_fp8(record.mode) and bool(record.case.get("fp8"))
+    return is_fp8(record.mode) and bool(record.fp8)
 
 
 def _no_fp8_hint(mode: str) -> str:

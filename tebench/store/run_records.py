@@ -83,10 +83,10 @@ class CaseRounds:
 
     @functools.cached_property
     def summary(self) -> Summary:
-        """``stats.summarize`` of the pooled steps: the median and its interquartile interval (p25, p75) …"""
+        """``stats.summary`` of the pooled steps: the median and its interquartile interval (p25, p75) …"""
         samples = self.samples_ms
         if samples:
-            return Summary.of(samples)
+            return stats.summary(samples)
         # A pytest-benchmark entry may come with its summary only.
         return (self.ok[-1].timing.stats or Summary()) if self.ok else Summary()
 
