@@ -92,7 +92,7 @@ def divergence(losses: Sequence[float]) -> str | None:
             return f"loss became {value} at step {step}"
     if len(losses) >= 6:
         first, last = float(np.mean(losses[:3])), final_loss(losses)
-        if last > DIVERGED_FACTOR * first:
+        if last is not None and last > DIVERGED_FACTOR * first:
             return f"loss rose from {first:.4g} (first steps) to {last:.4g} (final window)"
     return None
 
@@ -553,7 +553,7 @@ def _structure_note(record: CaseResult, out: Parity, refs: Sequence[CaseResult])
 def _calibration_note(record: CaseResult, out: Parity) -> Parity:
     """A failed uncalibrated delayed-scaling case's reason names the likely cause."""
     fp8 = record.fp8
-    spec = RECIPES.get(fp8.get("recipe"))
+    spec = RECIPES.get(fp8.get("recipe") or "")
     if (out.verdict == "fail" and spec is not None and "calibration_steps" in spec.options
             and not fp8.get("calibration_steps")):
         # Measured on an H200 (README, "FP8 calibration"): the uncalibrated first
@@ -626,7 +626,7 @@ def task_floor(record: CaseResult) -> float | None:
     """The known loss floor of ``record``'s task (the zipf-markov source's entropy rate), or None."""
     spec = SPECS.get(record.workload)
     loss_floor = getattr(spec, "loss_floor", None)
-    if loss_floor is None:
+    if spec is None or loss_floor is None:
         return None
     try:
         floor = loss_floor(spec.size_type(**_dims(record)))
@@ -650,7 +650,7 @@ def _judge_equivalence(record: CaseResult, ref_mode: str, ref_runs: list[CaseRes
     if reference is record:
         start, end = ref_curve[0], final_loss(ref_curve)
         where = (f"{zipf_progress(start, end, rate):.0%} of the way from {start:.4g} to the floor {rate:.4g}"
-                 if rate is not None else f"{start:.4g} -> {end:.4g}")
+                 if rate is not None and end is not None else f"{start:.4g} -> {end:.4g}")
         return Parity.from_dict({"verdict": "reference", "rule": "equivalence", "reference_mode": ref_mode,
                                  "floor": rate, "final": end,
                                  "reason": (f"{ref_mode} is the reference of this workload and size, trained at "
@@ -713,6 +713,7 @@ def counts_for_speed(record: Any) -> tuple[bool, str]:
     and an FP8 proof that is neither ``partial`` nor ``no-fp8``. Returns ``(True, "parity pass")``,
     ``(False, "parity fail")``, ``(False, "FP8 proof partial")``, … (reasons joined by ", ").
     """
+    nproc: int | None
     if isinstance(record, CaseResult):
         status, verdict = record.status, record.verdict
         proof = record.fp8_proof.verdict if record.fp8_proof is not None else None

@@ -88,7 +88,8 @@ class CaseRounds:
         if samples:
             return stats.summary(samples)
         # A pytest-benchmark entry may come with its summary only.
-        return (self.ok[-1].timing.stats or Summary()) if self.ok else Summary()
+        timing = self.ok[-1].timing if self.ok else None
+        return (timing.stats if timing else None) or Summary()
 
     @property
     def median_ms(self) -> float | None:

@@ -24,6 +24,7 @@ from tebench.analysis import compare, stats
 from tebench.escape import for_terminal, visible
 from tebench.plan import matrix
 from tebench.run.display import Display
+from tebench.schema.records import CaseResult
 from tebench import bounded
 from tebench.store import history_db
 

@@ -133,8 +133,8 @@ def test_distill_heldout_mse_tracks_the_training_loss():
     case = Case("distill", "t", "PT-FP32", tuple(dataclasses.asdict(size).items()),
                 settings=Settings(steps=150, warmup=0, lr=3e-3, profile_steps=0))
     raw = run_case(case, torch.device("cpu"), lambda *a: None)
-    final = parity.final_loss(raw["loss"]["per_step"])
-    assert raw["validation"]["heldout_mse"] < 3 * final
+    final = parity.final_loss(raw.loss.per_step)
+    assert raw.validation.heldout_mse < 3 * final
 
 
 # --- the same mutations on the zipf-markov task, judged by the equivalence rule -----------------------
