@@ -56,7 +56,7 @@ def _curve(rng: random.Random, bias: float) -> list[float]:
 
 
 def synthetic_records(n: int, seed: int = 0) -> list[dict[str, Any]]:
-    """``n`` case records as ``parity.attach`` sees them (workloads x sizes x variants x rounds)."""
+    """``n`` case records as results files hold them (workloads x sizes x variants x rounds)."""
     rng = random.Random(seed)
     out: list[dict[str, Any]] = []
     size = 0
@@ -86,8 +86,9 @@ def synthetic_records(n: int, seed: int = 0) -> list[dict[str, Any]]:
 def time_attach(n: int) -> float:
     """Seconds ``parity.attach`` takes over ``n`` synthetic records."""
     from tebench.analysis import parity
+    from tebench.schema.records import CaseResult
 
-    records = synthetic_records(n)
+    records = [CaseResult.from_dict(r) for r in synthetic_records(n)]
     start = time.perf_counter()
     parity.attach(records)
     return time.perf_counter() - start

@@ -152,11 +152,11 @@ def main(argv: list[str] | None = None) -> int:
             c = _with(case, seed=base_seed + k, profile_steps=0, scaling_samples=0, **steps)
             t = time.perf_counter()
             raw = run_case(c, device, lambda *a: None)
-            losses = raw["loss"]["per_step"]
+            losses = raw.loss.per_step
             run = {"variant": case.variant, "seed": c.settings.seed, "final": final_loss(losses),
                    "validation": raw.validation.to_dict(), "losses": losses, "seconds": time.perf_counter() - t}
             out["runs"].append(run)
-            acc = raw["validation"].get("greedy_accuracy")
+            acc = raw.validation.greedy_accuracy
             print(f"seed {c.settings.seed}  {case.variant:<40} final {run['final']:.4f}"
                   + (f"  greedy {acc:.3f}" if acc is not None else ""), flush=True)
 

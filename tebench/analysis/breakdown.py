@@ -177,10 +177,10 @@ def fp8_proof(kernels: Kernels | None, census: ModuleCensus | None) -> FP8Proof:
     linear FLOPs or of the GEMM launches in FP8. Such a case trained and was
     timed, but its times are not an FP8 model's.
     """
-    observed = census is not None and census.observed
-    te_fp8 = census.te_fp8 if observed else None
-    te_high = census.te_high_precision if observed else None
-    outside = list(census.te_outside_fp8[:OUTSIDE_RECIPE_KEPT]) if observed and census.te_outside_fp8 else None
+    seen = census if census is not None and census.observed else None
+    te_fp8 = seen.te_fp8 if seen else None
+    te_high = seen.te_high_precision if seen else None
+    outside = list(seen.te_outside_fp8[:OUTSIDE_RECIPE_KEPT]) if seen and seen.te_outside_fp8 else None
     flops_share = _low_flops_share(census)
     modules = (f"; TE modules under an FP8 recipe: {te_fp8} of {te_fp8 + (te_high or 0)}"
                if te_fp8 is not None else "")
@@ -244,7 +244,7 @@ def breakdown_of(record: CaseResult, peak: dict[str, Any] | None) -> TimeBreakdo
     if record.kernels is None or not record.timing or not record.timing.samples_ms:
         return None
     tp = record.throughput
-    flops = tp.flops_per_step / (record.case.get("nproc") or 1) if tp and tp.flops_per_step else None
+    flops = tp.flops_per_step / (record.nproc or 1) if tp and tp.flops_per_step else None
     setup = record.setup
     return time_breakdown(
         record.kernels, record.timing.summary.median or 0.0, flops, record.modules, high_precision(record),

@@ -591,7 +591,7 @@ def environment(run: results.Run | RunRecords) -> dict[str, Any]:
     header = _header(run)
     env = header.environment
     gpus = env.get("gpus") or []
-    ab = header.ab or {}
+    ab = header.ab
     return {
         "device": gpus[0]["name"] if gpus else f"CPU ({env.get('cpu')})",
         "driver": env.get("driver"),
@@ -599,11 +599,11 @@ def environment(run: results.Run | RunRecords) -> dict[str, Any]:
         "torch": env.get("torch"),
         "te": env.get("te"),
         "python": env.get("python"),
-        "python_executable": ab.get("python"),
-        "tebench_root": ab.get("tebench_root"),
+        "python_executable": ab.python if ab else None,
+        "tebench_root": ab.tebench_root if ab else None,
         "git_commit": env.get("git_commit"),
         # Detection records NVTE_*, TORCH_*, CUDA_* ...; a side of `tebench ab` adds what it set itself.
-        "env_vars": {**(env.get("env_vars") or {}), **(ab.get("env") or {})},
+        "env_vars": {**(env.get("env_vars") or {}), **((ab.env if ab else None) or {})},
     }
 
 
@@ -740,7 +740,8 @@ def _finite(value: Any) -> Any:
 
 def ab_id(run: results.Run | RunRecords) -> str | None:
     """The id of the interleaved ``tebench ab`` run this side belongs to (None for a plain run)."""
-    return (_header(run).ab or {}).get("id")
+    ab = _header(run).ab
+    return ab.id if ab else None
 
 
 def compare_runs(base: results.Run | RunRecords, head: results.Run | RunRecords, opts: Options | None = None,

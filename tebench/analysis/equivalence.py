@@ -32,6 +32,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from tebench.schema.records import Parity, ValidationVerdict
+
 MIN_STEPS = 8
 """Fewer losses than this cannot be judged."""
 FINAL_FRACTION = 0.25
@@ -93,24 +95,25 @@ def longest_run(mask: np.ndarray) -> tuple[int, int]:
 
 
 def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequence[Sequence[float]],
-          floor: float | None, reference_mode: str) -> dict[str, Any]:
+          floor: float | None, reference_mode: str) -> Parity:
     """The equivalence verdict of one loss curve against the reference's (same seed) and its seeds' spread.
 
     ``reference`` is the reference mode's curve at the case's seed; ``replicas``
     its curves at other seeds (at least two make three seeds); ``floor`` the
     task's entropy rate (None: no floor check, progress relative to the start).
     """
+    # Each verdict is made from one object, so that it is stored with its keys in this order.
     curves = [list(c) for c in (reference, *replicas)]
     n = min(len(losses), *(len(c) for c in curves))
     out: dict[str, Any] = {"rule": "equivalence", "reference_mode": reference_mode, "reference_rounds": len(curves),
                            "floor": floor}
     if n < MIN_STEPS:
-        return {**out, "verdict": "inconclusive",
-                "reason": f"run too short to judge: {n} losses recorded, {MIN_STEPS} needed"}
+        return Parity.from_dict({**out, "verdict": "inconclusive",
+                                 "reason": f"run too short to judge: {n} losses recorded, {MIN_STEPS} needed"})
     case = np.asarray(losses[:n], dtype=float)
     seeds = np.asarray([c[:n] for c in curves], dtype=float)
     if not np.all(np.isfinite(case)):
-        return {**out, "verdict": "fail", "reason": "the loss is not finite"}
+        return Parity.from_dict({**out, "verdict": "fail", "reason": "the loss is not finite"})
     win = _window(n)
     k = win.stop - win.start
     start = float(np.mean(seeds[:, 0]))
@@ -134,10 +137,10 @@ def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequenc
     way = f"{out['progress']:.0%} of the way from {start:.3g} to the floor {floor:.3g}" if "progress" in out else \
         f"from {start:.3g} to {ref_end:.3g}"
     if progress <= SEED_K * seed_sd or ("progress" in out and out["progress"] < MIN_PROGRESS):
-        return {**out, "verdict": "inconclusive",
-                "reason": (f"too early on the curve to judge: the {reference_mode} reference came {way} "
-                           f"(needs {MIN_PROGRESS:.0%}, and a fall beyond {SEED_K:g}x its seed spread {seed_sd:.3g}); "
-                           "train longer (settings steps)")}
+        return Parity.from_dict({**out, "verdict": "inconclusive",
+                                 "reason": (f"too early on the curve to judge: the {reference_mode} reference came "
+                                            f"{way} (needs {MIN_PROGRESS:.0%}, and a fall beyond {SEED_K:g}x its seed "
+                                            f"spread {seed_sd:.3g}); train longer (settings steps)")})
 
     failures: list[str] = []
     notes: list[str] = []
@@ -177,27 +180,31 @@ def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequenc
     out["notes"] = notes
     tail = ("; " + "; ".join(notes)) if notes else ""
     if failures:
-        return {**out, "verdict": "fail", "reason": "; ".join(failures) + tail}
-    return {**out, "verdict": "pass",
-            "reason": (f"loss within ±{margin.nats:.3g} nats of {reference_mode}'s over steps {win.start}-{n - 1} "
-                       f"(gap {gap:+.3g}; margin: {margin.source}); the reference came {way}{tail}")}
+        return Parity.from_dict({**out, "verdict": "fail", "reason": "; ".join(failures) + tail})
+    return Parity.from_dict({**out, "verdict": "pass",
+                             "reason": (f"loss within ±{margin.nats:.3g} nats of {reference_mode}'s over steps "
+                                        f"{win.start}-{n - 1} (gap {gap:+.3g}; margin: {margin.source}); the "
+                                        f"reference came {way}{tail}")})
 
 
 def judge_validation(value: float | None, reference: float | None, replicas: Sequence[float],
-                     floor: float | None, margin: float, metric: str) -> dict[str, Any]:
+                     floor: float | None, margin: float, metric: str) -> ValidationVerdict:
     """A held-out loss against the reference's, within the curve's margin or the seeds' own spread if wider."""
+    # Each verdict is made from one object, so that it is stored with its keys in this order.
     if value is None or reference is None:
-        return {"verdict": "n/a", "reason": "no held-out value recorded", "metric": metric}
+        return ValidationVerdict.from_dict({"verdict": "n/a", "reason": "no held-out value recorded", "metric": metric})
     out: dict[str, Any] = {"metric": metric, "value": float(value), "reference": float(reference)}
     if not math.isfinite(value):
-        return {**out, "verdict": "fail", "reason": f"{metric} is {value}"}
+        return ValidationVerdict.from_dict({**out, "verdict": "fail", "reason": f"{metric} is {value}"})
     values = [reference, *replicas]
     sd = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
     tol = max(margin, SEED_K * sd, MIN_MARGIN)
     out["tolerance"] = tol
     if floor is not None and value < floor - 0.02:
-        return {**out, "verdict": "fail",
-                "reason": f"held-out {metric} {value:.4g} is below the task's floor {floor:.4g}: a leak"}
+        return ValidationVerdict.from_dict({**out, "verdict": "fail", "reason": f"held-out {metric} {value:.4g} is "
+                                                                                f"below the task's floor {floor:.4g}: "
+                                                                                "a leak"})
     ok = abs(value - reference) <= tol
-    return {**out, "verdict": "pass" if ok else "fail",
-            "reason": f"held-out {metric} {value:.4g} vs {reference:.4g} (margin ±{tol:.3g} nats)"}
+    return ValidationVerdict.from_dict({**out, "verdict": "pass" if ok else "fail",
+                                        "reason": f"held-out {metric} {value:.4g} vs {reference:.4g} (margin "
+                                                  f"±{tol:.3g} nats)"})

@@ -45,6 +45,7 @@ from tebench.analysis import equivalence
 from tebench.analysis.equivalence import longest_run as _longest_run, smooth
 from tebench.plan.modes import MODES, REFERENCE_MODES
 from tebench.plan.recipes import RECIPES
+from tebench.schema.records import CaseResult, Parity, Validation, ValidationVerdict
 from tebench.workloads import SPECS
 from tebench.workloads.zipf_markov import progress as zipf_progress
 
@@ -91,7 +92,7 @@ def divergence(losses: Sequence[float]) -> str | None:
             return f"loss became {value} at step {step}"
     if len(losses) >= 6:
         first, last = float(np.mean(losses[:3])), final_loss(losses)
-        if last > DIVERGED_FACTOR * first:
+        if last is not None and last > DIVERGED_FACTOR * first:
             return f"loss rose from {first:.4g} (first steps) to {last:.4g} (final window)"
     return None
 
@@ -226,7 +227,7 @@ def _memo(cache: dict | None, key: tuple, compute: Any) -> Any:
 
 def evaluate(losses: Sequence[float], ref_curves: Sequence[Sequence[float]], reference_mode: str,
              rtol: float, atol: float, companions: Sequence[Sequence[float]] = (),
-             cache: dict | None = None) -> dict[str, Any]:
+             cache: dict | None = None) -> Parity:
     """Judge one loss curve against the reference's curves (its rounds).
 
     ``companions`` are PT-AMP curves when the reference is PT-FP32: their
@@ -239,20 +240,21 @@ def evaluate(losses: Sequence[float], ref_curves: Sequence[Sequence[float]], ref
                  lambda: [list(r) for r in ref_curves if r and all(math.isfinite(v) for v in r)])
     out: dict[str, Any] = {"reference_mode": reference_mode, "reference_rounds": len(refs),
                            "rtol": rtol, "atol": atol}
+    # Each verdict is made from one object, so that it is stored with its keys in this order.
     if not refs or not losses:
-        return {**out, "verdict": "n/a", "reason": "no finite reference loss curve"}
+        return Parity.from_dict({**out, "verdict": "n/a", "reason": "no finite reference loss curve"})
     case_final = final_loss(losses)
     ref_final = _memo(cache, ("final", ref_id), lambda: float(np.mean([final_loss(r) for r in refs])))
     out.update(final=case_final, reference_final=ref_final)
     if case_final is None or not all(math.isfinite(v) for v in losses):
-        return {**out, "verdict": "fail", "reason": "the loss is not finite"}
+        return Parity.from_dict({**out, "verdict": "fail", "reason": "the loss is not finite"})
     n = min(len(losses), *(len(r) for r in refs))
     if n < MIN_STEPS:
-        return {**out, "verdict": "inconclusive",
-                "reason": f"run too short to judge: {n} losses recorded, {MIN_STEPS} needed"}
+        return Parity.from_dict({**out, "verdict": "inconclusive",
+                                 "reason": f"run too short to judge: {n} losses recorded, {MIN_STEPS} needed"})
     learned, learn_reason = _memo(cache, ("learned", ref_id, n), lambda: reference_learned([r[:n] for r in refs]))
     if not learned:
-        return {**out, "verdict": "inconclusive", "reason": learn_reason}
+        return Parity.from_dict({**out, "verdict": "inconclusive", "reason": learn_reason})
 
     geo = Geometry.for_steps(n)
     floor = max(1e-12, min(atol, FLOOR_FRACTION * ref_final))
@@ -287,9 +289,10 @@ def evaluate(losses: Sequence[float], ref_curves: Sequence[Sequence[float]], ref
     steps, c_lo, c_hi, c_mid = _downsample(np.exp(lo), np.exp(hi), np.exp(center))
     out["band"] = {"step": steps, "lo": c_lo, "hi": c_hi, "center": c_mid}
     if final_tau > MAX_BAND:
-        return {**out, "verdict": "inconclusive",
-                "reason": (f"the band is ±{math.expm1(final_tau):.0%} at the end (noise measured: "
-                           + ", ".join(f"{k} {v:.2f}" for k, v in out["noise"].items()) + "): too wide to judge")}
+        return Parity.from_dict({**out, "verdict": "inconclusive",
+                                 "reason": (f"the band is ±{math.expm1(final_tau):.0%} at the end (noise measured: "
+                                            + ", ".join(f"{k} {v:.2f}" for k, v in out["noise"].items())
+                                            + "): too wide to judge")})
 
     failures = []
     if run >= geo.excursion:
@@ -305,41 +308,52 @@ def evaluate(losses: Sequence[float], ref_curves: Sequence[Sequence[float]], ref
         failures.append(f"final loss {case_final:.4g} vs {reference_mode} {ref_final:.4g}: "
                         f"{out['direction']} by {abs(diff):.3g}, beyond the band ±{math.expm1(final_tau):.0%}")
     if failures:
-        return {**out, "verdict": "fail", "reason": "; ".join(failures)}
-    return {**out, "verdict": "pass",
-            "reason": (f"loss curve inside the {reference_mode} band throughout; final {case_final:.4g} vs "
-                       f"{ref_final:.4g} (band ±{math.expm1(final_tau):.0%})")}
+        return Parity.from_dict({**out, "verdict": "fail", "reason": "; ".join(failures)})
+    return Parity.from_dict({**out, "verdict": "pass",
+                             "reason": (f"loss curve inside the {reference_mode} band throughout; final "
+                                        f"{case_final:.4g} vs {ref_final:.4g} (band ±{math.expm1(final_tau):.0%})")})
 
 
-def judge_validation(value_rec: dict[str, Any], refs: Sequence[dict[str, Any]],
-                     companions: Sequence[dict[str, Any]], band_rel: float | None) -> dict[str, Any]:
+def _stored_metric(validation: Validation | None, metric: str) -> Any:
+    """What ``validation`` holds under the key ``metric``: a declared field, or a workload's own key (in
+    ``extra``); None where it holds nothing under it."""
+    if validation is None:
+        return None
+    return validation.extra[metric] if metric in validation.extra else getattr(validation, metric, None)
+
+
+def judge_validation(value_rec: Validation | None, refs: Sequence[Validation | None],
+                     companions: Sequence[Validation | None], band_rel: float | None) -> ValidationVerdict:
     """Compare a case's validation metric with the reference's.
 
     Accuracies (GPT greedy generation) get a binomial tolerance over the
     independent sequences, widened by PT-AMP's distance from PT-FP32; loss-like
     metrics (distillation held-out MSE) the loss band at the end of the run.
     """
-    metric = value_rec.get("metric")
-    value = value_rec.get(metric) if metric else None
+    # Each verdict is made from one object, so that it is stored with its keys in this order.
+    metric = value_rec.metric if value_rec is not None else None
+    value = value_rec.value if value_rec is not None and metric else None
     if not metric or not isinstance(value, (int, float)):
-        return {"verdict": "n/a", "reason": "no validation recorded"}
-    ref_values = [r[metric] for r in refs if isinstance(r.get(metric), (int, float))]
+        return ValidationVerdict.from_dict({"verdict": "n/a", "reason": "no validation recorded"})
+    ref_values = [v for r in refs if isinstance(v := _stored_metric(r, metric), (int, float))]
     if not ref_values:
-        return {"verdict": "n/a", "metric": metric, "value": value,
-                "reason": f"the reference recorded no {metric}"}
+        return ValidationVerdict.from_dict({"verdict": "n/a", "metric": metric, "value": value,
+                                            "reason": f"the reference recorded no {metric}"})
     ref = float(np.mean(ref_values))
     out: dict[str, Any] = {"metric": metric, "value": float(value), "reference": ref}
     if not math.isfinite(value):
-        return {**out, "verdict": "fail", "reason": f"{metric} is {value}"}
-    kind = value_rec.get("kind") or ("accuracy" if "accuracy" in metric else "loss")
+        return ValidationVerdict.from_dict({**out, "verdict": "fail", "reason": f"{metric} is {value}"})
+    assert value_rec is not None  # a metric was read from it
+    kind = value_rec.kind or ("accuracy" if "accuracy" in metric else "loss")
     if kind == "accuracy":
         if ref < MIN_ACCURACY:
-            return {**out, "verdict": "inconclusive",
-                    "reason": f"reference {metric} {ref:.2f}: it has not learned the task yet"}
-        count = int(value_rec.get("count") or 16)
+            return ValidationVerdict.from_dict({**out, "verdict": "inconclusive",
+                                                "reason": f"reference {metric} {ref:.2f}: it has not learned the "
+                                                          "task yet"})
+        count = int(value_rec.count or 16)
         p = min(max((value + ref) / 2.0, 0.0), 1.0)
         tol = max(ACCURACY_ATOL, 3.0 * math.sqrt(p * (1.0 - p) / count))
-        others = [c[metric] for c in companions if isinstance(c.get(metric), (int, float))]
+        others = [v for c in companions if isinstance(v := _stored_metric(c, metric), (int, float))]
         if others:
             tol = max(tol, NOISE_K * abs(float(np.mean(others)) - ref))
         out["tolerance"] = tol
@@ -350,16 +364,24 @@ def judge_validation(value_rec: dict[str, Any], refs: Sequence[dict[str, Any]],
         out["tolerance"] = rel
         ok = value > 0 and ref > 0 and abs(math.log(value / ref)) <= math.log1p(rel)
         text = f"{metric} {value:.4g} vs {ref:.4g} (band ±{rel:.0%})"
-    return {**out, "verdict": "pass" if ok else "fail", "reason": text}
+    return ValidationVerdict.from_dict({**out, "verdict": "pass" if ok else "fail", "reason": text})
 
 
-def _same_setup(case: dict[str, Any], other: dict[str, Any]) -> bool:
-    s, o = case["settings"], other["settings"]
-    return (all(other[k] == case[k] for k in ("workload", "size", "dims"))
-            and o["seed"] == s["seed"]
-            and o["steps"] + o["warmup"] == s["steps"] + s["warmup"]
-            and o["lr"] == s["lr"]
-            and o.get("lr_warmup", 0) == s.get("lr_warmup", 0))
+def _dims(record: CaseResult) -> dict[str, Any]:
+    """The case's dimensions (``CaseResult`` has no property for them yet)."""
+    return record.case["dims"]
+
+
+def _setup(record: CaseResult) -> tuple[Any, ...]:
+    """What makes two runs the same training: workload, size, dimensions, seed, steps, learning rate and warm-up."""
+    s = record.settings
+    return (record.workload, record.size, _dims(record), s["seed"], s["steps"] + s["warmup"], s["lr"],
+            s.get("lr_warmup", 0))
+
+
+def _same_setup(record: CaseResult, other: CaseResult) -> bool:
+    # Compared value by value with ==, as a tuple's == would take the same NaN object as equal to itself.
+    return all(a == b for a, b in zip(_setup(other), _setup(record)))
 
 
 def _hashable(value: Any) -> Any:
@@ -371,19 +393,16 @@ def _hashable(value: Any) -> Any:
     return value
 
 
-def _setup_key(case: dict[str, Any]) -> tuple[Any, ...]:
+def _setup_key(record: CaseResult) -> tuple[Any, ...]:
     """What :func:`_same_setup` compares, as one hashable key: equal whenever it is True."""
-    s = case["settings"]
-    return (case["workload"], case["size"], _hashable(case["dims"]), s["seed"], s["steps"] + s["warmup"],
-            s["lr"], s.get("lr_warmup", 0))
+    return _hashable(_setup(record))
 
 
-def _plain(record: dict[str, Any]) -> bool:
+def _plain(record: CaseResult) -> bool:
     """ok, single-process, non-graphed, non-FP8, unmutated, with a loss curve: a run that may serve as a reference."""
-    case = record["case"]
-    return (record.get("status") == "ok" and bool(record.get("loss")) and not case.get("graphs")
-            and case.get("parallel", "single") == "single" and not case.get("fp8")
-            and not (record.get("setup") or {}).get("test_mutation"))
+    return (record.status == "ok" and record.loss is not None and not record.graphs
+            and record.parallel == "single" and not record.fp8
+            and not (record.setup is not None and record.setup.test_mutation))
 
 
 class _Grouped(list):
@@ -394,49 +413,53 @@ class _Grouped(list):
     case keeps it linear.
     """
 
-    def __init__(self, records: Sequence[dict[str, Any]]):
+    def __init__(self, records: Sequence[CaseResult]):
         super().__init__(records)
-        self._groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-        self._of: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._groups: dict[tuple[Any, ...], list[CaseResult]] = {}
+        self._of: dict[tuple[str, str], list[CaseResult]] = {}
         for r in self:
             if _plain(r):
-                self._groups.setdefault((r["case"]["mode"], _setup_key(r["case"])), []).append(r)
+                self._groups.setdefault((r.mode, _setup_key(r)), []).append(r)
 
-    def of(self, case: dict[str, Any], mode: str) -> list[dict[str, Any]]:
-        """The plain runs of ``mode`` with ``case``'s setup, in the records' order."""
+    def of(self, record: CaseResult, mode: str) -> list[CaseResult]:
+        """The plain runs of ``mode`` with ``record``'s setup, in the records' order."""
         # The key only narrows the search: _same_setup still decides, so that values a key
         # cannot tell apart as == does (a NaN lr, a list against a tuple) are judged as before.
-        s = case["settings"]
         # Cases whose compared values have the same repr get the same answer (repr tells a list from a
         # tuple and 1 from 1.0, which == does not): the filter runs once per setup, not once per round.
-        exact = (mode, repr((case["workload"], case["size"], case["dims"], s["seed"], s["steps"] + s["warmup"],
-                             s["lr"], s.get("lr_warmup", 0))))
+        exact = (mode, repr(_setup(record)))
         if exact not in self._of:
-            group = self._groups.get((mode, _setup_key(case)), [])
-            self._of[exact] = [r for r in group if _same_setup(case, r["case"])]
+            group = self._groups.get((mode, _setup_key(record)), [])
+            self._of[exact] = [r for r in group if _same_setup(record, r)]
         return list(self._of[exact])
 
-    def reference(self, case: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
-        """The first of :data:`REFERENCE_MODES` with plain runs of ``case``'s setup, and those runs."""
+    def reference(self, record: CaseResult) -> tuple[str | None, list[CaseResult]]:
+        """The first of :data:`REFERENCE_MODES` with plain runs of ``record``'s setup, and those runs."""
         for mode in REFERENCE_MODES:
-            runs = self.of(case, mode)
+            runs = self.of(record, mode)
             if runs:
                 return mode, runs
         return None, []
 
 
-def reference_for(records: Sequence[dict[str, Any]], case: dict[str, Any]) -> tuple[str | None, list[list[float]]]:
-    """The reference mode and its loss curves (all rounds) for ``case``'s workload and size.
+def _curve(record: CaseResult) -> list[float]:
+    """The loss of every step of a record that has a loss curve (every record judging looks at)."""
+    assert record.loss is not None, "only records with a loss curve are judged or serve as references"
+    return record.loss.per_step
+
+
+def reference_for(records: Sequence[CaseResult], record: CaseResult) -> tuple[str | None, list[list[float]]]:
+    """The reference mode and its loss curves (all rounds) for ``record``'s workload and size.
 
     Only ``ok`` single-process, non-graphed, unmutated reference runs of the
     same seed, steps and dimensions qualify: anything else would not be the
     same training.
     """
-    mode, runs = _Grouped(records).reference(case)
-    return mode, [r["loss"]["per_step"] for r in runs]
+    mode, runs = _Grouped(records).reference(record)
+    return mode, [_curve(r) for r in runs]
 
 
-def attach(records: list[dict[str, Any]]) -> None:
+def attach(records: Sequence[CaseResult]) -> None:
     """Judge (again) every record that has a loss curve, against the references among ``records``.
 
     Parity is always recomputed from the stored curves, so a report or merge
@@ -447,96 +470,96 @@ def attach(records: list[dict[str, Any]]) -> None:
     grouped = _Grouped(records)
     cache: dict = {}
     for record in records:
-        if record.get("loss") and record.get("status") in ("ok", "diverged"):
-            record["parity"] = judge(grouped, record, cache)
+        if record.loss is not None and record.status in ("ok", "diverged"):
+            record.parity = judge(grouped, record, cache)
 
 
-def judge(records: Sequence[dict[str, Any]], record: dict[str, Any], cache: dict | None = None) -> dict[str, Any]:
+def judge(records: Sequence[CaseResult], record: CaseResult, cache: dict | None = None) -> Parity:
     """The verdict of one record against the best reference among ``records`` (``cache``: see :func:`evaluate`)."""
-    case = record["case"]
-    if case.get("parallel", "single") != "single" and case.get("nproc", 1) > 1:
+    if record.parallel != "single" and record.nproc > 1:
         # Each rank trains on its own batch: the global batch is nproc times the
         # reference's, so the curves legitimately differ. Data-parallel
         # correctness is checked by the replicas staying identical instead.
         # One process sees the reference's batches, so it is judged like it.
-        return {"verdict": "n/a", "reason": "data-parallel case: global batch is nproc x the single-device "
-                                            "reference's; see the replica check in the multi-GPU table"}
+        return Parity.from_dict({"verdict": "n/a", "reason": "data-parallel case: global batch is nproc x the "
+                                                             "single-device reference's; see the replica check "
+                                                             "in the multi-GPU table"})
     grouped = records if isinstance(records, _Grouped) else _Grouped(records)
-    ref_mode, ref_runs = grouped.reference(case)
+    ref_mode, ref_runs = grouped.reference(record)
     if ref_mode is None:
-        return {"verdict": "n/a",
-                "reason": f"no reference mode ({' or '.join(REFERENCE_MODES)}) ran for this workload and size"}
-    rate = task_floor(case)
+        return Parity.from_dict({"verdict": "n/a", "reason": f"no reference mode ({' or '.join(REFERENCE_MODES)}) "
+                                                             "ran for this workload and size"})
+    rate = task_floor(record)
     seeds = _seed_curves(ref_runs[0])
     if rate is not None and seeds:
-        return _calibration_note(case, _structure_note(record, _judge_equivalence(record, ref_mode, ref_runs,
-                                                                                  seeds, rate), ref_runs[:1]))
+        return _calibration_note(record, _structure_note(record, _judge_equivalence(record, ref_mode, ref_runs,
+                                                                                    seeds, rate), ref_runs[:1]))
     if ref_runs[0] is record:
-        curves = [r["loss"]["per_step"] for r in ref_runs]
+        curves = [_curve(r) for r in ref_runs]
         learned = reference_learned(curves)[1] if min(map(len, curves)) >= MIN_STEPS else "too short to judge"
-        return {"verdict": "reference", "reason": f"{ref_mode} is the reference of this workload and size; {learned}",
-                "reference_mode": ref_mode, "final": final_loss(record["loss"]["per_step"])}
+        return Parity.from_dict({"verdict": "reference",
+                                 "reason": f"{ref_mode} is the reference of this workload and size; {learned}",
+                                 "reference_mode": ref_mode, "final": final_loss(_curve(record))})
     others = [r for r in ref_runs if r is not record]
     # A reference's later rounds are judged against its other rounds (an A/A check).
-    companions: list[dict[str, Any]] = []
+    companions: list[CaseResult] = []
     companion = MODES[ref_mode].companion
     if companion is not None:
-        runs = grouped.of(case, companion)
+        runs = grouped.of(record, companion)
         companions = [] if any(r is record for r in runs) else runs
-    settings = case["settings"]
-    out = evaluate(record["loss"]["per_step"], [r["loss"]["per_step"] for r in others], ref_mode,
+    settings = record.settings
+    out = evaluate(_curve(record), [_curve(r) for r in others], ref_mode,
                    settings["parity_rtol"], settings["parity_atol"],
-                   [c["loss"]["per_step"] for c in companions], cache=cache)
-    if out["verdict"] in ("pass", "fail"):
+                   [_curve(c) for c in companions], cache=cache)
+    if out.verdict in ("pass", "fail"):
         _fold_checks(out, _frozen_beyond_reference(record, others),
-                     judge_validation(record.get("validation") or {}, [r.get("validation") or {} for r in others],
-                                      [c.get("validation") or {} for c in companions], out.get("band_rel")))
-    return _calibration_note(case, _structure_note(record, out, others))
+                     judge_validation(record.validation, [r.validation for r in others],
+                                      [c.validation for c in companions], out.band_rel))
+    return _calibration_note(record, _structure_note(record, out, others))
 
 
-def _fail_first(out: dict[str, Any], why: str) -> None:
+def _fail_first(out: Parity, why: str) -> None:
     """Make ``out`` a fail whose reason starts with ``why`` (any earlier failure follows it)."""
-    out["reason"] = why + ("; " + out["reason"] if out["verdict"] == "fail" else "")
-    out["verdict"] = "fail"
+    out.reason = why + ("; " + (out.reason or "") if out.verdict == "fail" else "")
+    out.verdict = "fail"
 
 
-def _fold_checks(out: dict[str, Any], frozen: str | None, validation: dict[str, Any] | None) -> None:
+def _fold_checks(out: Parity, frozen: str | None, validation: ValidationVerdict | None) -> None:
     """Fold the frozen-parameter check and the validation verdict into a judged curve's verdict (either rule)."""
     if frozen:
         _fail_first(out, frozen)
     if validation is None:
         return
-    out["validation"] = validation
-    if validation["verdict"] == "fail":
-        out["reason"] = (out["reason"] + "; " if out["verdict"] == "fail" else "") + f"validation: {validation['reason']}"
-        out["verdict"] = "fail"
-    elif validation["verdict"] in ("pass", "inconclusive"):
-        out["reason"] += f"; validation {validation['verdict']}: {validation['reason']}"
+    out.validation = validation
+    if validation.verdict == "fail":
+        out.reason = (f"{out.reason}; " if out.verdict == "fail" else "") + f"validation: {validation.reason}"
+        out.verdict = "fail"
+    elif validation.verdict in ("pass", "inconclusive"):
+        out.reason = f"{out.reason}; validation {validation.verdict}: {validation.reason}"
 
 
-def _structure_note(record: dict[str, Any], out: dict[str, Any], refs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def _structure_note(record: CaseResult, out: Parity, refs: Sequence[CaseResult]) -> Parity:
     """A judged case whose predictions depend on what they must not see, or ignore the context the
     reference uses, fails, whatever its loss did."""
-    if out.get("verdict") not in JUDGED:
+    if out.verdict not in JUDGED:
         return out
-    val = record.get("validation") or {}
-    why = [w for w in (structure_failure(val), context_failure(val, [r.get("validation") or {} for r in refs]))
-           if w]
+    val = record.validation
+    why = [w for w in (structure_failure(val), context_failure(val, [r.validation for r in refs])) if w]
     if why:
         _fail_first(out, "; ".join(why))
     return out
 
 
-def _calibration_note(case: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+def _calibration_note(record: CaseResult, out: Parity) -> Parity:
     """A failed uncalibrated delayed-scaling case's reason names the likely cause."""
-    fp8 = case.get("fp8") or {}
-    spec = RECIPES.get(fp8.get("recipe"))
-    if (out["verdict"] == "fail" and spec is not None and "calibration_steps" in spec.options
+    fp8 = record.fp8
+    spec = RECIPES.get(fp8.get("recipe") or "")
+    if (out.verdict == "fail" and spec is not None and "calibration_steps" in spec.options
             and not fp8.get("calibration_steps")):
         # Measured on an H200 (README, "FP8 calibration"): the uncalibrated first
         # step is what moved these curves, not FP8 precision as such.
-        out["reason"] += (f"; uncalibrated {spec.name} scaling: TE's first step quantizes with scale 1 "
-                          "(compare the fp8.calibration_steps variant)")
+        out.reason = (f"{out.reason}; uncalibrated {spec.name} scaling: TE's first step quantizes with scale 1 "
+                      "(compare the fp8.calibration_steps variant)")
     return out
 
 
@@ -552,11 +575,13 @@ weights): a per-tensor scale taken from the whole batch moves the predictions by
 nats on the H200 (Llama d4096, TE current scaling and torchao tensorwise)."""
 
 
-def structure_failure(validation: dict[str, Any]) -> str | None:
+def structure_failure(validation: Validation | None) -> str | None:
     """Why a model's predictions depend on what they must not see (the future, other sequences), or None."""
+    if validation is None:
+        return None
     out = []
-    causal, batch = validation.get("causal_kl"), validation.get("batch_kl")
-    bar = STRUCTURE_KL if validation.get("structure_fp8") in ("off", "none") else STRUCTURE_KL_WITH_FP8
+    causal, batch = validation.causal_kl, validation.batch_kl
+    bar = STRUCTURE_KL if validation.structure_fp8 in ("off", "none") else STRUCTURE_KL_WITH_FP8
     if isinstance(causal, (int, float)) and not causal <= bar:
         out.append(f"predictions at a sequence's first half moved (mean KL {causal:.3g} nats) when only its "
                    "second half changed: the model sees the future (no causal mask?)")
@@ -579,15 +604,14 @@ applies, unmutated cases read 0.59-1.54x the reference's on the H200 (PT-AMP 1.0
 a model whose attention never mixes positions (swap-layout, PyTorch or TE) reads exactly 0."""
 
 
-def context_failure(validation: dict[str, Any], refs: Sequence[dict[str, Any]]) -> str | None:
+def context_failure(validation: Validation | None, refs: Sequence[Validation | None]) -> str | None:
     """Why a model's predictions ignore the previous tokens that the reference's use, or None.
 
     ``refs``: the validations of the reference runs it is judged against; the least of their
     ``context_kl`` is the bar, so one reference seed that learned faster cannot fail a case.
     """
-    mine = validation.get("context_kl")
-    theirs = [v.get("context_kl") for v in refs]
-    theirs = [t for t in theirs if isinstance(t, (int, float)) and math.isfinite(t)]
+    mine = validation.context_kl if validation is not None else None
+    theirs = [t for v in refs if v is not None and isinstance(t := v.context_kl, (int, float)) and math.isfinite(t)]
     if not isinstance(mine, (int, float)) or not theirs or min(theirs) < CONTEXT_MIN_KL:
         return None
     bar = min(theirs)
@@ -598,61 +622,70 @@ def context_failure(validation: dict[str, Any], refs: Sequence[dict[str, Any]]) 
             "[seq, batch] layout fed batch-first?)")
 
 
-def task_floor(case: dict[str, Any]) -> float | None:
-    """The known loss floor of ``case``'s task (the zipf-markov source's entropy rate), or None."""
-    spec = SPECS.get(case.get("workload"))
+def task_floor(record: CaseResult) -> float | None:
+    """The known loss floor of ``record``'s task (the zipf-markov source's entropy rate), or None."""
+    spec = SPECS.get(record.workload)
     loss_floor = getattr(spec, "loss_floor", None)
-    if loss_floor is None:
+    if spec is None or loss_floor is None:
         return None
     try:
-        floor = loss_floor(spec.size_type(**case["dims"]))
+        floor = loss_floor(spec.size_type(**_dims(record)))
     except (TypeError, ValueError):
         return None
     return floor.entropy_rate if floor is not None else None
 
 
-def _seed_curves(reference: dict[str, Any]) -> list[list[float]]:
+def _seed_curves(reference: CaseResult) -> list[list[float]]:
     """The reference's replica curves (other seeds), finite ones only; [] with fewer than two (three seeds)."""
-    replicas = [list(c) for c in (reference.get("loss") or {}).get("replicas") or []
+    replicas = [list(c) for c in (reference.loss.replicas if reference.loss else None) or []
                 if c and all(math.isfinite(v) for v in c)]
     return replicas if len(replicas) >= 2 else []
 
 
-def _judge_equivalence(record: dict[str, Any], ref_mode: str, ref_runs: list[dict[str, Any]],
-                       seeds: list[list[float]], rate: float | None) -> dict[str, Any]:
+def _judge_equivalence(record: CaseResult, ref_mode: str, ref_runs: list[CaseResult],
+                       seeds: list[list[float]], rate: float | None) -> Parity:
     """The verdict on a task with a known floor whose reference trained at several seeds (:mod:`equivalence`)."""
     reference = ref_runs[0]
-    ref_curve = reference["loss"]["per_step"]
+    ref_curve = _curve(reference)
     if reference is record:
         start, end = ref_curve[0], final_loss(ref_curve)
         where = (f"{zipf_progress(start, end, rate):.0%} of the way from {start:.4g} to the floor {rate:.4g}"
-                 if rate is not None else f"{start:.4g} -> {end:.4g}")
-        return {"verdict": "reference", "rule": "equivalence", "reference_mode": ref_mode, "floor": rate,
-                "final": end, "reason": (f"{ref_mode} is the reference of this workload and size, trained at "
-                                         f"{len(seeds) + 1} seeds; its loss came {where}")}
-    out = equivalence.judge(record["loss"]["per_step"], ref_curve, seeds, rate, ref_mode)
-    if out["verdict"] in ("pass", "fail"):
-        val = record.get("validation") or {}
-        ref_val = reference.get("validation") or {}
-        metric = val.get("metric")
+                 if rate is not None and end is not None else f"{start:.4g} -> {end:.4g}")
+        return Parity.from_dict({"verdict": "reference", "rule": "equivalence", "reference_mode": ref_mode,
+                                 "floor": rate, "final": end,
+                                 "reason": (f"{ref_mode} is the reference of this workload and size, trained at "
+                                            f"{len(seeds) + 1} seeds; its loss came {where}")})
+    out = equivalence.judge(_curve(record), ref_curve, seeds, rate, ref_mode)
+    if out.verdict in ("pass", "fail"):
+        val, ref_val = record.validation, reference.validation
         verdict = None
-        if metric and metric == ref_val.get("metric"):
+        if val is not None and ref_val is not None and val.metric and val.metric == ref_val.metric:
+            assert out.margin_nats is not None  # every judged equivalence verdict states its margin
             verdict = equivalence.judge_validation(
-                val.get(metric), ref_val.get(metric), [x for x in ref_val.get("replicas") or []
-                                                       if isinstance(x, (int, float)) and math.isfinite(x)],
-                rate, out["margin_nats"], metric)
+                val.value, ref_val.value, [x for x in ref_val.replicas or []
+                                           if isinstance(x, (int, float)) and math.isfinite(x)],
+                rate, out.margin_nats, val.metric)
         _fold_checks(out, _frozen_beyond_reference(record, [r for r in ref_runs if r is not record]), verdict)
     return out
 
 
-def _frozen_beyond_reference(record: dict[str, Any], refs: Sequence[dict[str, Any]]) -> str | None:
+def _unchanged(record: CaseResult) -> int | None:
+    """How many parameter tensors training left exactly unchanged (None where not checked)."""
+    return record.updates.unchanged if record.updates is not None else None
+
+
+def _frozen_beyond_reference(record: CaseResult, refs: Sequence[CaseResult]) -> str | None:
     """A reason when training left more parameter tensors unchanged than in the reference."""
-    mine = (record.get("updates") or {}).get("unchanged")
-    theirs = [(r.get("updates") or {}).get("unchanged") for r in refs]
-    if mine is None or None in theirs or not theirs or mine <= max(theirs):
+    mine = _unchanged(record)
+    theirs = [_unchanged(r) for r in refs]
+    if mine is None or None in theirs or not theirs:
         return None
-    names = ", ".join(record["updates"].get("unchanged_names", [])[:5])
-    return (f"{mine} parameter tensors never changed during training (the reference: {max(theirs)}), "
+    most = max(t for t in theirs if t is not None)
+    if mine <= most:
+        return None
+    assert record.updates is not None  # mine was read from it
+    names = ", ".join((record.updates.unchanged_names or [])[:5])
+    return (f"{mine} parameter tensors never changed during training (the reference: {most}), "
             f"e.g. {names}")
 
 
@@ -680,15 +713,19 @@ def counts_for_speed(record: Any) -> tuple[bool, str]:
     and an FP8 proof that is neither ``partial`` nor ``no-fp8``. Returns ``(True, "parity pass")``,
     ``(False, "parity fail")``, ``(False, "FP8 proof partial")``, … (reasons joined by ", ").
     """
-    def get(obj: Any, key: str) -> Any:
-        return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
-
-    case = get(record, "case") or {}
-    status = get(record, "status")
-    verdict = get(get(record, "parity") or {}, "verdict")
-    proof = get(get(record, "fp8_proof") or {}, "verdict")
+    nproc: int | None
+    if isinstance(record, CaseResult):
+        status, verdict = record.status, record.verdict
+        proof = record.fp8_proof.verdict if record.fp8_proof is not None else None
+        parallel, nproc = record.parallel, record.nproc
+    else:
+        case = record.get("case") or {}
+        status = record.get("status")
+        verdict = (record.get("parity") or {}).get("verdict")
+        proof = (record.get("fp8_proof") or {}).get("verdict")
+        parallel, nproc = case.get("parallel", "single"), case.get("nproc")
     # The same test as judge() uses to leave a data-parallel case unjudged.
-    data_parallel = case.get("parallel", "single") != "single" and (case.get("nproc") or 1) > 1
+    data_parallel = parallel != "single" and (nproc or 1) > 1
     why: list[str] = []
     if status != "ok":
         why.append(f"status {status}")

@@ -12,14 +12,17 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from tebench.schema.records import Summary, Throughput
 
-def summarize(samples: Sequence[float]) -> dict[str, Any]:
-    """Median, dispersion and extremes of per-step times (milliseconds)."""
+
+def summary(samples: Sequence[float]) -> Summary:
+    """Median, dispersion and extremes of per-step times (milliseconds); only ``n`` (0) for no samples."""
     a = np.asarray(samples, dtype=float)
     if a.size == 0:
-        return {"n": 0}
+        return Summary.from_dict({"n": 0})
     p10, p25, p50, p75, p90 = np.percentile(a, [10, 25, 50, 75, 90])
-    return {
+    # From an object, so that a stored summary keeps every key, iqr_rel's null included, in this order.
+    return Summary.from_dict({
         "n": int(a.size),
         "median": float(p50),
         "mean": float(a.mean()),
@@ -32,11 +35,17 @@ def summarize(samples: Sequence[float]) -> dict[str, Any]:
         "p90": float(p90),
         "iqr": float(p75 - p25),
         "iqr_rel": float((p75 - p25) / p50) if p50 else None,
-    }
+    })
 
 
-def throughput(median_ms: float, tokens: int, flops: float, peak: dict[str, Any] | None,
-               nproc: int = 1) -> dict[str, Any]:
+def summarize(samples: Sequence[float]) -> dict[str, Any]:
+    """:func:`summary` as a JSON object: what ``records.Summary.of`` reads (it builds its part from an
+    object); goes once ``Summary.of`` returns :func:`summary`."""
+    return summary(samples).to_dict()
+
+
+def throughput(median_ms: float, tokens: float, flops: float, peak: dict[str, Any] | None,
+               nproc: int = 1) -> Throughput:
     """Tokens/s, achieved TFLOP/s and MFU from the median step time.
 
     MFU is against the device's dense BF16 peak for every mode (one yardstick,
@@ -47,7 +56,8 @@ def throughput(median_ms: float, tokens: int, flops: float, peak: dict[str, Any]
     tflops = flops / seconds / 1e12 if seconds > 0 and flops > 0 else None
     peak_bf16 = peak.get("bf16") if peak else None
     mfu = tflops / (peak_bf16 * nproc) if (tflops is not None and peak_bf16) else None
-    return {
+    # Every key is stored, a null rate included, in this order: from an object.
+    return Throughput.from_dict({
         "tokens_per_step": tokens,
         "tokens_per_s": tokens / seconds if seconds > 0 else None,
         "flops_per_step": flops,
@@ -55,7 +65,7 @@ def throughput(median_ms: float, tokens: int, flops: float, peak: dict[str, Any]
         "mfu": mfu,
         "mfu_basis": (f"dense BF16 peak {peak_bf16} TFLOP/s x {nproc} GPU(s) ({peak.get('source')})"
                       if mfu and peak else None),
-    }
+    })
 
 
 def bootstrap_ratio(base: Sequence[Sequence[float]], head: Sequence[Sequence[float]],

@@ -5,10 +5,23 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import Any
+from typing import Protocol
 from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, caught by the CLI)
 from tebench.escape import for_terminal
 from tebench.schema.records import CaseResult, Throughput
+
+
+class Progress(Protocol):
+    """What the executor tells about its cases: :class:`Display`, or one side's view of it (:class:`SideDisplay`)."""
+
+    def start(self, key: str) -> None:
+        """A case (``key``: its id and round) started."""
+
+    def update(self, key: str, label: str, phase: str, step: int, steps: int) -> None:
+        """A case's worker reached ``step`` of ``steps`` of ``phase``."""
+
+    def finish(self, record: CaseResult) -> None:
+        """A case was recorded."""
 
 
 class Display:
@@ -43,12 +56,13 @@ class Display:
         with self.lock:
             self.started[key] = time.monotonic()
 
-    def finish(self, record: dict[str, Any], prefix: str = "") -> None:
+    def finish(self, record: CaseResult, prefix: str = "", show_round: bool = True) -> None:
         with self.lock:
             self.done += 1
             self._clear()
             # A case's reason may quote a worker's or a plugin's output: shown, not obeyed.
-            self.stream.write(f"[{self.done}/{self.total}] {prefix}{for_terminal(summary_line(record))}\n")
+            line = summary_line(record, show_round)
+            self.stream.write(f"[{self.done}/{self.total}] {prefix}{for_terminal(line)}\n")
             self.stream.flush()
 
 
@@ -68,15 +82,14 @@ class SideDisplay:
     def update(self, key: str, label: str, phase: str, step: int, steps: int) -> None:
         self.display.update(key, f"{self.side}: {label}", phase, step, steps)
 
-    def finish(self, record: dict[str, Any]) -> None:
+    def finish(self, record: CaseResult) -> None:
         # The round is in the prefix; the summary line would repeat it.
-        self.display.finish({**record, "round": None}, prefix=self._prefix(record.get("round")))
+        self.display.finish(record, prefix=self._prefix(record.round), show_round=False)
 
 
-def summary_line(record: dict[str, Any]) -> str:
-    """One human-readable line for a finished case."""
-    r = CaseResult.from_dict(record)
-    head = f"{r.status:<8} {r.case_id}" + (f" (round {r.round})" if r.round else "")
+def summary_line(r: CaseResult, show_round: bool = True) -> str:
+    """One human-readable line for a finished case (``show_round``: its round too, when not the first)."""
+    head = f"{r.status:<8} {r.case_id}" + (f" (round {r.round})" if r.round and show_round else "")
     summary = r.summary
     if r.status in ("ok", "diverged") and summary.median is not None:
         tp = r.throughput or Throughput()

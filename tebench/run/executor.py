@@ -26,12 +26,12 @@ from tebench.run import protocol
 from tebench.run.protocol import EXIT_STORAGE, progress_message  # noqa: F401  (its home was here)
 from tebench.run.pump import Pump
 from tebench.plan.schedule import Planned
-from tebench.run.display import Display
+from tebench.run.display import Progress
 from tebench.run.outdir import out_of_space, storage_error
 from tebench.run.case_log import append_prestart_log, log_tail, write_log
 from tebench.run.prestart import Spare, launch_bound, preload_for
 from tebench.run.records import build_record, measurements
-from tebench.schema.records import Device, Launch, Measurements
+from tebench.schema.records import CaseResult, Device, Launch, Measurements
 from tebench.run.options import RunOptions, launch_method, resolve_options
 
 
@@ -68,7 +68,7 @@ class Executor:
     """
 
     def __init__(self, opts: RunOptions, env: Environment, run_id: str, writer: Writer,
-                 records: list[dict[str, Any]], display: Display):
+                 records: list[CaseResult], display: Progress):
         self.opts, self.env, self.run_id = resolve_options(opts), env, run_id
         self.writer, self.records, self.display = writer, records, display
         self.lock = threading.Lock()
@@ -90,22 +90,22 @@ class Executor:
         except OSError as exc:
             raise storage_error(f"cannot create {self.work} and {self.logs}", exc, opts.out) from None
 
-    def record(self, p: Planned, raw: Measurements, started: float, log: str | None) -> dict[str, Any]:
+    def record(self, p: Planned, raw: Measurements, started: float, log: str | None) -> CaseResult:
         """Build, judge and write the record of ``p`` from the worker's measurements; returns it as written."""
-        rec = build_record(p, raw, self.env, self.run_id, started, time.time() - started, log).to_dict()
+        rec = build_record(p, raw, self.env, self.run_id, started, time.time() - started, log)
         with self.lock:
-            if rec.get("loss") and rec["status"] in ("ok", "diverged"):
-                rec["parity"] = parity.judge(self.records + [rec], rec)
+            if rec.loss is not None and rec.status in ("ok", "diverged"):
+                rec.parity = parity.judge(self.records + [rec], rec)
             try:
-                self.writer.append(rec)
+                self.writer.append(rec.to_dict())
             except OSError as exc:
-                raise storage_error(f"cannot record {rec['case_id']} in {self.writer.path}", exc,
+                raise storage_error(f"cannot record {rec.case_id} in {self.writer.path}", exc,
                                      self.opts.out) from None
             self.records.append(rec)
         self.display.finish(rec)
         return rec
 
-    def skip(self, p: Planned) -> dict[str, Any]:
+    def skip(self, p: Planned) -> CaseResult:
         return self.record(p, Measurements(status="skipped", reason=p.skip), time.time(), None)
 
     def _command(self, case: Case, case_file: Path, result_file: Path) -> list[str]:
@@ -285,7 +285,7 @@ class Executor:
             self.children.add(proc)
         return proc, None, channel, on_stdout
 
-    def run_one(self, p: Planned, device: str | None, upcoming: list[Case] | None = None) -> dict[str, Any]:
+    def run_one(self, p: Planned, device: str | None, upcoming: list[Case] | None = None) -> CaseResult:
         """Run one planned case on ``device`` and record it; ``upcoming`` cases (a hint) are pre-started."""
         case = p.case
         name = f"{slug(case.id)}.r{p.round}"

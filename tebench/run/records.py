@@ -9,7 +9,7 @@ from tebench.analysis import breakdown, parity, stats
 from tebench.plan.environment import Environment
 from tebench.plan.modes import MODES, fp8_library, is_fp8
 from tebench.plan.schedule import Planned
-from tebench.schema.records import CaseResult, Device, Measurements, Summary, Throughput
+from tebench.schema.records import CaseResult, Device, Measurements
 from tebench.schema.version import RecordError
 from tebench.workloads import SPECS
 
@@ -46,15 +46,13 @@ def build_record(p: Planned, raw: Measurements, env: Environment, run_id: str, s
     device.name = device.name or env.device_name
     record.device = device
     if record.timing and record.timing.samples_ms:
-        summary = stats.summarize(record.timing.samples_ms)
-        record.timing.stats = Summary.from_dict(summary)
+        summary = record.timing.stats = stats.summary(record.timing.samples_ms)
         wl = SPECS[case.workload]
         size = case.size_spec
         tokens = wl.tokens_per_step(size) * case.nproc
         flops = wl.flops_per_step(size) * case.nproc
-        if summary.get("median"):
-            record.throughput = Throughput.from_dict(
-                stats.throughput(summary["median"], tokens, flops, env.peak_tflops, case.nproc))
+        if summary.median:
+            record.throughput = stats.throughput(summary.median, tokens, flops, env.peak_tflops, case.nproc)
             record.time_breakdown = breakdown.breakdown_of(record, env.peak_tflops)
     prove_te(record)
     en = record.energy
@@ -75,7 +73,7 @@ def build_record(p: Planned, raw: Measurements, env: Environment, run_id: str, s
 
 def is_fp8_case(record: CaseResult) -> bool:
     """Whether the case's mode quantizes its GEMMs with a recipe (TE-FP8 and any FP8 mode)."""
-    return is_fp8(record.mode) and bool(record.case.get("fp8"))
+    return is_fp8(record.mode) and bool(record.fp8)
 
 
 def _no_fp8_hint(mode: str) -> str:

@@ -34,10 +34,11 @@ from tebench.run.outdir import check_out_dir, lock_out, storage_error
 from tebench.run.options import RunOptions, launch_method, resolve_options
 from tebench.run.prestart import upcoming_cases
 from tebench.run.resume import resume_state
+from tebench.schema.records import CaseResult
 
 
 def run(matrix: Matrix, env: Environment, opts: RunOptions,
-        on_record: Callable[[dict[str, Any]], None] | None = None) -> Path:
+        on_record: Callable[[CaseResult], None] | None = None) -> Path:
     """Run a matrix into ``opts.out``; returns the results file's path.
 
     OUT is locked for the whole run (a second writer gets RunError); a storage
@@ -50,7 +51,7 @@ def run(matrix: Matrix, env: Environment, opts: RunOptions,
 
 
 def run_locked(matrix: Matrix, env: Environment, opts: RunOptions,
-               on_record: Callable[[dict[str, Any]], None] | None = None) -> Path:
+               on_record: Callable[[CaseResult], None] | None = None) -> Path:
     """:func:`run` for a caller that holds OUT's lock itself (``tebench run`` holds it from before
     the probe until its report is written, so no other command writes OUT in between)."""
     return _run_locked(matrix, env, resolve_options(opts), _cases(matrix, opts), on_record)
@@ -93,11 +94,11 @@ def run_header(run_id: str, matrix: Matrix, cases: list[Case], env: Environment,
 
 
 def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[Case],
-                on_record: Callable[[dict[str, Any]], None] | None) -> Path:
+                on_record: Callable[[CaseResult], None] | None) -> Path:
     path = opts.out / results.RESULTS_NAME
     planned = plan(cases, env, opts.rounds)
     done: set[tuple[str, int]] = set()
-    previous: list[dict[str, Any]] = []
+    previous: list[CaseResult] = []
     if path.exists() and path.stat().st_size > 0:
         if not opts.resume:
             raise RunError(f"{opts.out} already holds results; pass --resume to continue that run, "
@@ -137,7 +138,7 @@ def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[
 
 
 def _execute(ex: Executor, todo: list[Planned], devices: list[str] | None,
-             on_record: Callable[[dict[str, Any]], None] | None) -> None:
+             on_record: Callable[[CaseResult], None] | None) -> None:
     def handle(p: Planned, device: str | None, upcoming: list[Case] | None = None) -> None:
         rec = ex.skip(p) if p.skip else ex.run_one(p, device, upcoming)
         if on_record:

@@ -131,9 +131,10 @@ def _rows(run: Any) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
     _checked(header_row, _RUN_COLUMNS, run.path, lambda r: r.get("type") == "header", "header")
     case_rows = []
     for rec in run.cases:
-        rates = rec.rates(run.header.peak_tflops)
+        # This round's rates at its own median step time (CaseResult.rates, typed).
+        rates = run_records.CaseRounds([rec], run.header.peak_tflops).throughput()
         row = (run.run_id, rec.case_id, rec.round_no, rec.device.name if rec.device else None,
-               rec.status, rec.median_ms, rates.get("tokens_per_s"), rec.peak_memory,
+               rec.status, rec.median_ms, rates.tokens_per_s, rec.peak_memory,
                rec.final_loss, rec.verdict, json.dumps(rec.to_dict()))
         def wanted(r: dict, cid: str = rec.case_id, rnd: int = rec.round_no) -> bool:
             return r.get("type") == "case" and r.get("case_id") == cid and r.get("round", 0) == rnd

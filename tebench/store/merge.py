@@ -134,7 +134,7 @@ def join(paths: list[str | Path], out: str | Path) -> Merged:
     for path, run in zip(paths, runs):
         head = run.header
         checks = [
-            ("matrix", (head.matrix or {}).get("sha256"), (ref.matrix or {}).get("sha256")),
+            ("matrix", head.matrix.sha256 if head.matrix else None, ref.matrix.sha256 if ref.matrix else None),
             ("tebench commit", head.environment.get("git_commit"), ref.environment.get("git_commit")),
             ("rounds", head.rounds, ref.rounds),
             ("shard count", _shard(head, path)[1], _shard(ref, paths[0])[1]),

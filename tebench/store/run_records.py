@@ -19,7 +19,7 @@ import numpy as np
 
 from tebench.analysis import parity as parity_rules
 from tebench.analysis import stats
-from tebench.schema.records import CaseResult, Parity, RunHeader, Summary
+from tebench.schema.records import CaseResult, RunHeader, Summary, Throughput
 from tebench.store import reader as results
 
 STATUS_SEVERITY = ("failed", "timeout", "oom", "diverged", "ok", "skipped")
@@ -83,12 +83,13 @@ class CaseRounds:
 
     @functools.cached_property
     def summary(self) -> Summary:
-        """``stats.summarize`` of the pooled steps: the median and its interquartile interval (p25, p75) …"""
+        """``stats.summary`` of the pooled steps: the median and its interquartile interval (p25, p75) …"""
         samples = self.samples_ms
         if samples:
-            return Summary.of(samples)
+            return stats.summary(samples)
         # A pytest-benchmark entry may come with its summary only.
-        return (self.ok[-1].timing.stats or Summary()) if self.ok else Summary()
+        timing = self.ok[-1].timing if self.ok else None
+        return (timing.stats if timing else None) or Summary()
 
     @property
     def median_ms(self) -> float | None:
@@ -105,20 +106,20 @@ class CaseRounds:
         medians = self.round_medians_ms
         return float(np.median(medians)) if medians else None
 
-    def throughput(self, median_ms: float | None = None) -> dict[str, Any]:
+    def throughput(self, median_ms: float | None = None) -> Throughput:
         """Tokens/s, TFLOP/s and MFU at ``median_ms`` (default: the pooled median).
 
         From the workload's tokens and FLOPs per step as stored; the stored
-        rates when there is no step time to recompute them from.
+        rates (the last round's part itself, empty where it has none) when
+        there is no step time to recompute them from.
         """
-        last = self.last
-        stored = last.throughput.to_dict() if last.throughput else {}
+        stored = self.last.throughput or Throughput()
         median = self.median_ms if median_ms is None else median_ms
-        tokens = stored.get("tokens_per_step")
+        tokens = stored.tokens_per_step
         if not (median and tokens):
             return stored
-        return stats.throughput(median, tokens, stored.get("flops_per_step") or 0.0, self.peak_tflops,
-                                self.case.get("nproc", 1))
+        return stats.throughput(median, tokens, stored.flops_per_step or 0.0, self.peak_tflops,
+                                self.records[-1].nproc)
 
     @property
     def tokens_per_s(self) -> float | None:
@@ -126,7 +127,7 @@ class CaseRounds:
         level = self.level_ms
         if level is None:
             return None
-        return self.throughput(level).get("tokens_per_s") if self._tokens_per_step else None
+        return self.throughput(level).tokens_per_s if self._tokens_per_step else None
 
     @property
     def _tokens_per_step(self) -> float | None:
@@ -161,14 +162,9 @@ def by_case(records: Iterable[CaseResult], peak_tflops: dict[str, Any] | None = 
 def judge_parity(records: Sequence[CaseResult]) -> None:
     """Judge (again) every record with a loss curve against the references among ``records``.
 
-    The one judgement every reader uses (report, ``--strict``, compare, merge):
-    :func:`parity.attach` over the records' dicts, its verdicts put back.
+    The one judgement every reader uses (report, ``--strict``, compare, merge): :func:`parity.attach`.
     """
-    dicts = [r.to_dict() for r in records]
-    parity_rules.attach(dicts)
-    for r, d in zip(records, dicts):
-        if "parity" in d:
-            r.parity = Parity.from_dict(d["parity"])
+    parity_rules.attach(records)
 
 
 @dataclass

@@ -24,6 +24,7 @@ from tebench.analysis import compare, stats
 from tebench.escape import for_terminal, visible
 from tebench.plan import matrix
 from tebench.run.display import Display
+from tebench.schema.records import CaseResult
 from tebench import bounded
 from tebench.store import history_db
 
@@ -255,7 +256,7 @@ def test_the_progress_display_escapes_what_a_record_says():
     display.update("k", "gpt/a/\x1b]0;t\x07", "measure", 1, 2)
     record = {"type": "case", "case_id": "gpt/a/PT-FP32", "status": "failed", "reason": build.PAYLOAD,
               "case": {"workload": "gpt", "size": "a", "mode": "PT-FP32", "dims": {}}}
-    display.finish(record)
+    display.finish(CaseResult.from_dict(record))
     text = stream.getvalue().replace("\r\x1b[K", "")  # the display's own line clearing
     assert "\x1b" not in text and "\x07" not in text and "\u2028" not in text and "\\x1b[31mRED" in text
 

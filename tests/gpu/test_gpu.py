@@ -355,6 +355,7 @@ def _mutation_record(mode: str, fp8: FP8Options | None, mutation: str | None, mo
 @pytest.fixture(scope="module")
 def te_judged():
     from tebench.analysis import parity
+    from tebench.schema.records import CaseResult
 
     mp = pytest.MonkeyPatch()
     try:
@@ -367,7 +368,9 @@ def te_judged():
         out["TE-FP8 fp8-scale-one"] = _mutation_record("TE-FP8", DELAYED_CAL, "fp8-scale-one", mp)
     finally:
         mp.undo()
-    parity.attach(list(out.values()))
+    typed = {name: CaseResult.from_dict(r) for name, r in out.items()}
+    parity.attach(list(typed.values()))
+    out = {name: r.to_dict() for name, r in typed.items()}
     print("\nTE mutation verdicts:")
     for name, r in out.items():
         print(f"  {name:<24} {r['parity']['verdict']:<10} {r['parity'].get('reason', '')[:200]}")
@@ -456,6 +459,7 @@ def _zipf_record(mode: str, fp8: FP8Options | None, mutation: str | None, monkey
 @pytest.fixture(scope="module")
 def zipf_judged():
     from tebench.analysis import parity
+    from tebench.schema.records import CaseResult
 
     mp = pytest.MonkeyPatch()
     try:
@@ -468,7 +472,9 @@ def zipf_judged():
         out["TE-FP8 fp8-scale-one"] = _zipf_record("TE-FP8", DELAYED_CAL, "fp8-scale-one", mp)
     finally:
         mp.undo()
-    parity.attach(list(out.values()))
+    typed = {name: CaseResult.from_dict(r) for name, r in out.items()}
+    parity.attach(list(typed.values()))
+    out = {name: r.to_dict() for name, r in typed.items()}
     print("\nzipf-markov verdicts:")
     for name, r in out.items():
         v = r.get("validation") or {}

@@ -99,7 +99,7 @@ def test_breakdown_sums_categories_and_idle_is_step_minus_union():
     assert tb.categories_ms == {"gemm_bf16": 6.0, "gemm_fp8": 3.0, "fp8_cast": 1.0, "other": 0.75}
     assert tb.idle_ms == pytest.approx(3.0)
     assert tb.gemm_calls == {"bf16": 4, "fp8": 8}
-    assert [u["name"] for u in tb.unclassified] == ["mystery"]
+    assert [u.name for u in tb.unclassified] == ["mystery"]
     assert breakdown.time_breakdown(k, 8.0).idle_ms == 0.0  # a profiled step longer than the median: never negative
 
 

@@ -7,6 +7,9 @@ import pytest
 
 from conftest import unsaid
 from tebench.analysis import equivalence, parity
+from tebench.schema.records import CaseResult, Validation
+
+V = Validation.from_dict
 
 N = 100
 FLOOR = 2.0
@@ -32,51 +35,51 @@ def judge(losses, floor=FLOOR, reference=REF, replicas=SEEDS):
 
 def test_equal_curves_pass_with_the_margin_stated_in_nats_and_progress():
     out = judge(curve(0.01))
-    assert out["verdict"] == "pass", out["reason"]
-    assert out["margin_nats"] == pytest.approx(max(equivalence.MARGIN_PROGRESS * out["progress_nats"],
-                                                   equivalence.SEED_K * out["seed_sd"], equivalence.MIN_MARGIN))
-    assert "nats" in out["reason"] and "of the way" in out["reason"]
-    assert 0.8 < out["progress"] < 1.0
+    assert out.verdict == "pass", out.reason
+    assert out.margin_nats == pytest.approx(max(equivalence.MARGIN_PROGRESS * out.progress_nats,
+                                                equivalence.SEED_K * out.seed_sd, equivalence.MIN_MARGIN))
+    assert "nats" in out.reason and "of the way" in out.reason
+    assert 0.8 < out.progress < 1.0
 
 
 @pytest.mark.parametrize("offset,word", [(0.3, "higher"), (-0.3, "lower")])
 def test_a_difference_beyond_the_margin_fails_either_way(offset, word):
     """Learning faster than the reference is a difference, not a win."""
     out = judge(curve(offset))
-    assert out["verdict"] == "fail"
-    assert unsaid(out["reason"], f"loss {word}", "PT-AMP", "0.3") == [], out["reason"]
-    assert out["abs_diff"] == pytest.approx(offset, abs=1e-9)
+    assert out.verdict == "fail"
+    assert unsaid(out.reason, f"loss {word}", "PT-AMP", "0.3") == [], out.reason
+    assert out.abs_diff == pytest.approx(offset, abs=1e-9)
 
 
 def test_a_loss_below_the_floor_is_a_leak():
     out = judge(curve(-1.0))
-    assert out["verdict"] == "fail" and "below the task's floor" in out["reason"] and "leak" in out["reason"]
+    assert out.verdict == "fail" and "below the task's floor" in out.reason and "leak" in out.reason
 
 
 def test_the_seed_spread_widens_the_margin():
     wide = [curve(0.3, seed=1), curve(-0.3, seed=2)]
     out = judge(curve(0.2), replicas=wide)
-    assert out["verdict"] == "pass", out["reason"]
-    assert "spread of its 3 seeds" in out["margin_source"]
-    assert judge(curve(0.2))["verdict"] == "fail"
+    assert out.verdict == "pass", out.reason
+    assert "spread of its 3 seeds" in out.margin_source
+    assert judge(curve(0.2)).verdict == "fail"
 
 
 def test_too_early_on_the_curve_is_inconclusive_never_a_pass():
     slow = curve(rate=0.0005)
     out = judge(slow, reference=slow, replicas=[curve(rate=0.0005, seed=1), curve(rate=0.0005, seed=2)])
-    assert out["verdict"] == "inconclusive"
-    assert "too early on the curve" in out["reason"]
+    assert out.verdict == "inconclusive"
+    assert "too early on the curve" in out.reason
 
 
 def test_a_reference_whose_loss_rose_is_too_early_to_judge():
     rising = [5.0 + 0.01 * i for i in range(N)]
     out = judge(rising, reference=rising, replicas=[rising, rising])
-    assert out["verdict"] == "inconclusive" and out["progress"] < 0
+    assert out.verdict == "inconclusive" and out.progress < 0
 
 
 def test_too_short_a_run_is_inconclusive():
     out = judge(curve(n=5), reference=curve(n=5), replicas=[curve(n=5), curve(n=5)])
-    assert out["verdict"] == "inconclusive" and "too short" in out["reason"]
+    assert out.verdict == "inconclusive" and "too short" in out.reason
 
 
 def test_an_early_excursion_that_rejoins_is_a_note_on_a_pass():
@@ -84,9 +87,9 @@ def test_an_early_excursion_that_rejoins_is_a_note_on_a_pass():
     for i in range(10, 20):
         bumped[i] += 1.0
     out = judge(bumped)
-    assert out["verdict"] == "pass", out["reason"]
-    assert out["excursion"]["start"] <= 12 and out["excursion"]["side"] == "above"
-    assert "early excursion" in out["reason"] and "rejoined" in out["reason"]
+    assert out.verdict == "pass", out.reason
+    assert out.excursion.start <= 12 and out.excursion.side == "above"
+    assert "early excursion" in out.reason and "rejoined" in out.reason
 
 
 def test_a_gap_growing_over_the_second_half_is_named():
@@ -94,28 +97,28 @@ def test_a_gap_growing_over_the_second_half_is_named():
     drifting = (np.asarray(curve()) + 0.12 * np.clip((t - 50) / 50, 0, None)).tolist()
     wide = [curve(0.05, seed=1), curve(-0.05, seed=2)]
     out = judge(drifting, replicas=wide)
-    assert out["verdict"] == "pass", out["reason"]
-    assert "the gap grew by +0.1" in out["reason"] and out["gap_trend_nats"] > 0
+    assert out.verdict == "pass", out.reason
+    assert "the gap grew by +0.1" in out.reason and out.gap_trend_nats > 0
 
 
 def test_a_non_finite_loss_fails():
     bad = curve()
     bad[50] = float("nan")
-    assert judge(bad)["verdict"] == "fail"
+    assert judge(bad).verdict == "fail"
 
 
 def test_no_floor_judges_the_curve_alone():
     out = judge(curve(0.01), floor=None)
-    assert out["verdict"] == "pass" and "progress" not in out
+    assert out.verdict == "pass" and out.progress is None
 
 
 def test_validation_within_and_beyond_the_margin_and_below_the_floor():
     ok = equivalence.judge_validation(2.51, 2.50, [2.52, 2.49], FLOOR, 0.05, "heldout_loss")
-    assert ok["verdict"] == "pass"
+    assert ok.verdict == "pass"
     far = equivalence.judge_validation(2.70, 2.50, [2.52, 2.49], FLOOR, 0.05, "heldout_loss")
-    assert far["verdict"] == "fail"
+    assert far.verdict == "fail"
     leak = equivalence.judge_validation(1.5, 2.50, [], FLOOR, 0.05, "heldout_loss")
-    assert leak["verdict"] == "fail" and "floor" in leak["reason"]
+    assert leak.verdict == "fail" and "floor" in leak.reason
 
 
 # --- through parity.attach: the rule a record gets ------------------------------------------------
@@ -129,9 +132,10 @@ def _record(mode, losses, replicas=None, heldout=None, **validation):
     if replicas is not None:
         loss["replicas"] = replicas
     val = {"metric": "heldout_loss", "heldout_loss": heldout if heldout is not None else losses[-1], **validation}
-    return {"status": "ok", "round": 0, "case": {"workload": "gpt", "size": "s", "mode": mode, "dims": dims,
-                                                 "settings": settings, "parallel": "single"},
-            "loss": loss, "validation": val, "updates": {"unchanged": 0}}
+    return CaseResult.from_dict({"status": "ok", "round": 0,
+                                 "case": {"workload": "gpt", "size": "s", "mode": mode, "dims": dims,
+                                          "settings": settings, "parallel": "single"},
+                                 "loss": loss, "validation": val, "updates": {"unchanged": 0}})
 
 
 def test_attach_uses_the_equivalence_rule_where_the_task_has_a_floor_and_the_reference_seeds():
@@ -139,48 +143,48 @@ def test_attach_uses_the_equivalence_rule_where_the_task_has_a_floor_and_the_ref
     ref = _record("PT-AMP", curve(start=start), replicas=[curve(0.02, start=start, seed=1),
                                                           curve(-0.02, start=start, seed=2)],
                   validation_replicas=None)
-    ref["validation"]["replicas"] = [2.31, 2.33]
+    ref.validation.replicas = [2.31, 2.33]
     good = _record("TE-BF16", curve(0.01, start=start))
     leaky = _record("TE-FP8", curve(-1.5, start=start), causal_kl=0.4)
     layout = _record("PT-AMP+compile", curve(0.0, start=start), batch_kl=0.2)
     records = [ref, good, leaky, layout]
     parity.attach(records)
-    assert ref["parity"]["verdict"] == "reference" and "trained at 3 seeds" in ref["parity"]["reason"]
-    assert good["parity"]["verdict"] == "pass" and good["parity"]["rule"] == "equivalence", good["parity"]["reason"]
-    assert leaky["parity"]["verdict"] == "fail"
-    assert "sees the future" in leaky["parity"]["reason"] and "below the task's floor" in leaky["parity"]["reason"]
-    assert layout["parity"]["verdict"] == "fail" and "across the batch" in layout["parity"]["reason"]
+    assert ref.parity.verdict == "reference" and "trained at 3 seeds" in ref.parity.reason
+    assert good.parity.verdict == "pass" and good.parity.rule == "equivalence", good.parity.reason
+    assert leaky.parity.verdict == "fail"
+    assert "sees the future" in leaky.parity.reason and "below the task's floor" in leaky.parity.reason
+    assert layout.parity.verdict == "fail" and "across the batch" in layout.parity.reason
 
 
 def test_without_reference_seeds_the_band_rule_judges_as_before():
     ref = _record("PT-AMP", curve())
     case = _record("TE-BF16", curve(0.01))
     parity.attach([ref, case])
-    assert case["parity"].get("rule") is None and "band" in case["parity"]["reason"]
+    assert case.parity.rule is None and "band" in case.parity.reason
 
 
 def test_structure_failure_thresholds():
-    assert parity.structure_failure({"causal_kl": 0.0, "batch_kl": 1e-6}) is None
-    assert "future" in parity.structure_failure({"causal_kl": 0.05})
-    assert "batch" in parity.structure_failure({"batch_kl": float("nan")})
+    assert parity.structure_failure(V({"causal_kl": 0.0, "batch_kl": 1e-6})) is None
+    assert "future" in parity.structure_failure(V({"causal_kl": 0.05}))
+    assert "batch" in parity.structure_failure(V({"batch_kl": float("nan")}))
 
 
 def test_context_failure_compares_with_the_least_reference():
-    refs = [{"context_kl": 0.3}, {"context_kl": 0.2}]
-    assert parity.context_failure({"context_kl": 0.1}, refs) is None  # half the least reference's
-    assert "ignore the tokens before" in parity.context_failure({"context_kl": 0.0}, refs)
-    assert parity.context_failure({"context_kl": 0.04}, refs) is not None  # under a quarter of 0.2
+    refs = [V({"context_kl": 0.3}), V({"context_kl": 0.2})]
+    assert parity.context_failure(V({"context_kl": 0.1}), refs) is None  # half the least reference's
+    assert "ignore the tokens before" in parity.context_failure(V({"context_kl": 0.0}), refs)
+    assert parity.context_failure(V({"context_kl": 0.04}), refs) is not None  # under a quarter of 0.2
     # A reference that has not learned to use the context yet: no check.
-    assert parity.context_failure({"context_kl": 0.0}, [{"context_kl": 0.004}]) is None
-    assert parity.context_failure({"context_kl": 0.0}, []) is None
-    assert parity.context_failure({}, refs) is None
+    assert parity.context_failure(V({"context_kl": 0.0}), [V({"context_kl": 0.004})]) is None
+    assert parity.context_failure(V({"context_kl": 0.0}), []) is None
+    assert parity.context_failure(V({}), refs) is None
 
 
 def test_structure_bar_depends_on_whether_fp8_was_off():
     # Run without FP8 a correct model reads exactly 0: a thousandth of a nat is a leak.
-    assert "future" in parity.structure_failure({"causal_kl": 0.002, "structure_fp8": "off"})
-    assert "batch" in parity.structure_failure({"batch_kl": 0.0011, "structure_fp8": "none"})
-    assert parity.structure_failure({"causal_kl": 0.0, "batch_kl": 0.0, "structure_fp8": "off"}) is None
+    assert "future" in parity.structure_failure(V({"causal_kl": 0.002, "structure_fp8": "off"}))
+    assert "batch" in parity.structure_failure(V({"batch_kl": 0.0011, "structure_fp8": "none"}))
+    assert parity.structure_failure(V({"causal_kl": 0.0, "batch_kl": 0.0, "structure_fp8": "off"})) is None
     # With the case's FP8 (older records, FP8 weights) a per-tensor scale moves them by rounding.
-    assert parity.structure_failure({"causal_kl": 0.003}) is None
-    assert parity.structure_failure({"causal_kl": 0.003, "structure_fp8": "on"}) is None
+    assert parity.structure_failure(V({"causal_kl": 0.003})) is None
+    assert parity.structure_failure(V({"causal_kl": 0.003, "structure_fp8": "on"})) is None

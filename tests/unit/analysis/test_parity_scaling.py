@@ -1,7 +1,8 @@
 """Parity re-judging finds references by grouping, in linear time, with the verdicts of the full scan.
 
 The oracle is the reference search as it was before grouping (every lookup
-scanned every record), kept here verbatim and swapped in for the grouped one;
+scanned every record), kept here verbatim over the records' objects and swapped
+in for the grouped one;
 the rest of the judging is the same code either way, so any difference comes
 from which references a case is judged against.
 """
@@ -18,6 +19,7 @@ from typing import Any, Callable
 import pytest
 
 from tebench.analysis import parity
+from tebench.schema.records import CaseResult, Parity
 from tebench.store import reader as results
 from tebench.plan.modes import REFERENCE_MODES
 
@@ -39,29 +41,39 @@ class QuadraticRuns(list):
 
     used = 0
 
-    def of(self, case: dict[str, Any], mode: str) -> list[dict[str, Any]]:
+    def __init__(self, records: list[CaseResult]):
+        super().__init__(records)
+        self.objects = [r.to_dict() for r in self]
+
+    def of(self, record: CaseResult, mode: str) -> list[CaseResult]:
         QuadraticRuns.used += 1
-        return [r for r in self
+        case = record.to_dict()["case"]
+        return [t for t, r in zip(self, self.objects)
                 if r.get("status") == "ok" and r.get("loss") and r["case"]["mode"] == mode and not r["case"].get("graphs")
                 and r["case"].get("parallel", "single") == "single" and not r["case"].get("fp8")
                 and not (r.get("setup") or {}).get("test_mutation") and _same_setup_before(case, r["case"])]
 
-    def reference(self, case: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
+    def reference(self, record: CaseResult) -> tuple[str | None, list[CaseResult]]:
         for mode in REFERENCE_MODES:
-            runs = self.of(case, mode)
+            runs = self.of(record, mode)
             if runs:
                 return mode, runs
         return None, []
 
 
-def _verdicts(records: list[dict[str, Any]], judge: Callable[[list[dict[str, Any]]], None]) -> list[str]:
-    """Every record's parity after ``judge`` on a deep copy, as exact JSON (NaN compares equal as text)."""
+def _json(verdict: Parity | None) -> str:
+    """A verdict as exact JSON, key order included (NaN compares equal as text)."""
+    return json.dumps(verdict.to_dict() if verdict is not None else None)
+
+
+def _verdicts(records: list[CaseResult], judge: Callable[[list[CaseResult]], None]) -> list[str]:
+    """Every record's parity after ``judge`` on a deep copy, as exact JSON."""
     mine = copy.deepcopy(records)  # keeps a record listed twice one object, as in the original
     judge(mine)
-    return [json.dumps(r.get("parity"), sort_keys=True) for r in mine]
+    return [_json(r.parity) for r in mine]
 
 
-def _both(records: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[str]]:
+def _both(records: list[CaseResult], monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[str]]:
     new = _verdicts(records, parity.attach)
     QuadraticRuns.used = 0
     with monkeypatch.context() as m:
@@ -71,9 +83,9 @@ def _both(records: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> tup
     return new, old
 
 
-def _stored_cases(path: Path) -> list[dict[str, Any]]:
+def _stored_cases(path: Path) -> list[CaseResult]:
     # Every record, superseded re-runs included: more references, and order matters (the first is the reference).
-    return results.read(path).cases
+    return [CaseResult.from_dict(d) for d in results.read(path).cases]
 
 
 @pytest.mark.parametrize("path", STORED, ids=[str(p.relative_to(ROOT)) for p in STORED])
@@ -151,8 +163,9 @@ def _edge_records(seed: int = 0) -> list[dict[str, Any]]:
         group += [mutated, diverged, frozen]
         out += group
     rng.shuffle(out)
-    out.append(out[3])  # one record listed twice
-    return out
+    typed = [CaseResult.from_dict(r) for r in out]
+    typed.append(typed[3])  # one record listed twice
+    return typed
 
 
 def test_edge_cases_judge_as_before(monkeypatch):
@@ -166,25 +179,25 @@ def test_edge_cases_judge_as_before(monkeypatch):
 def test_judge_of_each_new_record_as_before(monkeypatch):
     """The runner judges each new record against the ones before it: ``judge(records + [rec], rec)``."""
     records = _edge_records(seed=1)
-    new = [json.dumps(parity.judge(records[:i + 1], r), sort_keys=True) for i, r in enumerate(records)]
+    new = [_json(parity.judge(records[:i + 1], r)) for i, r in enumerate(records)]
     with monkeypatch.context() as m:
         m.setattr(parity, "_Grouped", QuadraticRuns)
-        old = [json.dumps(parity.judge(records[:i + 1], r), sort_keys=True) for i, r in enumerate(records)]
+        old = [_json(parity.judge(records[:i + 1], r)) for i, r in enumerate(records)]
     assert new == old
 
 
 def test_reference_for_as_before(monkeypatch):
     records = _edge_records(seed=2)
-    new = [parity.reference_for(records, r["case"]) for r in records]
+    new = [parity.reference_for(records, r) for r in records]
     with monkeypatch.context() as m:
         m.setattr(parity, "_Grouped", QuadraticRuns)
-        old = [parity.reference_for(records, r["case"]) for r in records]
+        old = [parity.reference_for(records, r) for r in records]
     assert new == old
 
 
-def _setups(n_setups: int) -> list[dict[str, Any]]:
+def _setups(n_setups: int) -> list[CaseResult]:
     rng = random.Random(0)
-    return [_record(rng, mode, round_, size=f"s{i}")
+    return [CaseResult.from_dict(_record(rng, mode, round_, size=f"s{i}"))
             for i in range(n_setups) for mode in ("PT-FP32", "PT-AMP", "TE-BF16") for round_ in range(3)]
 
 
@@ -193,14 +206,14 @@ def test_attach_compares_each_record_with_its_own_group_only(monkeypatch):
     calls = 0
     same_setup = parity._same_setup
 
-    def counted(case: dict[str, Any], other: dict[str, Any]) -> bool:
+    def counted(record: CaseResult, other: CaseResult) -> bool:
         nonlocal calls
         calls += 1
-        return same_setup(case, other)
+        return same_setup(record, other)
 
     monkeypatch.setattr(parity, "_same_setup", counted)
     # Only the search is counted: the curves need no judging.
-    monkeypatch.setattr(parity, "evaluate", lambda *a, **k: {"verdict": "inconclusive", "reason": ""})
+    monkeypatch.setattr(parity, "evaluate", lambda *a, **k: Parity.from_dict({"verdict": "inconclusive", "reason": ""}))
     counts = []
     for n_setups in (20, 80):
         calls = 0

@@ -15,17 +15,62 @@ from tebench.analysis import stats
 
 
 def test_summary_of_samples():
-    s = stats.summarize([1, 2, 3, 4, 100])
-    assert s["median"] == 3 and s["min"] == 1 and s["max"] == 100 and s["n"] == 5
-    assert s["p25"] == 2 and s["p75"] == 4 and s["iqr"] == 2
+    s = stats.summary([1, 2, 3, 4, 100])
+    assert s.median == 3 and s.min == 1 and s.max == 100 and s.n == 5
+    assert s.p25 == 2 and s.p75 == 4 and s.iqr == 2
 
 
 def test_mfu_needs_a_known_peak():
     peak = {"bf16": 1000.0, "source": "test"}
     t = stats.throughput(median_ms=10.0, tokens=4096, flops=5e12, peak=peak)
-    assert t["tokens_per_s"] == 409600 and abs(t["tflops"] - 500) < 1e-9 and abs(t["mfu"] - 0.5) < 1e-12
-    assert stats.throughput(10.0, 4096, 5e12, None)["mfu"] is None
-    assert stats.throughput(10.0, 4096, 0.0, peak)["mfu"] is None
+    assert t.tokens_per_s == 409600 and abs(t.tflops - 500) < 1e-9 and abs(t.mfu - 0.5) < 1e-12
+    assert stats.throughput(10.0, 4096, 5e12, None).mfu is None
+    assert stats.throughput(10.0, 4096, 0.0, peak).mfu is None
+
+
+# --- what is stored: the parts write the objects the runner always wrote, key for key, in order ---------
+
+
+def _summary_as_stored_before(samples):
+    """The object ``summarize`` returned before it returned a Summary (what results files hold)."""
+    a = np.asarray(samples, dtype=float)
+    if a.size == 0:
+        return {"n": 0}
+    p10, p25, p50, p75, p90 = np.percentile(a, [10, 25, 50, 75, 90])
+    return {"n": int(a.size), "median": float(p50), "mean": float(a.mean()),
+            "stdev": float(a.std(ddof=1)) if a.size > 1 else 0.0, "min": float(a.min()), "max": float(a.max()),
+            "p10": float(p10), "p25": float(p25), "p75": float(p75), "p90": float(p90), "iqr": float(p75 - p25),
+            "iqr_rel": float((p75 - p25) / p50) if p50 else None}
+
+
+def _throughput_as_stored_before(median_ms, tokens, flops, peak, nproc=1):
+    """The object ``throughput`` returned before it returned a Throughput."""
+    seconds = median_ms / 1000.0
+    tflops = flops / seconds / 1e12 if seconds > 0 and flops > 0 else None
+    peak_bf16 = peak.get("bf16") if peak else None
+    mfu = tflops / (peak_bf16 * nproc) if (tflops is not None and peak_bf16) else None
+    return {"tokens_per_step": tokens, "tokens_per_s": tokens / seconds if seconds > 0 else None,
+            "flops_per_step": flops, "tflops": tflops, "mfu": mfu,
+            "mfu_basis": (f"dense BF16 peak {peak_bf16} TFLOP/s x {nproc} GPU(s) ({peak.get('source')})"
+                          if mfu and peak else None)}
+
+
+@pytest.mark.parametrize("samples", [[], [5.0], [1, 2, 3, 4, 100], [0.0, 0.0, 0.0], [2.5, 1.25, 9.0, 3.0]])
+def test_summary_writes_the_object_stored_before(samples):
+    """Same keys, same order, same values (a null iqr_rel and the lone n of no samples included)."""
+    written = stats.summary(samples).to_dict()
+    assert list(written.items()) == list(_summary_as_stored_before(samples).items())
+    assert list(stats.summarize(samples).items()) == list(written.items())
+
+
+@pytest.mark.parametrize("args", [(10.0, 4096, 5e12, {"bf16": 1000.0, "source": "test"}, 1),
+                                  (10.0, 4096, 5e12, {"bf16": 989.0, "source": "datasheet"}, 4),
+                                  (10.0, 4096, 5e12, None, 1), (10.0, 4096, 0.0, {"bf16": 1.0}, 1),
+                                  (0.0, 4096, 5e12, {"bf16": 1.0}, 1)])
+def test_throughput_writes_the_object_stored_before(args):
+    """Same keys, same order, same values, its nulls included."""
+    written = stats.throughput(*args).to_dict()
+    assert list(written.items()) == list(_throughput_as_stored_before(*args).items())
 
 
 def test_bootstrap_detects_a_real_shift_and_not_noise():

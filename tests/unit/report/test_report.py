@@ -185,9 +185,8 @@ def _judged(monkeypatch, verdicts: dict[str, tuple[str, str]]):
 
     def judge(records, record, cache=None):
         out = real(records, record, cache)
-        if record["case_id"] in verdicts:
-            verdict, reason = verdicts[record["case_id"]]
-            out = dict(out, verdict=verdict, reason=reason)
+        if record.case_id in verdicts:
+            out.verdict, out.reason = verdicts[record.case_id]
         return out
 
     monkeypatch.setattr(parity, "judge", judge)

@@ -96,7 +96,7 @@ def test_a_case_trains_every_step_whatever_the_warm_up(tmp_path):
                     '[axes]\nmodes = ["PT-FP32"]\n' + MICRO_GPT)
     case = next(iter_cases(load(path)))
     raw = measure.run_case(case, torch.device("cpu"), lambda *a: None)
-    k = raw["warmup"]["steps"]
+    k = raw.warmup.steps
     assert 2 <= k <= 5  # floor 1, but two step times are compared; the ceiling is warmup
     assert len(raw["loss"]["per_step"]) == 9
     assert len(raw["timing"]["samples_ms"]) == 9 - k

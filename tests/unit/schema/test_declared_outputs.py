@@ -13,7 +13,7 @@ import pytest
 
 from conftest import read_jsonl
 from tebench.analysis import parity, stats
-from tebench.schema.records import Parity, Summary, Throughput
+from tebench.schema.records import CaseResult, Parity, Summary, Throughput
 
 ROOT = Path(__file__).resolve().parents[3]
 RUNS = [ROOT / "reports" / "h200-nightly-energy" / "results.jsonl",  # equivalence rule, energy
@@ -22,26 +22,26 @@ RUNS = [ROOT / "reports" / "h200-nightly-energy" / "results.jsonl",  # equivalen
         ROOT / "tests" / "fixtures" / "cpu-smoke.jsonl"]
 
 
-def _judged(path: Path) -> list[dict]:
+def _judged(path: Path) -> list[CaseResult]:
     records = read_jsonl(path)
-    cases = [r for r in records if r.get("type") == "case"]
+    cases = [CaseResult.from_dict(r) for r in records if r.get("type") == "case"]
     parity.attach(cases)
     return cases
 
 
 @pytest.mark.parametrize("path", RUNS, ids=lambda p: p.parent.name + "/" + p.name)
 def test_every_parity_key_is_declared(path):
-    verdicts = [r["parity"] for r in _judged(path) if r.get("parity")]
+    verdicts = [r.parity for r in _judged(path) if r.parity]
     assert verdicts
     for verdict in verdicts:
-        part = Parity.from_dict(verdict)
+        part = Parity.from_dict(verdict.to_dict())
         assert part.extra == {}, f"undeclared parity keys: {sorted(part.extra)}"
         if part.validation is not None:
             assert part.validation.extra == {}, f"undeclared validation-verdict keys: {sorted(part.validation.extra)}"
 
 
 def test_summary_and_throughput_keys_are_declared():
-    summary = stats.summarize([1.0, 1.2, 0.9, 1.1, 1.05])
-    assert Summary.from_dict(summary).extra == {}
+    summary = stats.summary([1.0, 1.2, 0.9, 1.1, 1.05])
+    assert Summary.from_dict(summary.to_dict()).extra == {}
     throughput = stats.throughput(1.0, 4096, 1e12, {"bf16": 989.0, "source": "datasheet"})
-    assert Throughput.from_dict(throughput).extra == {}
+    assert Throughput.from_dict(throughput.to_dict()).extra == {}

@@ -19,6 +19,7 @@ import torch
 
 from tebench.plan import matrix
 from tebench.analysis import parity
+from tebench.schema.records import CaseResult
 from tebench.plan.matrix import Case, MatrixError, Settings, iter_cases
 from tebench.worker.train import build_trainer, calibrate_fp8, seed_fp8_masters
 from tebench.worker.models import WORKLOADS
@@ -107,12 +108,13 @@ def test_fp8_masters_start_from_the_exact_initial_values():
     assert opt.calls[1][1] == "master_param" and torch.equal(opt.calls[1][2], quantized.tebench_init_fp32)
 
 
-def _record(mode: str, losses: list[float], fp8: dict | None = None) -> dict:
-    return {"status": "ok", "loss": {"per_step": losses},
-            "case": {"workload": "gpt", "size": "s", "mode": mode, "dims": {"d": 1}, "graphs": False,
-                     "parallel": "single", "fp8": fp8,
-                     "settings": {"seed": 1, "steps": 30, "warmup": 10, "lr": 1e-3, "parity_rtol": 0.1,
-                                  "parity_atol": 0.05}}}
+def _record(mode: str, losses: list[float], fp8: dict | None = None) -> CaseResult:
+    return CaseResult.from_dict({
+        "status": "ok", "loss": {"per_step": losses},
+        "case": {"workload": "gpt", "size": "s", "mode": mode, "dims": {"d": 1}, "graphs": False,
+                 "parallel": "single", "fp8": fp8,
+                 "settings": {"seed": 1, "steps": 30, "warmup": 10, "lr": 1e-3, "parity_rtol": 0.1,
+                              "parity_atol": 0.05}}})
 
 
 def test_parity_failure_of_uncalibrated_delayed_scaling_says_so():
@@ -123,10 +125,10 @@ def test_parity_failure_of_uncalibrated_delayed_scaling_says_so():
                _record("TE-FP8", fast, {**delayed, "calibration_steps": 8}),
                _record("TE-FP8", fast, {"recipe": "current", "format": "HYBRID"})]
     parity.attach(records)
-    assert all(r["parity"]["verdict"] == "fail" for r in records[1:])
-    assert "uncalibrated delayed scaling" in records[1]["parity"]["reason"]
-    assert "uncalibrated" not in records[2]["parity"]["reason"]
-    assert "uncalibrated" not in records[3]["parity"]["reason"]
+    assert all(r.parity.verdict == "fail" for r in records[1:])
+    assert "uncalibrated delayed scaling" in records[1].parity.reason
+    assert "uncalibrated" not in records[2].parity.reason
+    assert "uncalibrated" not in records[3].parity.reason
 
 
 def test_seed_spread_tool_runs_on_the_cpu(tmp_path):

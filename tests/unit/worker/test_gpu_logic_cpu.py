@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.autograd import DeviceType
 
+from conftest import unsaid
 from tebench.plan import peak_tflops as hardware
 from tebench.worker import profile, te_compat
 from tebench.worker.te_recipe import build_recipe
@@ -171,8 +172,7 @@ def test_recorder_flags_a_collapsed_scale_only_where_the_quantizer_saw_values():
     rec.sample(3)
     flags = rec.summary()["flags"]
     assert len(flags) == 1  # gemm1.weight also collapsed, but its amax is 0: never used
-    assert flags[0].startswith("layer fwd.gemm1.input: scale collapsed to")
-    assert "amax 900" in flags[0]
+    assert unsaid(flags[0], "layer fwd.gemm1.input", f"collapsed to {low:.3g}", "amax 900") == [], flags
 
 
 def test_recorder_flags_non_finite_state_as_overflow():
@@ -180,8 +180,9 @@ def test_recorder_flags_non_finite_state_as_overflow():
     rec = ScalingRecorder(_Model(layer=layer))
     rec.sample(0)
     flags = rec.summary()["flags"]
-    assert flags == ["layer fwd.gemm1.weight: non-finite scale or amax (overflow)",
-                     "layer fwd.gemm1.output: non-finite scale or amax (overflow)"]
+    assert len(flags) == 2, flags  # fwd.gemm1.input is finite
+    assert unsaid(flags[0], "layer fwd.gemm1.weight", "non-finite", "overflow") == [], flags
+    assert unsaid(flags[1], "layer fwd.gemm1.output", "non-finite", "overflow") == [], flags
 
 
 def test_recorder_without_stateful_layers_has_no_summary():
@@ -247,8 +248,7 @@ def test_a_release_with_neither_name_gets_a_clear_error(monkeypatch, call, names
     _install_fake_te(monkeypatch, version="0.1.2")
     with pytest.raises(RuntimeError) as info:
         call()
-    assert str(info.value) == (f"Transformer Engine 0.1.2 provides none of {names}; "
-                               "this feature needs a release that does")
+    assert unsaid(str(info.value), "Transformer Engine 0.1.2", f"none of {names}") == [], str(info.value)
 
 
 def test_make_graphed_passes_the_recipe_under_the_signature_it_finds(monkeypatch):
@@ -312,8 +312,8 @@ def test_recipe_build_names_the_missing_class_and_the_release(monkeypatch):
     _install_fake_recipes(monkeypatch, version="1.4.0", missing=("NVFP4BlockScaling",))
     with pytest.raises(RuntimeError) as info:
         build_recipe(FP8Options.normalized("nvfp4", None, None, None))
-    assert str(info.value) == ("Transformer Engine 1.4.0 has no recipe class NVFP4BlockScaling; "
-                               "recipe 'nvfp4' needs a release that provides it")
+    message = str(info.value)
+    assert unsaid(message, "Transformer Engine 1.4.0", "no recipe class NVFP4BlockScaling", "'nvfp4'") == [], message
 
 
 def test_the_probe_looks_for_every_registered_recipe_class():
@@ -408,8 +408,10 @@ def test_execute_gives_each_case_its_devices_and_skips_what_cannot_fit():
     assert ex.ran["gpt/t/PT-FP32"] in ("0", "1") and ex.ran["gpt/t/PT-AMP"] in ("0", "1")
     assert ex.ran["gpt/t/PT-FP32/ddpx2"] == "0,1"  # both devices, in --devices order
     assert ex.ran["gpt/t/PT-AMP/fsdp2x2"] == "0,1"
-    assert ex.skipped == {"gpt/t/PT-AMP/ddpx3": "needs 3 devices; --devices gives 2",
-                          "gpt/t/PT-AMP+compile": "gated off"}
+    assert set(ex.skipped) == {"gpt/t/PT-AMP/ddpx3", "gpt/t/PT-AMP+compile"}
+    assert ex.skipped["gpt/t/PT-AMP+compile"] == "gated off"  # a gate's reason is passed on as it is
+    too_big = ex.skipped["gpt/t/PT-AMP/ddpx3"]
+    assert unsaid(too_big, "3 devices", "--devices gives 2") == [], too_big
 
 
 def test_execute_with_one_device_runs_everything_in_order_on_it():

@@ -18,6 +18,7 @@ from tebench.worker.hooks import faults
 from tebench.analysis import parity
 from tebench.plan import schedule
 from tebench.run.records import build_record
+from tebench.schema.records import CaseResult
 from tebench.plan.environment import Environment
 from tebench.plan.matrix import Case, Settings
 from tebench.worker.case import run_case
@@ -36,7 +37,7 @@ def _case(mode: str) -> Case:
                 settings=Settings(steps=STEPS, warmup=0, lr=3e-3, profile_steps=0))
 
 
-def _record(case: Case, monkeypatch, mutation: str | None = None, round_: int = 0) -> dict:
+def _record(case: Case, monkeypatch, mutation: str | None = None, round_: int = 0) -> CaseResult:
     if mutation:
         monkeypatch.setenv(faults.FAULT_ENV, f"{case.id}={mutation}")
     else:
@@ -44,7 +45,7 @@ def _record(case: Case, monkeypatch, mutation: str | None = None, round_: int = 
     raw = run_case(case, torch.device("cpu"), lambda *a: None)
     # The record as `tebench run` writes it: what the verdict needs must survive build_record.
     return build_record(schedule.Planned(case, round_, None), raw, Environment(device_type="cpu"),
-                        "mutations", time.time(), 0.0, None).to_dict()
+                        "mutations", time.time(), 0.0, None)
 
 
 def _judged_together(runs: dict[str, tuple[Case, str | None, int]]) -> dict[str, dict]:
@@ -58,7 +59,7 @@ def _judged_together(runs: dict[str, tuple[Case, str | None, int]]) -> dict[str,
         mp.undo()
         torch.set_num_threads(threads)
     parity.attach(list(records.values()))
-    return records
+    return {name: record.to_dict() for name, record in records.items()}
 
 
 @pytest.fixture(scope="module")
@@ -132,8 +133,8 @@ def test_distill_heldout_mse_tracks_the_training_loss():
     case = Case("distill", "t", "PT-FP32", tuple(dataclasses.asdict(size).items()),
                 settings=Settings(steps=150, warmup=0, lr=3e-3, profile_steps=0))
     raw = run_case(case, torch.device("cpu"), lambda *a: None)
-    final = parity.final_loss(raw["loss"]["per_step"])
-    assert raw["validation"]["heldout_mse"] < 3 * final
+    final = parity.final_loss(raw.loss.per_step)
+    assert raw.validation.heldout_mse < 3 * final
 
 
 # --- the same mutations on the zipf-markov task, judged by the equivalence rule -----------------------

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT, read_jsonl
+from conftest import ROOT, read_jsonl, unsaid
 from tebench.plan import matrix
 from tebench.plan.matrix import MatrixError, iter_cases
 from tebench.worker.models import WORKLOADS
@@ -71,34 +71,33 @@ def test_entry_point_of_an_installed_distribution(tmp_path, example_on_path, mon
     assert type(load("tinyreg")).__name__ == "RegressionWorkload"
 
 
-@pytest.mark.parametrize("body,fragments", [
-    ("raise RuntimeError('boom at import')\n", ["RuntimeError: boom at import", "cannot import module 'plug_a'",
+@pytest.mark.parametrize("body,facts", [
+    ("raise RuntimeError('boom at import')\n", ["RuntimeError: boom at import", "cannot import", "'plug_a'",
                                                   "plug_a.py"]),
     ("import no_such_dependency_xyz\n", ["ModuleNotFoundError", "no_such_dependency_xyz"]),
-    ("class W:\n    pass\n", ["does not implement the workload protocol", "no method 'loss'", "no method 'build'",
-                              "'size_type' must be a dataclass", "plug_a.py"]),
+    ("class W:\n    pass\n", ["workload protocol", "no method 'loss'", "no method 'build'",
+                              "'size_type'", "dataclass", "plug_a.py"]),
     ("class W:\n    def __init__(self):\n        raise ValueError('needs a config')\n",
-     ["W() failed: ValueError: needs a config", "plug_a.py"]),
-    ("class W:\n    kind = 'layer'\n", ["'kind' must be one of model, module, not 'layer'", "plug_a.py"]),
+     ["W()", "ValueError: needs a config", "plug_a.py"]),
+    ("class W:\n    kind = 'layer'\n", ["'kind'", "model, module", "'layer'", "plug_a.py"]),
 ], ids=["raises-at-import", "missing-dependency", "incomplete-protocol", "constructor-fails", "unknown-kind"])
-def test_bad_plugins_say_what_and_where(tmp_path, monkeypatch, body, fragments):
+def test_bad_plugins_say_what_and_where(tmp_path, monkeypatch, body, facts):
     _module(tmp_path, monkeypatch, "plug_a", body)
     with pytest.raises(PluginError) as err:
         resolve("plug_a:W")
-    for fragment in fragments:
-        assert fragment in str(err.value)
+    assert unsaid(str(err.value), *facts) == [], str(err.value)
 
 
-@pytest.mark.parametrize("name,fragment", [
-    ("plug_nothere.mod:W", "cannot import module 'plug_nothere.mod'"),
-    ("tinyreg.workload:Nope", "has no attribute 'Nope'"),
-    ("tinyreg.workload:", "an import path is 'package.module:Name'"),
-    ("bert", "unknown workload 'bert' (known: gpt, llama"),
+@pytest.mark.parametrize("name,facts", [
+    ("plug_nothere.mod:W", ["cannot import", "'plug_nothere.mod'"]),
+    ("tinyreg.workload:Nope", ["no attribute", "'Nope'"]),
+    ("tinyreg.workload:", ["'tinyreg.workload:'", "'package.module:Name'"]),
+    ("bert", ["unknown workload", "'bert'", "gpt, llama"]),
 ])
-def test_unresolvable_names(example_on_path, name, fragment):
+def test_unresolvable_names(example_on_path, name, facts):
     with pytest.raises(PluginError) as err:
         resolve(name)
-    assert fragment in str(err.value)
+    assert unsaid(str(err.value), *facts) == [], str(err.value)
 
 
 def test_a_half_implemented_workload_is_refused_before_any_case(tmp_path, monkeypatch):
@@ -119,8 +118,7 @@ def test_a_half_implemented_workload_is_refused_before_any_case(tmp_path, monkey
     with pytest.raises(MatrixError) as err:
         list(iter_cases(matrix.load(m)))
     message = str(err.value)
-    assert message.startswith(f"{m}: [sizes.plug_b:W]") and str(path) in message
-    assert "no method 'batches'" in message and "no method 'validate'" in message
+    assert unsaid(message, m, "[sizes.plug_b:W]", path, "no method 'batches'", "no method 'validate'") == [], message
 
 
 def test_user_size_tables_are_validated_like_built_in_ones(example_on_path, tmp_path):
@@ -128,7 +126,7 @@ def test_user_size_tables_are_validated_like_built_in_ones(example_on_path, tmp_
     m.write_text(f'[sizes."{SPEC}".x]\ndim = 64\nwidth = 3\n')
     with pytest.raises(MatrixError) as err:
         list(iter_cases(matrix.load(m)))
-    assert f"[sizes.{SPEC}.x.width] = 3: unknown key" in str(err.value)
+    assert unsaid(str(err.value), m, f"[sizes.{SPEC}.x.width] = 3", "unknown key") == [], str(err.value)
 
 
 def _cli(args: list[str], cwd, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -160,6 +158,7 @@ def test_cli_exits_2_on_a_bad_plugin_and_runs_nothing(tmp_path):
     (tmp_path / "m.toml").write_text('[sizes."plug_c:W".tiny]\nn = 1\n')
     proc = _cli(["run", "m.toml", "--out", "out"], tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "m.toml: [sizes.plug_c:W]" in proc.stderr and "ImportError: plug_c needs a newer torch" in proc.stderr
+    assert unsaid(proc.stderr, "m.toml", "[sizes.plug_c:W]", "ImportError: plug_c needs a newer torch") == [], \
+        proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "out" / "results.jsonl").exists()
