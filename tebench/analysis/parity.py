@@ -46,6 +46,7 @@ from tebench.analysis.equivalence import longest_run as _longest_run, smooth
 from tebench.plan.modes import MODES, REFERENCE_MODES
 from tebench.plan.recipes import RECIPES
 from tebench.schema.records import CaseResult, Parity, Validation, ValidationVerdict
+from tebench.schema.vocabulary import JUDGED
 from tebench.workloads import SPECS
 from tebench.workloads.zipf_markov import progress as zipf_progress
 
@@ -368,8 +369,7 @@ def judge_validation(value_rec: Validation | None, refs: Sequence[Validation | N
 
 
 def _dims(record: CaseResult) -> dict[str, Any]:
-    """The case's dimensions (``CaseResult`` has no property for them yet)."""
-    return record.case["dims"]
+    return record.case.dims
 
 
 def _setup(record: CaseResult) -> tuple[Any, ...]:
@@ -553,9 +553,9 @@ def _structure_note(record: CaseResult, out: Parity, refs: Sequence[CaseResult])
 def _calibration_note(record: CaseResult, out: Parity) -> Parity:
     """A failed uncalibrated delayed-scaling case's reason names the likely cause."""
     fp8 = record.fp8
-    spec = RECIPES.get(fp8.get("recipe") or "")
-    if (out.verdict == "fail" and spec is not None and "calibration_steps" in spec.options
-            and not fp8.get("calibration_steps")):
+    spec = RECIPES.get(fp8.recipe) if fp8 else None
+    if (out.verdict == "fail" and fp8 is not None and spec is not None and "calibration_steps" in spec.options
+            and not fp8.calibration_steps):
         # Measured on an H200 (README, "FP8 calibration"): the uncalibrated first
         # step is what moved these curves, not FP8 precision as such.
         out.reason = (f"{out.reason}; uncalibrated {spec.name} scaling: TE's first step quantizes with scale 1 "
@@ -689,13 +689,6 @@ def _frozen_beyond_reference(record: CaseResult, refs: Sequence[CaseResult]) -> 
             f"e.g. {names}")
 
 
-JUDGED = ("pass", "fail", "inconclusive")
-"""The verdicts of a judged case (``reference`` and ``n/a`` were not judged)."""
-
-
-def passed(record: dict[str, Any]) -> bool:
-    """True only for a judged ``pass`` (``inconclusive`` is never a pass)."""
-    return (record.get("parity") or {}).get("verdict") == "pass"
 
 
 SPEED_VERDICTS = ("reference", "pass")

@@ -1,4 +1,6 @@
-"""Statistics of timing samples, throughput and MFU: computed in one place only.
+"""Statistics of throughput and MFU, and the tests over rounds: computed in one place only.
+
+(The summary of one set of step times is :meth:`tebench.schema.records.Summary.of`.)
 
 Raw per-step samples are always kept in the results; everything here is
 derived from them and can be recomputed from stored results.
@@ -12,36 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from tebench.schema.records import Summary, Throughput
-
-
-def summary(samples: Sequence[float]) -> Summary:
-    """Median, dispersion and extremes of per-step times (milliseconds); only ``n`` (0) for no samples."""
-    a = np.asarray(samples, dtype=float)
-    if a.size == 0:
-        return Summary.from_dict({"n": 0})
-    p10, p25, p50, p75, p90 = np.percentile(a, [10, 25, 50, 75, 90])
-    # From an object, so that a stored summary keeps every key, iqr_rel's null included, in this order.
-    return Summary.from_dict({
-        "n": int(a.size),
-        "median": float(p50),
-        "mean": float(a.mean()),
-        "stdev": float(a.std(ddof=1)) if a.size > 1 else 0.0,
-        "min": float(a.min()),
-        "max": float(a.max()),
-        "p10": float(p10),
-        "p25": float(p25),
-        "p75": float(p75),
-        "p90": float(p90),
-        "iqr": float(p75 - p25),
-        "iqr_rel": float((p75 - p25) / p50) if p50 else None,
-    })
-
-
-def summarize(samples: Sequence[float]) -> dict[str, Any]:
-    """:func:`summary` as a JSON object: what ``records.Summary.of`` reads (it builds its part from an
-    object); goes once ``Summary.of`` returns :func:`summary`."""
-    return summary(samples).to_dict()
+from tebench.schema.records import Throughput
 
 
 def throughput(median_ms: float, tokens: float, flops: float, peak: dict[str, Any] | None,

@@ -20,7 +20,7 @@ from tebench.store import run_records
 from tebench.store import reader as results
 from tebench.schema.version import RecordError
 from tebench.analysis import stats
-from tebench.schema.records import CaseResult, RunHeader
+from tebench.schema.records import CaseResult, RunHeader, Summary
 from tebench.schema.version import SchemaError
 from tebench.plan.matrix import Case
 from tebench.plan.recipes import FP8Options
@@ -160,7 +160,7 @@ def _from_pytest_benchmark(path: Path, data: dict[str, Any]) -> Source:
             continue
         st = bench["stats"]
         samples = [v * 1000.0 for v in bench.get("stats", {}).get("data", [])]
-        summary = stats.summarize(samples) if samples else {
+        summary = Summary.of(samples).to_dict() if samples else {
             "n": st.get("rounds"), "median": st["median"] * 1000, "mean": st["mean"] * 1000,
             "stdev": st.get("stddev", 0) * 1000, "min": st["min"] * 1000, "max": st["max"] * 1000,
             "p25": st["q1"] * 1000, "p75": st["q3"] * 1000, "iqr": st["iqr"] * 1000,

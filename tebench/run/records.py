@@ -9,7 +9,7 @@ from tebench.analysis import breakdown, parity, stats
 from tebench.plan.environment import Environment
 from tebench.plan.modes import MODES, fp8_library, is_fp8
 from tebench.plan.schedule import Planned
-from tebench.schema.records import CaseResult, Device, Measurements
+from tebench.schema.records import CaseResult, Device, Measurements, Summary
 from tebench.schema.version import RecordError
 from tebench.workloads import SPECS
 
@@ -46,7 +46,7 @@ def build_record(p: Planned, raw: Measurements, env: Environment, run_id: str, s
     device.name = device.name or env.device_name
     record.device = device
     if record.timing and record.timing.samples_ms:
-        summary = record.timing.stats = stats.summary(record.timing.samples_ms)
+        summary = record.timing.stats = Summary.of(record.timing.samples_ms)
         wl = SPECS[case.workload]
         size = case.size_spec
         tokens = wl.tokens_per_step(size) * case.nproc

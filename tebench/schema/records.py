@@ -107,7 +107,7 @@ class Timing(Part):
     wall_ms_per_step: Num | None = field(None, "Wall-clock milliseconds per timed step, host included.", ge=0)
     stats: Summary | None = field(None, "The summary of samples_ms as the runner stored it (readers recompute it "
                                         "from the samples).")
-    """``stats.summarize(samples_ms)`` as the runner stored it (readers use :attr:`summary`)."""
+    """``Summary.of(samples_ms)`` as the runner stored it (readers use :attr:`summary`)."""
 
     @property
     def summary(self) -> Summary:
@@ -767,7 +767,7 @@ class CaseResult(Measurements):
 
     @property
     def median_ms(self) -> float | None:
-        """The median step time as the summary computes it (``stats.summarize``, the stored ``timing.stats``)."""
+        """The median step time as the summary computes it (:meth:`Summary.of`, else the stored ``timing.stats``)."""
         return self.summary.median
 
     @property
@@ -777,12 +777,6 @@ class CaseResult(Measurements):
         import numpy as np
 
         return float(np.median(self.samples_ms)) if self.samples_ms else None
-
-    def rates(self, peak_tflops: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Tokens/s, TFLOP/s and MFU at this round's median step time (see :meth:`CaseRounds.throughput`)."""
-        from tebench.store.run_records import CaseRounds
-
-        return CaseRounds([self], peak_tflops).throughput()
 
     @property
     def peak_memory(self) -> float | None:

@@ -131,7 +131,7 @@ def _rows(run: Any) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
     _checked(header_row, _RUN_COLUMNS, run.path, lambda r: r.get("type") == "header", "header")
     case_rows = []
     for rec in run.cases:
-        # This round's rates at its own median step time (CaseResult.rates, typed).
+        # This round's rates at its own median step time.
         rates = run_records.CaseRounds([rec], run.header.peak_tflops).throughput()
         row = (run.run_id, rec.case_id, rec.round_no, rec.device.name if rec.device else None,
                rec.status, rec.median_ms, rates.tokens_per_s, rec.peak_memory,

@@ -83,10 +83,10 @@ class CaseRounds:
 
     @functools.cached_property
     def summary(self) -> Summary:
-        """``stats.summary`` of the pooled steps: the median and its interquartile interval (p25, p75) …"""
+        """``Summary.of`` the pooled steps: the median and its interquartile interval (p25, p75) …"""
         samples = self.samples_ms
         if samples:
-            return stats.summary(samples)
+            return Summary.of(samples)
         # A pytest-benchmark entry may come with its summary only.
         timing = self.ok[-1].timing if self.ok else None
         return (timing.stats if timing else None) or Summary()

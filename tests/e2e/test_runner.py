@@ -23,6 +23,7 @@ import pytest
 
 from conftest import MICRO_DISTILL, MICRO_GPT, ROOT, unsaid
 
+from tebench.store.run_records import CaseRounds
 from tebench.run.prestart import launch_bound
 from tebench.run.prestart import default_prestart_depth
 
@@ -93,7 +94,8 @@ def test_run_records_everything_and_skips_te_with_reasons(tiny, tmp_path, tebenc
         assert typed.to_dict() == rec and list(typed.to_dict()) == list(rec)
         if typed.timing:
             assert typed.median_ms == rec["timing"]["stats"]["median"]
-            assert typed.rates(head["env"].get("peak_tflops")).to_dict() == rec["throughput"]
+            rates = CaseRounds([typed], head["env"].get("peak_tflops")).throughput()
+            assert rates.to_dict() == rec["throughput"]
 
 
 def test_failures_are_recorded_and_the_matrix_goes_on(tiny, tmp_path, tebench_cli):

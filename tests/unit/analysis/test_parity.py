@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tebench.analysis import parity
-from tebench.schema.records import CaseResult, Validation
+from tebench.schema.records import CaseResult, Parity, Validation
 
 
 def curve(start: float, end: float, n: int = 60, noise: float = 0.0, seed: int = 0) -> list[float]:
@@ -221,7 +221,7 @@ def test_mutated_runs_are_never_references_or_noise():
 @pytest.mark.parametrize("verdict,is_pass", [("pass", True), ("inconclusive", False), ("fail", False),
                                              ("reference", False), ("n/a", False)])
 def test_only_pass_is_a_pass(verdict, is_pass):
-    assert parity.passed({"parity": {"verdict": verdict}}) is is_pass
+    assert Parity(verdict=verdict).passed is is_pass
     assert (verdict in parity.JUDGED) is (verdict in ("pass", "fail", "inconclusive"))
 
 

@@ -41,7 +41,7 @@ def test_every_parity_key_is_declared(path):
 
 
 def test_summary_and_throughput_keys_are_declared():
-    summary = stats.summary([1.0, 1.2, 0.9, 1.1, 1.05])
+    summary = Summary.of([1.0, 1.2, 0.9, 1.1, 1.05])
     assert Summary.from_dict(summary.to_dict()).extra == {}
     throughput = stats.throughput(1.0, 4096, 1e12, {"bf16": 989.0, "source": "datasheet"})
     assert Throughput.from_dict(throughput.to_dict()).extra == {}

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES, ROOT, read_text
-from tebench.analysis import compare, stats
+from tebench.analysis import compare
 from tebench.schema import records as record
 from tebench.store import run_records
 from tebench.store import reader as results
@@ -121,7 +121,7 @@ def _case(samples: list[float], round_: int = 0, status: str = "ok", **parts) ->
          "case": {"workload": "gpt", "size": "s", "mode": "PT-AMP", "dims": {}, "fp8": None, "graphs": False,
                   "fp8_weights": False, "parallel": "single", "nproc": 2, "settings": {}},
          "status": status, "reason": None, "device": {"type": "cuda", "name": "GPU"},
-         "timing": {"samples_ms": samples, "stats": stats.summarize(samples)},
+         "timing": {"samples_ms": samples, "stats": record.Summary.of(samples).to_dict()},
          "throughput": {"tokens_per_step": 1000, "flops_per_step": 2e12}, **parts}
     return CaseResult.from_dict(d)
 
@@ -129,13 +129,13 @@ def _case(samples: list[float], round_: int = 0, status: str = "ok", **parts) ->
 def test_median_interval_and_rates_from_samples():
     r = _case([10.0, 12.0, 11.0, 30.0, 9.0])
     assert r.median_ms == 11.0
-    assert (r.summary.p25, r.summary.p75) == (10.0, 12.0) and r.summary.to_dict() == stats.summarize(r.samples_ms)
+    assert (r.summary.p25, r.summary.p75) == (10.0, 12.0) and r.summary.to_dict() == record.Summary.of(r.samples_ms).to_dict()
     peak = {"bf16": 100.0, "source": "test"}
-    rates = r.rates(peak)
-    assert rates["tokens_per_s"] == pytest.approx(1000 / 0.011)
-    assert rates["tflops"] == pytest.approx(2e12 / 0.011 / 1e12)
-    assert rates["mfu"] == pytest.approx(rates["tflops"] / (100.0 * 2))  # nproc 2
-    assert r.rates(None)["mfu"] is None
+    rates = CaseRounds([r], peak).throughput()
+    assert rates.tokens_per_s == pytest.approx(1000 / 0.011)
+    assert rates.tflops == pytest.approx(2e12 / 0.011 / 1e12)
+    assert rates.mfu == pytest.approx(rates.tflops / (100.0 * 2))  # nproc 2
+    assert CaseRounds([r], None).throughput().mfu is None
 
 
 def test_rounds_pool_steps_for_the_median_and_take_round_medians_for_the_level():
