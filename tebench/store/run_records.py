@@ -19,7 +19,7 @@ import numpy as np
 
 from tebench.analysis import parity as parity_rules
 from tebench.analysis import stats
-from tebench.schema.records import CaseResult, RunHeader, Summary, Throughput
+from tebench.schema.records import CaseInfo, CaseResult, RunHeader, Summary, Throughput
 from tebench.store import reader as results
 
 STATUS_SEVERITY = ("failed", "timeout", "oom", "diverged", "ok", "skipped")
@@ -54,7 +54,7 @@ class CaseRounds:
         return self.records[-1].case_id
 
     @property
-    def case(self) -> dict[str, Any]:
+    def case(self) -> CaseInfo:
         return self.records[-1].case
 
     @property

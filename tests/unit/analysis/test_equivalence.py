@@ -132,7 +132,7 @@ def _record(mode, losses, replicas=None, heldout=None, **validation):
     if replicas is not None:
         loss["replicas"] = replicas
     val = {"metric": "heldout_loss", "heldout_loss": heldout if heldout is not None else losses[-1], **validation}
-    return CaseResult.from_dict({"status": "ok", "round": 0,
+    return CaseResult.from_dict({"case_id": f"gpt/s/{mode}", "status": "ok", "round": 0,
                                  "case": {"workload": "gpt", "size": "s", "mode": mode, "dims": dims,
                                           "settings": settings, "parallel": "single"},
                                  "loss": loss, "validation": val, "updates": {"unchanged": 0}})

@@ -165,7 +165,7 @@ def test_old_records_without_a_kind_are_still_judged():
 def _record(mode: str, losses: list[float], status: str = "ok", graphs: bool = False, round_: int = 0,
             validation: Validation | None = None, mutation: str | None = None, **case: object) -> CaseResult:
     return CaseResult.from_dict({
-        "status": status, "round": round_,
+        "case_id": f"gpt/s/{mode}", "status": status, "round": round_,
         "case": {"workload": "gpt", "size": "s", "mode": mode, "dims": {"d": 1}, "graphs": graphs,
                  "parallel": "single", **case,
                  "settings": {"seed": 1, "steps": 50, "warmup": 10, "lr": 1e-3, "parity_rtol": 0.1,

@@ -110,7 +110,7 @@ def test_fp8_masters_start_from_the_exact_initial_values():
 
 def _record(mode: str, losses: list[float], fp8: dict | None = None) -> CaseResult:
     return CaseResult.from_dict({
-        "status": "ok", "loss": {"per_step": losses},
+        "case_id": f"gpt/s/{mode}", "status": "ok", "loss": {"per_step": losses},
         "case": {"workload": "gpt", "size": "s", "mode": mode, "dims": {"d": 1}, "graphs": False,
                  "parallel": "single", "fp8": fp8,
                  "settings": {"seed": 1, "steps": 30, "warmup": 10, "lr": 1e-3, "parity_rtol": 0.1,

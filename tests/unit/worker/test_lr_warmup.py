@@ -61,7 +61,7 @@ def test_a_reference_with_another_warmup_is_not_the_same_training():
         settings = {"seed": 1, "steps": 30, "warmup": 10, "lr": 1e-3, "parity_rtol": 0.1, "parity_atol": 0.05}
         if lr_warmup is not None:  # None: a record from before the setting existed
             settings["lr_warmup"] = lr_warmup
-        return CaseResult.from_dict({"status": "ok", "loss": {"per_step": [4.0] * 40},
+        return CaseResult.from_dict({"case_id": f"gpt/s/{mode}", "status": "ok", "loss": {"per_step": [4.0] * 40},
                                      "case": {"workload": "gpt", "size": "s", "mode": mode, "dims": {"d": 1},
                                               "graphs": False, "parallel": "single", "settings": settings}})
 
