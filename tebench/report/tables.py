@@ -37,7 +37,7 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
     for src in sources:
         for case_id, rounds in run_records.by_case(src.records, src.header.peak_tflops).items():
             # The case as its newest round describes it; measured values from the last ok round.
-            case, newest, last = rounds.case, rounds.records[-1], rounds.last
+            newest, last = rounds.records[-1], rounds.last
             summary = rounds.summary
             tp = rounds.throughput()
             par = last.parity or record.Parity()
@@ -89,7 +89,6 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
                 "validation_metric": val.metric,
                 "validation": val.value,
                 "validation_verdict": par.validation_verdict,
-                "dims": case.get("dims", {}),
                 **_energy_columns(last.energy),
             })
     df = pd.DataFrame(rows)
