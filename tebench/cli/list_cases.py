@@ -21,7 +21,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     shard_spec = parse_shard(args)
     cases = select(mat, args.only, shard_spec) if mat is not None else None
     env = probe(cached=True)
-    if mat is None:
+    if mat is None or cases is None:  # both or neither: a matrix that needs the machine to load
         mat = load_matrix(args, env)
         cases = select(mat, args.only, shard_spec)
     runs, total_s = 0, 0.0

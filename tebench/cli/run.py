@@ -66,9 +66,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"tebench run: --devices {args.devices}: this machine has no CUDA GPU; the cases run on the "
                   f"CPU, {len(devices)} at a time", file=sys.stderr)
         if devices and env.device_type == "cuda":
-            bad = [d for d in devices if int(d) >= len(env.gpus)]
-            if bad:
-                raise UsageError(f"--devices {args.devices}: no such GPU {bad} ({len(env.gpus)} visible)")
+            absent = [d for d in devices if int(d) >= len(env.gpus)]
+            if absent:
+                raise UsageError(f"--devices {args.devices}: no such GPU {absent} ({len(env.gpus)} visible)")
         lock.hold()
         opts = RunOptions(
             out=out, rounds=args.rounds, resume=args.resume, timeout_s=args.timeout,

@@ -239,6 +239,12 @@ def why_context(why_df: pd.DataFrame, multi: bool, df: pd.DataFrame) -> dict[str
     }
 
 
+def _matrix_name(src: Source) -> str:
+    """The name of the matrix a source ran, "results" where its header names none."""
+    name = src.header.matrix_name
+    return "results" if name is None else name
+
+
 def build_context(sources: list[Source], out: Path, assets_url: str | None = None) -> dict[str, Any]:
     """Everything both templates show, computed once (each chart drawn once, used by HTML and Markdown)."""
     df = tables.case_frame(sources)
@@ -253,11 +259,12 @@ def build_context(sources: list[Source], out: Path, assets_url: str | None = Non
                 **why_context(why_df, multi, df)}
         drawn = place_charts(jobs, drawing.result())
     return {
-        "title": ", ".join(dict.fromkeys((s.header.matrix or {}).get("name", "results") for s in sources)),
+        "title": ", ".join(dict.fromkeys(_matrix_name(s) for s in sources)),
         "generated": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "tebench_version": tebench.__version__,
         "sources": [{"label": s.label, "kind": s.kind, "notes": s.notes, "env": environment(s),
-                     "reproduce": reproduce(s), "matrix": (s.header.matrix or {}).get("data")} for s in sources],
+                     "reproduce": reproduce(s), "matrix": s.header.matrix.data if s.header.matrix is not None else None}
+                    for s in sources],
         "multi": multi,
         "cpu_only": bool(sources) and all(s.env.get("device_type") == "cpu" for s in sources
                                           if s.kind == "tebench") and any(s.kind == "tebench" for s in sources),
@@ -267,7 +274,7 @@ def build_context(sources: list[Source], out: Path, assets_url: str | None = Non
         **drawn,
         "fp8_total": fp8_total,
         "fp8_flags": [(s.label, r.case_id, flag) for s in sources for r in s.records
-                      if r.fp8_state for flag in r.fp8_state.get("flags", [])],
+                      if r.fp8_state is not None for flag in r.fp8_state.flags or []],
         "assets_url": assets_url.rstrip("/") + "/" if assets_url else None,
         "md_note": None,
         "frame": df,

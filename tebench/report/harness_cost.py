@@ -34,12 +34,13 @@ def frame(sources: list[Any]) -> pd.DataFrame:
     rows = []
     for src in sources:
         for rec in src.records:
-            ph, duration = rec.phases or {}, rec.duration_s
-            if not ph or duration is None:
+            ph, duration = rec.phases, rec.duration_s
+            if ph is None or duration is None:
                 continue
             row = {"source": src.label, "mode": rec.mode, "case_id": rec.case_id}
             for key, _, _ in PHASES[:-1]:
-                row[key] = float(ph.get(key) or 0.0)
+                # Every key but "other_s" is a phase the schema declares: a field of Phases.
+                row[key] = float(getattr(ph, key) or 0.0)
             known = sum(row[k] for k, _, _ in PHASES[:-1])
             row["other_s"] = max(0.0, float(duration) - known)
             row["duration_s"] = float(duration)

@@ -11,20 +11,21 @@ from tebench.schema.records import RunHeader
 
 def cost_header(src: Source) -> dict[str, Any]:
     """How a run started its cases and the compile cache it began with (older runs: unknown)."""
-    cache = src.header.compile_cache or {}
+    cache = src.header.compile_cache
     launch = src.header.launch or "unrecorded"
     if launch == "prestarted" and src.header.prestart_depth:
-        stops = {True: ", stopped beside launch-bound timed steps", False: ", never stopped"}
-        launch += f" ({src.header.prestart_depth} per device{stops.get(src.header.prestart_pause, '')})"
+        stops = {True: ", stopped beside launch-bound timed steps", False: ", never stopped", None: ""}
+        launch += f" ({src.header.prestart_depth} per device{stops[src.header.prestart_pause]})"
     return {"label": src.label, "launch": launch,
-            "cache": cache.get("state") or "unrecorded", "cache_dir": cache.get("dir")}
+            "cache": (cache.state if cache is not None else None) or "unrecorded",
+            "cache_dir": cache.dir if cache is not None else None}
 
 
 def environment(src: Source) -> list[tuple[str, str]]:
     """The run-info rows of the machine a run ran on: GPUs, driver, clocks, versions, relevant variables."""
     env = src.env
     gpus = env.get("gpus") or []
-    setup = next((r.setup for r in src.records if r.setup), {}) or {}
+    setup = next((r.setup for r in src.records if r.setup is not None), None)
     peak = env.get("peak_tflops")
     clocks = env.get("gpu_clocks") or {}
     rows = [
@@ -41,8 +42,8 @@ def environment(src: Source) -> list[tuple[str, str]]:
         ("Python / CPU", f"{env.get('python') or '–'} / {env.get('cpu') or '–'} ×{env.get('cpu_count') or '?'}"),
         ("host", str(env.get("hostname") or "–")),
         ("MFU peak", f"{peak['bf16']} TFLOP/s dense BF16 ({peak['source']})" if peak else "unknown GPU: no MFU"),
-        ("master weights", setup.get("master_weights", "–")),
-        ("optimizer", setup.get("optimizer", "–")),
+        ("master weights", _recorded(setup.master_weights if setup is not None else None)),
+        ("optimizer", _recorded(setup.optimizer if setup is not None else None)),
         ("relevant variables", ", ".join(f"{k}={v}" for k, v in (env.get("env_vars") or {}).items()) or "none set"),
     ]
     return rows
@@ -59,6 +60,11 @@ def clip_words(text: str, limit: int = ENV_CELL_CHARS) -> str:
         return text
     cut = text[:limit].rsplit(None, 1)[0]
     return cut.rstrip(" ,;:") + " …"
+
+
+def _recorded(value: Any, default: Any = "–") -> Any:
+    """A header value as the run info shows it: ``default`` where it was not recorded (absent or null)."""
+    return default if value is None else value
 
 
 def _devices_text(devices: list[str] | None, env: dict[str, Any]) -> str:
@@ -83,16 +89,18 @@ def _listed(value: Any) -> str:
 def reproduce(src: Source) -> list[tuple[str, str]]:
     """The run-info rows that say how to run it again: command, matrix and its hashes, commit, file."""
     head, env = src.header, src.env
-    matrix = head.matrix or {}
+    matrix = head.matrix
+    name, source, sha256, text_sha256 = ((matrix.name, matrix.source, matrix.sha256, matrix.text_sha256)
+                                         if matrix is not None else (None, None, None, None))
     commit = env.get("git_commit") or "not a git checkout"
     if env.get("git_dirty"):
         commit += " (with uncommitted changes)"
     return [
         ("command", " ".join(head.command or []) or "–"),
-        ("matrix", f"{matrix.get('name', '–')} ({matrix.get('source', '–')})"),
-        ("matrix sha256 (resolved / file)", f"{matrix.get('sha256', '–')} / {matrix.get('text_sha256', '–')}"),
-        ("run id / created", f"{head.stored('run_id', '–')} / {head.stored('created', '–')}"),
-        ("rounds / shard / devices", f"{head.stored('rounds', 1)} / {_listed(head.shard) or 'whole matrix'} / "
+        ("matrix", f"{_recorded(name)} ({_recorded(source)})"),
+        ("matrix sha256 (resolved / file)", f"{_recorded(sha256)} / {_recorded(text_sha256)}"),
+        ("run id / created", f"{_recorded(head.run_id)} / {_recorded(head.created)}"),
+        ("rounds / shard / devices", f"{_recorded(head.rounds, 1)} / {_listed(head.shard) or 'whole matrix'} / "
                                      f"{_devices_text(head.devices, env)}"),
         ("tebench", f"{head.tebench or env.get('tebench') or '–'} @ {commit}"),
         ("results file", src.path),
@@ -101,7 +109,7 @@ def reproduce(src: Source) -> list[tuple[str, str]]:
 
 def _excluded(head: RunHeader) -> list[tuple[str, str]]:
     """The run-info row of the matrix's exclusions; none for a header from before they were recorded."""
-    if head.excluded is None and "excluded" not in head._keys:
+    if head.excluded is None:  # the runner always writes the list, empty where nothing was excluded
         return []
-    rules = head.excluded or []
+    rules = head.excluded
     return [("excluded by the matrix", "; ".join(exclusion_text(e.to_dict()) for e in rules) if rules else "nothing")]

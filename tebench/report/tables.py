@@ -37,7 +37,7 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
     for src in sources:
         for case_id, rounds in run_records.by_case(src.records, src.header.peak_tflops).items():
             # The case as its newest round describes it; measured values from the last ok round.
-            case, newest, last = rounds.case, rounds.records[-1], rounds.last
+            newest, last = rounds.records[-1], rounds.last
             summary = rounds.summary
             tp = rounds.throughput()
             par = last.parity or record.Parity()
@@ -89,7 +89,6 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
                 "validation_metric": val.metric,
                 "validation": val.value,
                 "validation_verdict": par.validation_verdict,
-                "dims": case.get("dims", {}),
                 **_energy_columns(last.energy),
             })
     df = pd.DataFrame(rows)
@@ -146,10 +145,10 @@ def energy_sentences(df: pd.DataFrame) -> list[str]:
     for (source, workload, size), g in df.groupby(["source", "workload", "size"], sort=False):
         ok = g[counts(g) & g["tokens_per_j"].notna() & (g["parallel"] == "single")]
         base = ok[ok["variant"] == BASELINE]
-        fp8 = ok[ok["mode"].isin(modes.FP8_MODES)]
-        if base.empty or fp8.empty:
+        best = _fastest(ok[ok["mode"].isin(modes.FP8_MODES)])
+        if base.empty or best is None:
             continue
-        best, b = _fastest(fp8), base.iloc[0]
+        b = base.iloc[0]
         change = b["tokens_per_j"] / best["tokens_per_j"] - 1.0  # energy per token, FP8 against PT-AMP
         words = f"{abs(change):.0%} {'less' if change < 0 else 'more'}"
         power = ""
@@ -241,7 +240,7 @@ def headline(df: pd.DataFrame) -> pd.DataFrame:
     in ``faster_not_passing`` beside them, with its speedup, verdict and loss
     difference; a size where no case counts keeps its row with no fastest.
     """
-    rows = []
+    rows: list[dict[str, Any]] = []
     if df.empty:
         return pd.DataFrame(rows)
     ao_ran = torchao_ran(df)
@@ -554,7 +553,7 @@ def crossover(df: pd.DataFrame) -> pd.DataFrame:
     speedup lies above 1. A size whose FP8 cases all fail to count is listed
     as "not counted" and can never be the crossover.
     """
-    rows = []
+    rows: list[dict[str, Any]] = []
     if df.empty:
         return pd.DataFrame(rows)
     single = df[(df["status"] == "ok") & (df["parallel"] == "single") & ~df["fp8_weights"]

@@ -58,7 +58,8 @@ def frame(sources: list[Source]) -> pd.DataFrame:
             parts = memory.composition(rec.memory)
             for key, _, _ in memory.PARTS:
                 row[f"mem_{key}"] = parts[key] if parts else None
-            row["mem_peak"] = rec.memory.peak_allocated_bytes if parts else None
+            # parts imply rec.memory; the second test only tells the type checker so.
+            row["mem_peak"] = rec.memory.peak_allocated_bytes if parts and rec.memory is not None else None
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -120,7 +121,7 @@ def sentences(df: pd.DataFrame) -> list[str]:
     parity columns come from :func:`with_parity`, and a frame without them counts every ok case), a faster one
     that does not count named beside it; a size whose proven FP8 cases all fail to count says so, no more.
     """
-    out = []
+    out: list[str] = []
     if df.empty:
         return out
     counted = tables.counts(df)
