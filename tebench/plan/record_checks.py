@@ -18,6 +18,7 @@ import typing
 from typing import Annotated, Any
 
 import pydantic
+from annotated_types import Interval
 
 from tebench.plan.environment import Environment
 from tebench.plan.matrix import Settings
@@ -60,13 +61,15 @@ def as_model(cls: type) -> type[Part]:
     for f in dataclasses.fields(cls):
         no_default = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         meta = f.metadata
-        hint = _strict(hints[f.name])
+        hint = _strict(hints[f.name], meta.get("items_min"))
         if meta.get("shape") is not None:  # a dict the probe writes from a dataclass of its own
             hint = as_model(meta["shape"]) | None
         if meta.get("choices"):
             hint = Annotated[hint, OneOf(*meta["choices"])]
         nullable = type(None) in typing.get_args(hints[f.name])
         required = no_default and not nullable
+        if not required:  # a stored null is "not measured", as an absent key is
+            hint = hint | None
         fields[f.name] = (hint, field(... if required else None, meta.get("doc", ""), required=required,
                                       ge=meta.get("min")))
     return pydantic.create_model(cls.__name__, __base__=Part, __doc__=cls.__doc__, **fields)
@@ -75,8 +78,9 @@ def as_model(cls: type) -> type[Part]:
 _STRICT: dict[Any, Any] = {float: Num, int: Int, str: Str, bool: Bool}
 
 
-def _strict(hint: Any) -> Any:
-    """``hint`` with its scalars strict (an integer is not a string, a boolean not a number)."""
+def _strict(hint: Any, items_min: float | None = None) -> Any:
+    """``hint`` with its scalars strict (an integer is not a string, a boolean not a number), and each
+    number of a list or tuple at least ``items_min``."""
     if hint in _STRICT:
         return _STRICT[hint]
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
@@ -84,7 +88,9 @@ def _strict(hint: Any) -> Any:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if not args:
         return hint
-    strict = tuple(_strict(a) for a in args)
+    strict = tuple(_strict(a, items_min) for a in args)
+    if origin in (list, tuple) and items_min is not None:
+        strict = tuple(Annotated[a, Interval(ge=items_min)] if a in (Int, Num) else a for a in strict)
     if origin in (typing.Union, types.UnionType):
         return typing.Union[strict]
     return origin[strict]

@@ -29,7 +29,7 @@ import typing
 from typing import Annotated, Any, ClassVar, Iterable, Union
 
 from annotated_types import Interval
-from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, Strict, ValidationError, ValidationInfo
+from pydantic import AfterValidator, AllowInfNan, BaseModel, ConfigDict, Field, Strict, ValidationError, ValidationInfo
 from pydantic import model_validator
 from pydantic import PrivateAttr
 from pydantic_core import PydanticCustomError, core_schema
@@ -41,13 +41,26 @@ MAX_INT = 2**63 - 1
 MAX_EXACT = 2**53
 """An integer given where a number belongs must convert to a float exactly."""
 
-Int = Annotated[int, Strict(), Interval(ge=-MAX_INT, le=MAX_INT)]
+def _fits_64_bits(v: int) -> int:
+    if not -MAX_INT <= v <= MAX_INT:
+        raise PydanticCustomError("int_64", "is too large for an integer of a record (64 bits)")
+    return v
+
+
+# The ranges of the types are validators, not Intervals: pydantic merges a field's own limits (ge=0)
+# with the type's, the last one winning, which would drop one of them.
+Int = Annotated[int, Strict(), AfterValidator(_fits_64_bits)]
 """An integer of a record (a boolean is not one; at most 64 bits)."""
-Num = Annotated[Union[Annotated[int, Strict(), Interval(ge=-MAX_EXACT, le=MAX_EXACT)],
-                      Annotated[float, Strict(), AllowInfNan(False)]], "number"]
+def _exact_as_float(v: int) -> int:
+    if not -MAX_EXACT <= v <= MAX_EXACT:
+        raise PydanticCustomError("int_inexact", "is too large to be a number of a record")
+    return v
+
+
+_NUMBER_INT = Annotated[int, Strict(), AfterValidator(_exact_as_float)]
+Num = Annotated[Union[_NUMBER_INT, Annotated[float, Strict(), AllowInfNan(False)]], "number"]
 """A finite number of a record, kept as stored: an integer stays an integer."""
-AnyNum = Annotated[Union[Annotated[int, Strict(), Interval(ge=-MAX_EXACT, le=MAX_EXACT)],
-                         Annotated[float, Strict()]], "number"]
+AnyNum = Annotated[Union[_NUMBER_INT, Annotated[float, Strict()]], "number"]
 """A number that may be NaN or ±inf: a diverged run's loss, an overflowed FP8 scale (data, not damage)."""
 Bool = Annotated[bool, Strict()]
 """True or false, never 0 or 1."""
@@ -306,7 +319,7 @@ def record_error(exc: ValidationError, data: Any, base: str = "",
         key = first["loc"][-1]
         return RecordError(f"{path}.{key}" if path else str(key), None, "missing")
     for e in same:
-        if e["type"] in ("choice", "unknown_key"):
+        if e["type"] in ("choice", "unknown_key", "int_64", "int_inexact"):
             return RecordError(path, value, e["msg"])
         if e["type"] == "finite_number" and isinstance(value, float) and not math.isfinite(value):
             return RecordError(path, value, "must be a finite number")
