@@ -36,6 +36,7 @@ the parent's memory. The parent never sets it, so calls of :func:`draw_all` shar
 def png_bytes(fig: Any) -> bytes:
     """A figure as PNG bytes (the resolution every report chart uses)."""
     buf = io.BytesIO()
+    charts.lean_ticks(fig)
     fig.savefig(buf, format="png", dpi=charts.DPI, pil_kwargs=PNG_SETTINGS)
     return buf.getvalue()
 
