@@ -196,6 +196,13 @@ class _InView(Locator):
     def tick_values(self, vmin: float, vmax: float) -> Any:
         return self.inner.tick_values(vmin, vmax)
 
+    # Autoscaling asks the major locator for limits (a log locator keeps them positive): the inner one answers.
+    def nonsingular(self, v0: float, v1: float) -> tuple[float, float]:
+        return self.inner.nonsingular(v0, v1)
+
+    def view_limits(self, vmin: float, vmax: float) -> tuple[float, float]:
+        return self.inner.view_limits(vmin, vmax)
+
 
 def lean_ticks(fig: Figure) -> None:
     """Make no tick that will not be drawn, and skip the label placement no label needs: the figure looks

@@ -62,6 +62,25 @@ def test_in_view_keeps_every_tick_inside_the_view_edges_included():
     assert list(ax.xaxis.get_majorticklocs()) == [10.0, 100.0, 1000.0]
 
 
+def test_lean_ticks_leave_autoscaling_as_it_was():
+    from matplotlib.figure import Figure
+
+    def chart(log: bool, ys: list[float]):
+        fig = Figure(figsize=(3, 2), dpi=charts.DPI)
+        ax = fig.subplots()
+        ax.plot([0, 1], ys)
+        # With a span given, nothing asks for the limits before the figure is drawn: autoscaling then
+        # runs after lean_ticks has wrapped the locators, and asks them.
+        charts._axis(ax.yaxis, log, span=(min(ys), max(ys)) if log else None)
+        return fig
+
+    # An axis over one value, log and linear, and a log axis over two decades.
+    for log, ys in ((True, [5.0, 5.0]), (True, [0.5, 50.0]), (False, [3.0, 3.0])):
+        plain, lean = chart(log, ys), chart(log, ys)
+        assert np.array_equal(_pixels(_plain_png(plain)), _pixels(report.png_bytes(lean)))
+        assert plain.axes[0].get_ylim() == lean.axes[0].get_ylim()
+
+
 def test_lean_ticks_leave_default_formatted_axes_alone():
     from matplotlib.figure import Figure
     from matplotlib.ticker import AutoLocator
