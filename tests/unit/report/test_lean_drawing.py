@@ -124,3 +124,22 @@ def test_fp8_state_charts_in_the_pool_look_as_drawn_one_by_one(h200, monkeypatch
     fresh = [report.png_bytes(charts.fp8_state(rec, note=why)) for _, rec, why in chosen]
     for one, two, three in zip(serial, forked, fresh):
         assert np.array_equal(_pixels(one), _pixels(three)) and np.array_equal(_pixels(two), _pixels(three))
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_drawing_leaves_the_collector_as_it_found_it(monkeypatch, processes):
+    import gc
+
+    from matplotlib.figure import Figure
+
+    def job():
+        fig = Figure(figsize=(1, 1))
+        fig.subplots().plot([0, 1], [0, 1])
+        return fig
+
+    monkeypatch.setenv("TEBENCH_REPORT_PROCESSES", processes)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    pngs = report.draw_all([job, job, lambda: None])
+    assert pngs[0] and pngs[1] and pngs[2] is None
+    # The heap frozen and the collector off only while drawing: afterwards this process collects as before.
+    assert gc.isenabled() and gc.get_freeze_count() == 0
