@@ -65,18 +65,21 @@ def _draw_collected(job: Draw) -> bytes | None:
 
 
 @contextlib.contextmanager
-def _frozen_heap() -> Iterator[None]:
+def frozen_heap() -> Iterator[None]:
     """The heap as it is now left out of every collection until the block ends (in a process forked
-    meanwhile, for good)."""
+    meanwhile, for good); inside a caller's own frozen block, until that one ends."""
+    frozen = gc.get_freeze_count()
     gc.freeze()
     try:
         yield
     finally:
-        gc.unfreeze()
+        if not frozen:
+            gc.unfreeze()  # it thaws everything frozen: only the outermost block may
 
 
 @contextlib.contextmanager
-def _collector_off() -> Iterator[None]:
+def collector_off() -> Iterator[None]:
+    """Python's cycle collector off for the block, then as it was."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -129,12 +132,12 @@ class Drawing:
         self._drawn: list[bytes | None] = []
         workers = processes(len(self._jobs))
         if workers <= 1 or sys.platform != "linux":
-            with _frozen_heap(), _collector_off():
+            with frozen_heap(), collector_off():
                 self._drawn = [_draw_collected(job) for job in self._jobs]
             return
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)  # until the children exist
         try:
-            with _frozen_heap():  # in the children; the parent's collector goes on as before
+            with frozen_heap():  # for good in the children; in this process, only while forking
                 self._pool = mp.get_context("fork").Pool(workers, initializer=_start_child,
                                                          initargs=(self._jobs,))
         finally:

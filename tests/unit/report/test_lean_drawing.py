@@ -143,3 +143,12 @@ def test_drawing_leaves_the_collector_as_it_found_it(monkeypatch, processes):
     assert pngs[0] and pngs[1] and pngs[2] is None
     # The heap frozen and the collector off only while drawing: afterwards this process collects as before.
     assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_a_report_leaves_the_collector_as_it_found_it(tmp_path):
+    import gc
+
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    out = report.render([FIXTURES / "cpu-smoke.jsonl"], tmp_path / "rep")
+    assert (out / "report.md").is_file()
+    assert gc.isenabled() and gc.get_freeze_count() == 0
