@@ -10,13 +10,22 @@ Two timings the parent's speed is judged by (targets: 5 s each on a 2-core CPU):
   case ids and rounds (:func:`write_large_results`).
 
 Neither needs torch or a GPU. ``--benchmark-json FILE`` keeps the numbers.
+
+On a shared machine the load moves more than a change does, so a change is measured side by side:
+``TEBENCH_BASELINE=DIR`` (a checkout of the code to compare with, e.g. ``git archive main | tar -x
+-C DIR``) makes :func:`test_report_command_against_baseline` run the baseline's ``tebench report``
+and this tree's in turn, round by round, and keep both wall and CPU times.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import resource
+import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 NIGHTLY = ROOT / "reports" / "h200-nightly-energy"
 RECORDS = 10_000
 """Case records in the generated results file."""
+BASELINE_ROUNDS = 5
+"""Pairs of runs (baseline, then this tree) in :func:`test_report_command_against_baseline`."""
 ROUNDS = 10
 """Rounds each generated case id gets: a copy of a stored record is round ``n % ROUNDS`` of case id
 ``<id>/copy<n // ROUNDS>``, so every (case id, round) is new and none replaces another."""
@@ -80,6 +91,54 @@ def test_report_command(benchmark, tmp_path: Path) -> None:
     proc = benchmark.pedantic(report, rounds=3, iterations=1, warmup_rounds=1)
     assert proc.returncode == 0, proc.stderr
     assert (out / "report.md").stat().st_size > 0
+
+
+def timed_report(tree: Path, out: Path) -> dict[str, float]:
+    """``python -m tebench report`` of the nightly with the code of ``tree``: wall seconds, and CPU seconds
+    of the process and of the drawing processes it started (user + system), and the load average."""
+    env = dict(os.environ, PYTHONPATH=str(tree))  # and the working directory: the tree's tebench comes first
+    command = [sys.executable, "-m", "tebench", "report", str(nightly_results()), "--out", str(out)]
+    load = os.getloadavg()[0]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tree, env=env)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert proc.returncode == 0, proc.stderr
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall_s": wall, "cpu_s": cpu, "load": load}
+
+
+def test_report_command_against_baseline(benchmark, tmp_path: Path) -> None:
+    """``tebench report`` of the nightly with the baseline's code (``TEBENCH_BASELINE``) and this tree's,
+    alternately: each round runs the baseline first (untimed by pytest-benchmark, timed here), then this
+    tree (the benchmark's own timing). ``extra_info`` keeps every run's wall and CPU seconds, both sides."""
+    baseline = os.environ.get("TEBENCH_BASELINE")
+    if not baseline:
+        pytest.skip("TEBENCH_BASELINE names no checkout to compare with")
+    base = Path(baseline).resolve()
+    if not (base / "tebench" / "__init__.py").is_file():
+        pytest.fail(f"TEBENCH_BASELINE={baseline}: no tebench/ there")
+    runs: dict[str, list[dict[str, float]]] = {"baseline": [], "head": []}
+
+    def run_baseline() -> None:
+        runs["baseline"].append(timed_report(base, tmp_path / "baseline"))
+
+    def run_head() -> None:
+        runs["head"].append(timed_report(ROOT, tmp_path / "head"))
+
+    # A first pair unmeasured: file caches and the font cache warm for both.
+    run_baseline()
+    run_head()
+    for timings in runs.values():
+        timings.clear()
+    benchmark.pedantic(run_head, setup=run_baseline, rounds=BASELINE_ROUNDS, iterations=1)
+    for side, timings in runs.items():
+        benchmark.extra_info[side] = timings
+        for key in ("wall_s", "cpu_s"):
+            values = [t[key] for t in timings]
+            benchmark.extra_info[f"{side}_{key}_median"] = statistics.median(values)
+    assert len(runs["baseline"]) == len(runs["head"]) == BASELINE_ROUNDS
 
 
 def test_report_render(benchmark, tmp_path: Path) -> None:

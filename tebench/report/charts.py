@@ -51,6 +51,8 @@ MAX_BARS = 60
 NOT_COUNTED = "did not pass parity"
 """What a pale bar marked ✗ means: the case does not count (:func:`tables.counts`), it backs no speed claim."""
 NOT_COUNTED_ALPHA = 0.3
+_LOCS_FREE = (FuncFormatter, NullFormatter)
+"""Formatters whose label for a tick does not depend on the other ticks' locations."""
 
 
 def not_counted_mark(row: pd.Series) -> str:
@@ -161,6 +163,68 @@ class _BytesLocator(Locator):
         top = max(abs(vmin), abs(vmax))
         div = next((d for d in (2**30, 2**20, 2**10) if top >= d), 1)
         return MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]).tick_values(vmin / div, vmax / div) * div
+
+
+class _InView(Locator):
+    """Another locator's ticks, only those inside the axis's view.
+
+    matplotlib makes a tick (two lines and two texts) for every location a locator returns, then draws
+    only those in view; a log axis's minor locator returns whole decades on either side. Tick objects
+    were a quarter of a chart's drawing time and three in ten of them were never drawn.
+    """
+
+    def __init__(self, inner: Locator):
+        self.inner = inner
+
+    def set_axis(self, axis: Any) -> None:
+        super().set_axis(axis)
+        self.inner.set_axis(axis)
+
+    def __call__(self) -> Any:
+        locs = np.asarray(self.inner(), dtype=float)
+        if locs.size == 0:
+            return locs
+        # The same test as matplotlib's (in the scale's coordinates), with room to spare: a tick kept
+        # that is not drawn costs time, one dropped that would have been drawn changes the chart.
+        transform = self.axis.get_transform()
+        lo, hi = sorted(transform.transform(np.asarray(self.axis.get_view_interval(), dtype=float)))
+        pad = 1e-6 * (hi - lo) if hi > lo else 1e-6
+        with np.errstate(invalid="ignore", divide="ignore"):
+            where = transform.transform(locs)
+        return locs[~(where < lo - pad) & ~(where > hi + pad)]
+
+    def tick_values(self, vmin: float, vmax: float) -> Any:
+        return self.inner.tick_values(vmin, vmax)
+
+    # Autoscaling asks the major locator for limits (a log locator keeps them positive): the inner one answers.
+    def nonsingular(self, v0: float, v1: float) -> tuple[float, float]:
+        return self.inner.nonsingular(v0, v1)
+
+    def view_limits(self, vmin: float, vmax: float) -> tuple[float, float]:
+        return self.inner.view_limits(vmin, vmax)
+
+
+def lean_ticks(fig: Figure) -> None:
+    """Make no tick that will not be drawn, and skip the label placement no label needs: the figure looks
+    the same, drawn in less time. Call it just before the figure is drawn (its limits are final then).
+
+    Only axes whose tick labels do not depend on which other ticks exist are trimmed: a function formatter
+    (every chart's engineering labels) or none. matplotlib's default formatter picks its number of decimals
+    from all the locations it gets, and fixed labels go by position, so their axes keep their locator.
+    """
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        for axis in (ax.xaxis, ax.yaxis):
+            for formatter, locator, setter in (
+                    (axis.get_major_formatter(), axis.get_major_locator(), axis.set_major_locator),
+                    (axis.get_minor_formatter(), axis.get_minor_locator(), axis.set_minor_locator)):
+                if isinstance(locator, _InView) or not isinstance(formatter, _LOCS_FREE):
+                    continue
+                setter(_InView(locator))
+            # An axis without a label still measures every tick label of its row or column to place it.
+            if not axis.label.get_text():
+                axis.set_label_coords(0.5, 0.5)
 
 
 def _grid_figure(rows: int, cols: int, panel_w: float, panel_h: float | list[float], left: float = 0.75,
@@ -299,11 +363,15 @@ PYTORCH = "PyTorch"
 
 
 def family(case: dict[str, Any]) -> str:
-    """The loss chart's panel a case belongs to: PyTorch, a TE mode, or an FP8 mode by recipe."""
-    mode = case["mode"]
+    """The loss chart's panel a case (a matrix case's fields: ``mode``, ``fp8``) belongs to (:func:`mode_family`)."""
+    return mode_family(case["mode"], case.get("fp8"))
+
+
+def mode_family(mode: str, fp8: dict[str, Any] | None = None) -> str:
+    """The loss chart's panel of a mode with these FP8 options: PyTorch, a TE mode, or an FP8 mode by recipe."""
     known = MODES.get(mode)
     if is_fp8(mode):
-        return f"{mode} {(case.get('fp8') or {}).get('recipe') or ''}".strip()
+        return f"{mode} {(fp8 or {}).get('recipe') or ''}".strip()
     if known is not None and known.family == "pt":
         return PYTORCH
     return mode
@@ -368,7 +436,7 @@ def loss_curves(sources: list[Any], df: pd.DataFrame) -> Figure | None:
 
     def label(rec: CaseResult, name: str) -> str:
         text = rec.case_id.split("/", 2)[2]
-        mode = rec.case["mode"]
+        mode = rec.mode
         if name.startswith(f"{mode} ") and text.startswith(f"{mode}/"):  # the panel already names the mode
             text = text[len(mode) + 1:]
         verdict = rec.verdict or ""
@@ -423,11 +491,11 @@ def _loss_row(key: tuple, recs: list[CaseResult]) -> tuple:
     fams: dict[str, list[CaseResult]] = {}
     for rec in recs:
         if rec is not ref:
-            members = fams.setdefault(family(rec.case), [])
+            members = fams.setdefault(mode_family(rec.mode, rec.fp8), [])
             if len(members) < MAX_BARS // 4:
                 members.append(rec)
     if not fams and ref is not None:
-        fams[family(ref.case)] = []
+        fams[mode_family(ref.mode, ref.fp8)] = []
     return key, recs, ref, sorted(fams.items(), key=lambda kv: _family_key(kv[0]))
 
 
@@ -536,25 +604,30 @@ def _pick_layers(layers: list[tuple[str, Any]], limit: int) -> list[tuple[str, A
     return [layers[i] for i in idx]
 
 
-def fp8_state(record: CaseResult, max_layers: int = 12, note: str = "") -> Figure | None:
-    """Scale and amax of each FP8 quantizer over the run, one line per layer (distinct colours)."""
+def fp8_state(record: CaseResult, max_layers: int = 12, note: str = "",
+              reuse: dict[Any, Any] | None = None) -> Figure | None:
+    """Scale and amax of each FP8 quantizer over the run, one line per layer (distinct colours).
+
+    ``reuse``: a dict kept across the FP8-state charts of one report, where this function keeps a figure
+    of each width and draws the next chart of that width into it (:func:`_blank_fp8_figure`). Its
+    axes keep the tick objects they made, a quarter of the drawing time of a fresh figure. The caller
+    must then save each figure before asking for the next (as :mod:`tebench.report.pool` does).
+    """
     state = record.fp8_state
-    if not state or not state.get("layers"):
+    if not state or not state.layers:
         return None
-    steps = state["steps"]
+    steps = state.steps
     # Quantizers that never saw a value (amax always 0, scale still 1: e.g. the
     # attention core without FP8 attention) carry no information.
     layers = [(name, {role: q for role, q in quantizers.items() if any(a > 0 for a in q["amax"])})
-              for name, quantizers in state["layers"].items()]
+              for name, quantizers in state.layers.items()]
     layers = _pick_layers([(name, q) for name, q in layers if q], max_layers)
     if not layers:
         return None
     # The weight's scale barely moves between steps; inputs and gradients are where scales drift.
     roles = ["fwd.gemm1.input", "bwd.gemm1.grad_output"]
     longest = max(len(name or "(root)") for name, _ in layers)
-    fig, axes = _grid_figure(1, len(roles) + 1, 3.1, 2.2, left=0.75, right=longest * CHAR_IN + 0.7, top=0.75,
-                             bottom=0.55, wspace=0.55)
-    axes = axes[0]
+    fig, axes = _blank_fp8_figure(len(roles) + 1, longest, reuse)
     panels = [(ax, role, "scale") for ax, role in zip(axes, roles)] + [(axes[-1], "fwd.gemm1.input", "amax")]
     for ax, role, what in panels:
         for i, (name, quantizers) in enumerate(layers):
@@ -569,10 +642,35 @@ def fp8_state(record: CaseResult, max_layers: int = 12, note: str = "") -> Figur
                "scale" if ax is axes[0] else None, xpad=0.36)
         ax.grid(alpha=0.3)
     axes[-1].legend(fontsize=FONT, loc="center left", bbox_to_anchor=(1.03, 0.5), frameon=False)
-    flags = state.get("flags") or []
+    flags = state.flags or []
     _suptitle(fig, f"FP8 scaling state: {record.case_id}" + (f" — {note}" if note else "")
               + (f" — {len(flags)} flag(s)" if flags else ""))
     return fig
+
+
+def _blank_fp8_figure(panels: int, longest: int, reuse: dict[Any, Any] | None) -> tuple[Figure, Any]:
+    """An FP8-state figure of ``panels`` panels with room for legend labels of ``longest`` characters, as a
+    new one is: made, or taken from ``reuse`` and emptied (curves, legend, scale and limits as new)."""
+    key = ("fp8_state", panels, longest)
+    if reuse is not None and key in reuse:
+        fig, axes = reuse[key]
+        for ax in axes:
+            for line in list(ax.lines):
+                line.remove()
+            if ax.get_legend() is not None:
+                ax.get_legend().remove()
+            ax.set_yscale("linear")
+            ax.relim()  # no curves left: no data limits
+            ax.set_xlim(0, 1)  # a new axes' view, and autoscaling on again as on a new axes
+            ax.set_ylim(0, 1)
+            ax.autoscale(True)
+        return fig, axes
+    fig, grid = _grid_figure(1, panels, 3.1, 2.2, left=0.75, right=longest * CHAR_IN + 0.7, top=0.75,
+                             bottom=0.55, wspace=0.55)
+    axes = list(grid[0])
+    if reuse is not None:
+        reuse[key] = (fig, axes)
+    return fig, axes
 
 
 def comparison(df: pd.DataFrame, limit: int = 40) -> Figure | None:

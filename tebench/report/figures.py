@@ -40,7 +40,7 @@ class Chart:
         return "data:image/png;base64," + base64.b64encode(self.png).decode()
 
 
-def fp8_selection(sources: list[Source], df: pd.DataFrame) -> tuple[list[tuple[Source, dict[str, Any], str]], int]:
+def fp8_selection(sources: list[Source], df: pd.DataFrame) -> tuple[list[tuple[Source, CaseResult, str]], int]:
     """Which cases get an FP8-state chart, and why; and how many recorded a state at all.
 
     The largest size of each workload (where FP8 matters and where scales
@@ -68,8 +68,8 @@ def fp8_selection(sources: list[Source], df: pd.DataFrame) -> tuple[list[tuple[S
                                          (r.parity.tolerance if r.parity else None) or 0.0)
                 if step is not None:
                     why.append(f"loss spiked above the reference at step {step}")
-            if r.fp8_state.get("flags"):
-                why.append(f"{len(r.fp8_state['flags'])} flag(s)")
+            if r.fp8_state.flags:
+                why.append(f"{len(r.fp8_state.flags)} flag(s)")
             if why:
                 chosen.append((src, r, "; ".join(why)))
     order = {cid: i for i, cid in enumerate(df["case_id"])} if not df.empty else {}
@@ -124,9 +124,12 @@ def chart_jobs(sources: list[Source], df: pd.DataFrame, cost: pd.DataFrame,
                      "time, when the GPU waits for the host to launch work. Kernels on concurrent streams count in "
                      f"each category. At most {why_mod.CHART_SIZES} sizes are drawn.",
                      lambda: why_mod.chart(why_df)))
+    # One dict for the FP8-state charts: each drawing process (a forked copy of it) draws them into the
+    # figures it keeps there; every job's figure is saved before the next job runs (pool.draw).
+    reuse: dict[Any, Any] = {}
     for i, (src, rec, why) in enumerate(chosen):
         jobs.append((f"fp8_state_{i}", rec.case_id, why + (f"; {src.label}" if multi else ""),
-                     lambda rec=rec, why=why: charts.fp8_state(rec, note=why)))
+                     lambda rec=rec, why=why: charts.fp8_state(rec, note=why, reuse=reuse)))
     return jobs
 
 

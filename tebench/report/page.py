@@ -10,6 +10,7 @@ import jinja2
 from tebench.report.context import build_context
 from tebench.report.load import load_all
 from tebench.report.markup import code_safe, html_finalize, md_escape, templates_dir
+from tebench.report.pool import collector_off, frozen_heap
 from tebench.store import atomic
 
 MD_LIMIT = 60_000
@@ -60,8 +61,18 @@ def render(paths: list[str | Path], out: str | Path, assets_url: str | None = No
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    sources = load_all(list(paths))
-    ctx = build_context(sources, out, assets_url)
+    # The loaded records stay for the whole report (plain dicts and lists, no cycles), yet every
+    # collection of the oldest generation would walk them all again: the collector is off while they
+    # are read, and they are frozen while the report is built from them.
+    with collector_off():
+        sources = load_all(list(paths))
+    with frozen_heap():
+        ctx = build_context(sources, out, assets_url)
+    _write(ctx, out)
+    return out
+
+
+def _write(ctx: dict[str, Any], out: Path) -> None:
     # Atomic writes: a full disk leaves the previous file (or none), never half of one.
     extra = [c for c in (ctx["cost_chart"], ctx["why_chart"]) if c is not None]
     for chart in ctx["charts"] + ctx["fp8_charts"] + extra:
@@ -81,4 +92,3 @@ def render(paths: list[str | Path], out: str | Path, assets_url: str | None = No
     if ctx["has_why"]:
         # Milliseconds per step by category and the memory parts in bytes, one row per case.
         atomic.write_text(out / "breakdown.csv", ctx["why_frame"].to_csv(index=False))
-    return out

@@ -4,16 +4,25 @@ Drawing is CPU-bound Python (matplotlib's Agg renderer and the PNG encoder),
 so on Linux each figure is drawn in one of a few forked processes. A forked
 process has the parent's memory, so the jobs (closures over the loaded
 results) reach it without pickling; only PNG bytes travel back.
+
+Drawing makes and drops hundreds of thousands of small objects, and Python's
+cycle collector would walk the whole heap (the loaded results too) again and
+again meanwhile: a tenth of the drawing time. So the heap as it is when drawing
+starts is frozen (``gc.freeze``: never walked, and in a forked process never
+written to, which copy-on-write would copy), the collector is off while a
+figure is drawn, and what that figure left is collected once after it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import io
 import multiprocessing as mp
 import os
 import signal
 import sys
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from tebench.plan.environment import usable_cpus
 from tebench.report import charts
@@ -36,6 +45,7 @@ the parent's memory. The parent never sets it, so calls of :func:`draw_all` shar
 def png_bytes(fig: Any) -> bytes:
     """A figure as PNG bytes (the resolution every report chart uses)."""
     buf = io.BytesIO()
+    charts.lean_ticks(fig)
     fig.savefig(buf, format="png", dpi=charts.DPI, pil_kwargs=PNG_SETTINGS)
     return buf.getvalue()
 
@@ -46,8 +56,41 @@ def draw(job: Draw) -> bytes | None:
     return None if fig is None else png_bytes(fig)
 
 
+def _draw_collected(job: Draw) -> bytes | None:
+    """:func:`draw`, then the cycles the figure left collected (the collector is off while drawing)."""
+    try:
+        return draw(job)
+    finally:
+        gc.collect()
+
+
+@contextlib.contextmanager
+def frozen_heap() -> Iterator[None]:
+    """The heap as it is now left out of every collection until the block ends (in a process forked
+    meanwhile, for good); inside a caller's own frozen block, until that one ends."""
+    frozen = gc.get_freeze_count()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        if not frozen:
+            gc.unfreeze()  # it thaws everything frozen: only the outermost block may
+
+
+@contextlib.contextmanager
+def collector_off() -> Iterator[None]:
+    """Python's cycle collector off for the block, then as it was."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _draw_in_child(i: int) -> bytes | None:
-    return draw(_child_jobs[i])
+    return _draw_collected(_child_jobs[i])
 
 
 def _start_child(jobs: Sequence[Draw]) -> None:
@@ -57,6 +100,7 @@ def _start_child(jobs: Sequence[Draw]) -> None:
     # was forked with these signals blocked (see draw_all), so none arrives before this runs.
     global _child_jobs
     _child_jobs = jobs
+    gc.disable()  # forked with the parent's heap frozen; each figure's leftovers collected after it
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPPING)
@@ -88,11 +132,14 @@ class Drawing:
         self._drawn: list[bytes | None] = []
         workers = processes(len(self._jobs))
         if workers <= 1 or sys.platform != "linux":
-            self._drawn = [draw(job) for job in self._jobs]
+            with frozen_heap(), collector_off():
+                self._drawn = [_draw_collected(job) for job in self._jobs]
             return
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)  # until the children exist
         try:
-            self._pool = mp.get_context("fork").Pool(workers, initializer=_start_child, initargs=(self._jobs,))
+            with frozen_heap():  # for good in the children; in this process, only while forking
+                self._pool = mp.get_context("fork").Pool(workers, initializer=_start_child,
+                                                         initargs=(self._jobs,))
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # a signal held meanwhile arrives here
         self._pending = self._pool.map_async(_draw_in_child, range(len(self._jobs)), chunksize=1)

@@ -363,7 +363,10 @@ def test_each_chart_is_drawn_once(tmp_path, monkeypatch):
     monkeypatch.setattr(Figure, "draw", lambda self, renderer: (draws.append(id(self)), real(self, renderer))[1])
     out = report.render([H200], tmp_path / "rep")
     pngs = list(out.glob("*.png"))
-    assert len(draws) == len(pngs) == len(set(draws))
+    # One draw per PNG. The FP8-state charts are drawn one after another into one reused figure, so the
+    # figures drawn are fewer than the charts.
+    assert len(draws) == len(pngs)
+    assert len(set(draws)) < len(pngs)
 
 
 def test_parallel_and_serial_drawing_give_the_same_bytes(tmp_path, monkeypatch):
