@@ -24,7 +24,7 @@ import pandas as pd
 
 from tebench import workloads
 from tebench.plan.modes import MODES, Mode, is_fp8
-from tebench.schema.records import CaseResult
+from tebench.schema.records import Band, CaseResult
 from tebench.plan.recipes import RECIPES
 from tebench.report import tables
 
@@ -386,12 +386,12 @@ def _family_key(name: str) -> tuple[int, int, str]:
     return (1, recipes.index(recipe) if recipe in recipes else len(recipes), name)
 
 
-def reference_band(recs: list[CaseResult], ref: CaseResult | None) -> dict[str, list[float]] | None:
+def reference_band(recs: list[CaseResult], ref: CaseResult | None) -> Band | None:
     """The band the curves were judged against: ``parity.band`` when parity recorded one,
     else the reference curve ± the parity tolerance (the judge's own numbers)."""
     for rec in recs:
         band = rec.parity.band if rec.parity else None
-        if band and band.get("step") and band.get("lo") and band.get("hi"):
+        if band and band.step and band.lo and band.hi:
             return band
     if ref is None:
         return None
@@ -401,8 +401,8 @@ def reference_band(recs: list[CaseResult], ref: CaseResult | None) -> dict[str, 
     judged = [t for t in judged if t is not None]
     tol = (np.full_like(losses, max(judged)) if judged else
            np.maximum(settings.get("parity_atol", 0.05), settings.get("parity_rtol", 0.1) * np.abs(losses)))
-    return {"step": list(range(len(losses))), "lo": list(losses - tol), "hi": list(losses + tol),
-            "center": list(losses)}
+    return Band(step=list(range(len(losses))), lo=[float(x) for x in losses - tol],
+                hi=[float(x) for x in losses + tol], center=[float(x) for x in losses])
 
 
 def _loss_groups(sources: list[Any]) -> list[tuple[tuple[str, str, str], list[CaseResult]]]:
@@ -520,8 +520,8 @@ def _loss_panel(ax: Any, panel: tuple, scale: tuple, label: Callable[[CaseResult
     # PT-AMP-vs-PT-FP32 noise, so it can be narrower than the other modes').
     band = reference_band(members, None) or band
     if band is not None:
-        band_lo = np.asarray(band["lo"], dtype=float)
-        ax.fill_between(band["step"], np.maximum(band_lo, ylim[0]) if log else band_lo, band["hi"],
+        band_lo = np.asarray(band.lo, dtype=float)
+        ax.fill_between(band.step, np.maximum(band_lo, ylim[0]) if log else band_lo, band.hi,
                         color="#bbbbbb", alpha=0.55, linewidth=0, label="reference band" if first else None)
     if ref is not None:
         ref_losses = ref.loss.per_step

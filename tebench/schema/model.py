@@ -180,29 +180,6 @@ class Part(BaseModel):
         """Keys this tebench does not declare, as read (written back unchanged)."""
         return self.__pydantic_extra__ if self.__pydantic_extra__ is not None else {}
 
-    # Dict-style reading, kept while the last readers move to attributes; to be removed.
-    def get(self, key: str, default: Any = None) -> Any:
-        value = self.extra.get(key) if key in self.extra else getattr(self, key, None)
-        return default if value is None else value
-
-    def __getitem__(self, key: str) -> Any:
-        if key in self.extra:
-            return self.extra[key]
-        if key in type(self).model_fields and (getattr(self, key) is not None or key in self._keys):
-            return getattr(self, key)
-        raise KeyError(key)
-
-    def __contains__(self, key: object) -> bool:
-        try:
-            self[key]  # type: ignore[index]
-        except KeyError:
-            return False
-        return True
-
-    def stored(self, key: str, default: Any = None) -> Any:
-        value = self.extra[key] if key in self.extra else getattr(self, key, None)
-        return value if (value is not None or key in self._keys) else default
-
     def was_stored(self, key: str) -> bool:
         """Whether the object read held ``key`` (a stored null counts); False for a part built here."""
         return key in self._keys

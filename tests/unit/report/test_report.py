@@ -273,13 +273,20 @@ def test_reference_band_prefers_the_recorded_band():
     from tebench.schema.records import CaseResult
     from tebench.report import charts
 
-    ref = CaseResult.from_dict({"loss": {"per_step": [4.0, 2.0, 1.0]},
-                                "case": {"settings": {"parity_atol": 0.05, "parity_rtol": 0.1}}})
+    case = {"workload": "gpt", "size": "s", "mode": "PT-FP32", "dims": {},
+            "settings": {"parity_atol": 0.05, "parity_rtol": 0.1}}
+    ref = CaseResult.from_dict({"case_id": "gpt/s/PT-FP32", "status": "ok", "case": case,
+                                "loss": {"per_step": [4.0, 2.0, 1.0]}})
     band = {"step": [0, 1, 2], "lo": [3.0, 1.5, 0.5], "hi": [5.0, 2.5, 1.5], "center": [4.0, 2.0, 1.0]}
-    recorded = CaseResult.from_dict({"parity": {"verdict": "pass", "band": band}})
-    assert charts.reference_band([recorded], ref) is band
-    fallback = charts.reference_band([CaseResult.from_dict({"parity": {"verdict": "pass"}})], ref)
-    assert fallback["lo"] == pytest.approx([3.6, 1.8, 0.9]) and fallback["hi"] == pytest.approx([4.4, 2.2, 1.1])
+
+    def judged(parity: dict) -> CaseResult:
+        return CaseResult.from_dict({"case_id": "gpt/s/TE-BF16", "status": "ok",
+                                     "case": {**case, "mode": "TE-BF16"}, "parity": parity})
+
+    recorded = judged({"verdict": "pass", "band": band})
+    assert charts.reference_band([recorded], ref) is recorded.parity.band
+    fallback = charts.reference_band([judged({"verdict": "pass"})], ref)
+    assert fallback.lo == pytest.approx([3.6, 1.8, 0.9]) and fallback.hi == pytest.approx([4.4, 2.2, 1.1])
 
 
 def test_repro_fields_read_as_text():
