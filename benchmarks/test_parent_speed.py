@@ -36,6 +36,8 @@ RECORDS = 10_000
 """Case records in the generated results file."""
 BASELINE_ROUNDS = 5
 """Pairs of runs (baseline, then this tree) in :func:`test_report_command_against_baseline`."""
+READ_ROUNDS = 3
+"""Pairs (baseline, then this tree) of the reading comparison: each reads 10,000 records twice."""
 ROUNDS = 10
 """Rounds each generated case id gets: a copy of a stored record is round ``n % ROUNDS`` of case id
 ``<id>/copy<n // ROUNDS>``, so every (case id, round) is new and none replaces another."""
@@ -164,3 +166,57 @@ def test_read_large_run_records(benchmark, large_results: Path) -> None:
 
     records = benchmark.pedantic(run_records.read, args=(large_results,), rounds=3, iterations=1)
     assert len(records.cases) == RECORDS
+
+
+READ_SCRIPT = """
+import json, sys, time, warnings
+warnings.simplefilter("ignore")
+from tebench.store import reader, run_records
+start = time.perf_counter(); cpu = time.process_time()
+run = reader.read(sys.argv[1])
+out = {"read_s": time.perf_counter() - start, "read_cpu_s": time.process_time() - cpu}
+start = time.perf_counter(); cpu = time.process_time()
+records = run_records.read(sys.argv[1])
+out.update(run_records_s=time.perf_counter() - start, run_records_cpu_s=time.process_time() - cpu,
+           cases=len(records.cases))
+print(json.dumps(out))
+"""
+
+
+def timed_read(tree: Path, results: Path) -> dict[str, float]:
+    """``reader.read`` and ``run_records.read`` of ``results`` with the code of ``tree``, each timed in
+    the process (imports left out): wall and CPU seconds, and the load average before."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    load = os.getloadavg()[0]
+    proc = subprocess.run([sys.executable, "-c", READ_SCRIPT, str(results)], capture_output=True, text=True,
+                          timeout=1200, cwd=tree, env=env)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["cases"] == RECORDS
+    return {**out, "load": load}
+
+
+def test_read_against_baseline(benchmark, large_results: Path) -> None:
+    """Reading the 10,000 records with the baseline's code (``TEBENCH_BASELINE``) and this tree's, in turn,
+    one fresh process each: ``extra_info`` keeps both sides' ``reader.read`` and ``run_records.read``
+    seconds (wall and CPU), every pair and the medians."""
+    baseline = os.environ.get("TEBENCH_BASELINE")
+    if not baseline:
+        pytest.skip("TEBENCH_BASELINE names no checkout to compare with")
+    base = Path(baseline).resolve()
+    if not (base / "tebench" / "__init__.py").is_file():
+        pytest.fail(f"TEBENCH_BASELINE={baseline}: no tebench/ there")
+    runs: dict[str, list[dict[str, float]]] = {"baseline": [], "head": []}
+
+    def run_baseline() -> None:
+        runs["baseline"].append(timed_read(base, large_results))
+
+    def run_head() -> None:
+        runs["head"].append(timed_read(ROOT, large_results))
+
+    benchmark.pedantic(run_head, setup=run_baseline, rounds=READ_ROUNDS, iterations=1)
+    for side, timings in runs.items():
+        benchmark.extra_info[side] = timings
+        for key in ("read_s", "read_cpu_s", "run_records_s", "run_records_cpu_s"):
+            benchmark.extra_info[f"{side}_{key}_median"] = statistics.median(t[key] for t in timings)
+    assert len(runs["baseline"]) == len(runs["head"]) == READ_ROUNDS

@@ -25,7 +25,6 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import tebench
 from tebench.analysis import compare
@@ -36,6 +35,7 @@ from tebench.report.compare_markdown import to_markdown
 from tebench.run import runner
 from tebench.run.display import Display, SideDisplay
 from tebench.run.executor import Executor
+from tebench.schema.records import RunHeader, SideInfo
 from tebench.run.options import RunOptions, resolve_options
 from tebench.run.outdir import OutLock
 from tebench.run.prestart import upcoming_cases
@@ -174,11 +174,11 @@ def _run_options(s: _Side, opts: ABOptions) -> RunOptions:
 
 
 def _header(s: _Side, matrix: Matrix, cases: list, ropts: RunOptions, opts: ABOptions,
-            ab_id: str) -> dict[str, Any]:
+            ab_id: str) -> RunHeader:
     # The same header as `tebench run` writes, plus the `ab` block that pairs the two sides.
     header = runner.run_header(s.run_id, matrix, cases, s.env, ropts, resumed=False)
-    header["ab"] = {"id": ab_id, "side": s.name, "order": "ABBA", "python": s.spec.python,
-                    "tebench_root": s.root, "env": s.spec.env, "device": opts.device}
+    header.ab = SideInfo.from_dict({"id": ab_id, "side": s.name, "order": "ABBA", "python": s.spec.python,
+                                    "tebench_root": s.root, "env": s.spec.env, "device": opts.device})
     return header
 
 

@@ -97,7 +97,7 @@ class Executor:
             if rec.loss is not None and rec.status in ("ok", "diverged"):
                 rec.parity = parity.judge(self.records + [rec], rec)
             try:
-                self.writer.append(rec.to_dict())
+                self.writer.append(rec)
             except OSError as exc:
                 raise storage_error(f"cannot record {rec.case_id} in {self.writer.path}", exc,
                                      self.opts.out) from None

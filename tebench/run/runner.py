@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 import tebench
 from tebench.run import caches
 from tebench.store import reader as results
@@ -34,7 +34,7 @@ from tebench.run.outdir import check_out_dir, lock_out, storage_error
 from tebench.run.options import RunOptions, launch_method, resolve_options
 from tebench.run.prestart import upcoming_cases
 from tebench.run.resume import resume_state
-from tebench.schema.records import CaseResult
+from tebench.schema.records import CaseResult, RunHeader
 
 
 def run(matrix: Matrix, env: Environment, opts: RunOptions,
@@ -65,10 +65,11 @@ def _cases(matrix: Matrix, opts: RunOptions) -> list[Case]:
 
 
 def run_header(run_id: str, matrix: Matrix, cases: list[Case], env: Environment, opts: RunOptions,
-               resumed: bool) -> dict[str, Any]:
+               resumed: bool) -> RunHeader:
     """The header record a run writes first: its identity, matrix, cases, options and environment."""
     launch = launch_method(opts.launch, env)
-    return {
+    # From an object: the header keeps these keys in this order, the nulls included.
+    return RunHeader.from_dict({
         "type": "header",
         "run_id": run_id,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -90,7 +91,7 @@ def run_header(run_id: str, matrix: Matrix, cases: list[Case], env: Environment,
         # The state the cache was in before the run, as the cases' processes will see it.
         "compile_cache": caches.describe(opts.compile_cache, {**os.environ, **opts.env}),
         "env": env.to_dict(),
-    }
+    })
 
 
 def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[Case],

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 from tebench.schema import version as versions
+from tebench.schema.model import Part
 
 
 def sanitize(obj: Any, path: tuple = (), notes: list[dict[str, Any]] | None = None) -> Any:
@@ -101,9 +102,11 @@ class Writer:
         if needs_newline:
             self._fh.write("\n")
 
-    def append(self, record: dict[str, Any]) -> None:
-        """Write one record as a line of strict JSON and fsync it. OSError (e.g. ENOSPC) propagates."""
-        line = _dumps({"schema": versions.SCHEMA, "schema_version": versions.SCHEMA_VERSION, **record}, []) + "\n"
+    def append(self, record: Part | dict[str, Any]) -> None:
+        """Write one record (a header or case model, or its JSON object) as a line of strict JSON and fsync
+        it. OSError (e.g. ENOSPC) propagates."""
+        body = record.to_dict() if isinstance(record, Part) else record
+        line = _dumps({"schema": versions.SCHEMA, "schema_version": versions.SCHEMA_VERSION, **body}, []) + "\n"
         try:
             self._fh.write(line)
             if self.durable:
@@ -147,13 +150,14 @@ def _jsonable(obj: Any) -> Any:
     return str(obj)
 
 
-def write_all(path: Path, records: Iterable[dict[str, Any]]) -> None:
+def write_all(path: Path, records: Iterable[Part | dict[str, Any]]) -> None:
     """Write a complete results file atomically (used by merge): a temp file, then a rename."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with Writer(tmp, durable=False) as w:
             for record in records:
-                w.append({k: v for k, v in record.items() if k not in ("schema", "schema_version")})
+                body = record.to_dict() if isinstance(record, Part) else record
+                w.append({k: v for k, v in body.items() if k not in ("schema", "schema_version")})
             w.sync()
         os.replace(tmp, path)
     finally:

@@ -110,9 +110,10 @@ def test_a_shift_in_when_a_steep_drop_happens_is_tolerated():
 
 def test_band_is_stored_for_charts():
     out = judge(curve(4.5, 0.8, n=500), curve(4.5, 0.8, n=500))
-    band = out.band  # a plain object: Parity declares it with Band's shape, not as a part
-    assert len(band["step"]) <= parity.BAND_POINTS and band["step"][-1] == 499
-    assert all(lo <= c <= hi for lo, c, hi in zip(band["lo"], band["center"], band["hi"]))
+    band = out.band
+    assert band is not None and band.step and band.lo and band.hi and band.center
+    assert len(band.step) <= parity.BAND_POINTS and band.step[-1] == 499
+    assert all(lo <= c <= hi for lo, c, hi in zip(band.lo, band.center, band.hi))
 
 
 def test_divergence():

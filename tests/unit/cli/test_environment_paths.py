@@ -113,7 +113,7 @@ def test_text_of_bytes_that_are_not_utf8_is_written_readable(tmp_path):
         for r in records:
             writer.append({k: v for k, v in r.items() if k not in ("schema", "schema_version")})
     run = reader.read(path)
-    assert run.header["command"][-1] == "runs/m\\xff\\xfe" and len(run.cases) == 11
+    assert run.header.command and run.header.command[-1] == "runs/m\\xff\\xfe" and len(run.cases) == 11
     assert valid_text({"k\ud800": ["x"]}) == {"k\\ud800": ["x"]}
 
 

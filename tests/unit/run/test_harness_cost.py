@@ -98,9 +98,10 @@ def test_a_case_trains_every_step_whatever_the_warm_up(tmp_path):
     raw = measure.run_case(case, torch.device("cpu"), lambda *a: None)
     k = raw.warmup.steps
     assert 2 <= k <= 5  # floor 1, but two step times are compared; the ceiling is warmup
-    assert len(raw["loss"]["per_step"]) == 9
-    assert len(raw["timing"]["samples_ms"]) == 9 - k
-    assert raw["loss"]["warmup_steps"] == k
+    assert raw.loss is not None and raw.timing is not None
+    assert len(raw.loss.per_step) == 9
+    assert len(raw.timing.samples_ms) == 9 - k
+    assert raw.loss.warmup_steps == k
 
 
 def test_compile_cache_variables_and_the_users_own_win(tmp_path):

@@ -46,8 +46,8 @@ class _Lines:
         self.path = "results.jsonl"
         self.lines: list[str] = []
 
-    def append(self, record: dict) -> None:
-        self.lines.append(json.dumps(record))
+    def append(self, record: CaseResult) -> None:
+        self.lines.append(json.dumps(record.to_dict()))
 
 
 def _executor(records: list[CaseResult]) -> tuple[executor.Executor, _Lines]:

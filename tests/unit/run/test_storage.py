@@ -63,7 +63,7 @@ def test_a_full_run_with_the_stub_records_every_case(mat, stub, tmp_path):
     out = tmp_path / "out"
     runner.run(mat, ENV, opts(out, stub))
     assert {k[0] for k in latest(out)} == {c.id for c in matrix.iter_cases(mat)}
-    assert all(r["status"] == "ok" for r in latest(out).values())
+    assert all(r.status == "ok" for r in latest(out).values())
     assert (out / LOCK_NAME).is_file()  # the lock file stays; the lock itself went with the run
 
 
@@ -109,10 +109,10 @@ def test_disk_full_while_recording_stops_cleanly_and_resume_completes(mat, stub,
         runner.run(mat, ENV, opts(out, stub))
     monkeypatch.undo()
     first = latest(out)
-    assert len(first) == 2 and all(r["status"] == "ok" for r in first.values())
+    assert len(first) == 2 and all(r.status == "ok" for r in first.values())
     runner.run(mat, ENV, opts(out, stub, resume=True))
     final = results.read(out)
-    assert len(final.latest()) == 4 and all(r["status"] == "ok" for r in final.latest().values())
+    assert len(final.latest()) == 4 and all(r.status == "ok" for r in final.latest().values())
     assert len(final.cases) == 4  # nothing recorded twice, nothing recorded as failed
 
 
@@ -124,7 +124,7 @@ def test_worker_that_cannot_write_its_result_leaves_the_case_to_resume(mat, stub
     assert "distill/micro/PT-FP32" not in {k[0] for k in latest(out)}  # not recorded as failed
     monkeypatch.delenv("STUB_FAULT")
     runner.run(mat, ENV, opts(out, stub, resume=True))
-    assert {r["status"] for r in latest(out).values()} == {"ok"} and len(latest(out)) == 4
+    assert {r.status for r in latest(out).values()} == {"ok"} and len(latest(out)) == 4
 
 
 def test_a_worker_dying_for_another_reason_is_still_recorded_as_failed(mat, stub, tmp_path, monkeypatch):
@@ -132,7 +132,7 @@ def test_a_worker_dying_for_another_reason_is_still_recorded_as_failed(mat, stub
     monkeypatch.setenv("STUB_FAULT", "gpt/micro/PT-AMP=die")
     runner.run(mat, ENV, opts(out, stub))
     rec = latest(out)[("gpt/micro/PT-AMP", 0)]
-    assert rec["status"] == "failed" and "exit code 3" in rec["reason"]
+    assert rec.status == "failed" and "exit code 3" in (rec.reason or "")
 
 
 def test_out_is_a_file(mat, stub, tmp_path, capsys):

@@ -87,8 +87,8 @@ def test_null_and_absent_stay_distinct():
     assert CaseResult.from_dict(base).to_dict() == base
     with_log = {**base, "log": None}
     assert CaseResult.from_dict(with_log).to_dict() == with_log
-    assert CaseResult.from_dict(base).stored("log", "–") == "–"
-    assert CaseResult.from_dict(with_log).stored("log", "–") is None
+    assert not CaseResult.from_dict(base).was_stored("log")
+    assert CaseResult.from_dict(with_log).was_stored("log") and CaseResult.from_dict(with_log).log is None
 
 
 _DECLARED = {f.alias or n for n, f in CaseResult.model_fields.items()} - {"schema", "schema_version"}
@@ -144,7 +144,7 @@ def test_rounds_pool_steps_for_the_median_and_take_round_medians_for_the_level()
     assert rounds.median_ms == 1.0  # pooled: seven ones of thirteen steps
     assert rounds.level_ms == 2.0 and rounds.round_medians_ms == [1.0, 3.0, 2.0]
     assert rounds.tokens_per_s == pytest.approx(1000 / 0.002)  # compare's: at the round level
-    assert rounds.throughput()["tokens_per_s"] == pytest.approx(1000 / 0.001)  # the report's: pooled
+    assert rounds.throughput().tokens_per_s == pytest.approx(1000 / 0.001)  # the report's: pooled
 
 
 def test_rounds_status_is_the_worst_and_failed_rounds_are_not_timed():
@@ -209,7 +209,7 @@ def test_case_frame_values_come_from_case_rounds():
         assert row["status"] == rounds.status
         if rounds.ok:
             assert row["median_ms"] == rounds.median_ms and row["p25_ms"] == rounds.summary.p25
-            assert row["tokens_per_s"] == rounds.throughput()["tokens_per_s"]
+            assert row["tokens_per_s"] == rounds.throughput().tokens_per_s
             assert row["memory_bytes"] == rounds.last.peak_memory
 
 

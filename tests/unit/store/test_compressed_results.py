@@ -18,7 +18,7 @@ def test_a_gzip_results_file_reads_as_its_text(tmp_path):
     packed = tmp_path / "results.jsonl.gz"
     packed.write_bytes(gzip.compress(CPU.read_bytes()))
     plain, compressed = reader.read(CPU), reader.read(packed)
-    assert [r["case_id"] for r in compressed.cases] == [r["case_id"] for r in plain.cases]
+    assert [r.case_id for r in compressed.cases] == [r.case_id for r in plain.cases]
     assert compressed.header == plain.header
 
 

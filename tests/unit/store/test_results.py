@@ -32,8 +32,8 @@ def test_roundtrip_and_latest(tmp_path):
         w.append(case("a"))
     run = results.read(tmp_path)
     assert run.run_id == "r1" and len(run.cases) == 2
-    assert run.latest()[("a", 0)]["status"] == "ok"
-    assert all(c["schema_version"] == SCHEMA_VERSION for c in run.cases)
+    assert run.latest()[("a", 0)].status == "ok"
+    assert all(c.schema_version == SCHEMA_VERSION for c in run.cases)
 
 
 def test_partial_last_line_is_skipped_and_appends_start_clean(tmp_path):
@@ -49,7 +49,7 @@ def test_partial_last_line_is_skipped_and_appends_start_clean(tmp_path):
         w.append(case("b"))
     with pytest.warns(UserWarning):
         run = results.read(path)
-    assert [c["case_id"] for c in run.cases] == ["a", "b"]
+    assert [c.case_id for c in run.cases] == ["a", "b"]
 
 
 def test_newer_schema_is_refused_with_advice(tmp_path):
@@ -90,9 +90,9 @@ def test_nan_is_written_as_null_with_a_note_and_read_back(tmp_path):
     assert rec["loss"]["per_step"] == [2.0, None, None] and rec["loss"]["final"] is None
     assert {tuple(n["path"]): n["value"] for n in rec["non_finite"]} == {
         ("loss", "per_step", 1): "nan", ("loss", "per_step", 2): "inf", ("loss", "final"): "nan"}
-    back = results.read(path).cases[0]["loss"]
-    assert back["per_step"][0] == 2.0 and back["per_step"][1] != back["per_step"][1]
-    assert back["per_step"][2] == float("inf")
+    back = results.read(path).cases[0].loss
+    assert back.per_step[0] == 2.0 and back.per_step[1] != back.per_step[1]
+    assert back.per_step[2] == float("inf")
 
 
 def test_older_files_with_bare_nan_still_read(tmp_path):
@@ -100,7 +100,7 @@ def test_older_files_with_bare_nan_still_read(tmp_path):
     rec = {"schema": SCHEMA, "schema_version": 1, **case("a", "diverged", loss={"per_step": [1.0, float("nan")]})}
     path.write_text(json.dumps({"schema": SCHEMA, "schema_version": 1, **header()}) + "\n"
                     + json.dumps(rec) + "\n")  # json.dumps writes bare NaN, as tebench once did
-    loss = results.read(path).cases[0]["loss"]["per_step"]
+    loss = results.read(path).cases[0].loss.per_step
     assert loss[0] == 1.0 and loss[1] != loss[1]
 
 
@@ -137,7 +137,7 @@ def test_values_readers_compute_with_must_have_their_type(tmp_path, extra, messa
         w.append(case("b", **extra))
     with pytest.warns(UserWarning, match=r"results.jsonl:3: " + message):
         run = results.read(path)
-    assert [c["case_id"] for c in run.cases] == ["a"]
+    assert [c.case_id for c in run.cases] == ["a"]
 
 
 @pytest.mark.parametrize("extra, message", [
