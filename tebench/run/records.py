@@ -9,7 +9,7 @@ from tebench.analysis import breakdown, parity, stats
 from tebench.plan.environment import Environment
 from tebench.plan.modes import MODES, fp8_library, is_fp8
 from tebench.plan.schedule import Planned
-from tebench.schema.records import CaseResult, Device, Measurements, Summary
+from tebench.schema.records import CaseInfo, CaseResult, Device, Measurements, Summary
 from tebench.schema.version import RecordError
 from tebench.workloads import SPECS
 
@@ -37,7 +37,7 @@ def build_record(p: Planned, raw: Measurements, env: Environment, run_id: str, s
     """
     case = p.case
     record = CaseResult(**{name: getattr(raw, name) for name in Measurements.measured()},
-                        type="case", run_id=run_id, case_id=case.id, round=p.round, case=case.to_dict(),
+                        type="case", run_id=run_id, case_id=case.id, round=p.round, case=CaseInfo.model_validate(case.to_dict()),
                         started=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
                         duration_s=round(duration, 3), log=log)
     # Where the worker did not say (a skip, a crash before its first line), the machine's device.
