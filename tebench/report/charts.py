@@ -33,6 +33,7 @@ from tebench.report import tables
 _MPLBACKEND = os.environ.pop("MPLBACKEND", None)
 try:
     import matplotlib
+    from matplotlib.axis import Axis
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter, Locator, LogLocator, MaxNLocator, NullFormatter
 finally:
@@ -156,13 +157,14 @@ class _BytesLocator(Locator):
     five: labels such as "381 MiB" are wide, and six of them ran into each other on a 4.6 in panel."""
 
     def __call__(self) -> Any:
+        assert self.axis is not None, "matplotlib sets a locator's axis before it asks for ticks"
         lo, hi = self.axis.get_view_interval()
         return self.tick_values(lo, hi)
 
     def tick_values(self, vmin: float, vmax: float) -> Any:
         top = max(abs(vmin), abs(vmax))
         div = next((d for d in (2**30, 2**20, 2**10) if top >= d), 1)
-        return MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]).tick_values(vmin / div, vmax / div) * div
+        return np.asarray(MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]).tick_values(vmin / div, vmax / div)) * div
 
 
 class _InView(Locator):
@@ -186,8 +188,10 @@ class _InView(Locator):
             return locs
         # The same test as matplotlib's (in the scale's coordinates), with room to spare: a tick kept
         # that is not drawn costs time, one dropped that would have been drawn changes the chart.
-        transform = self.axis.get_transform()
-        lo, hi = sorted(transform.transform(np.asarray(self.axis.get_view_interval(), dtype=float)))
+        axis = self.axis
+        assert isinstance(axis, Axis), "an axes' axis (matplotlib sets it before it asks for ticks)"
+        transform = axis.get_transform()
+        lo, hi = sorted(transform.transform(np.asarray(axis.get_view_interval(), dtype=float)))
         pad = 1e-6 * (hi - lo) if hi > lo else 1e-6
         with np.errstate(invalid="ignore", divide="ignore"):
             where = transform.transform(locs)
@@ -364,14 +368,14 @@ PYTORCH = "PyTorch"
 
 def family(case: dict[str, Any]) -> str:
     """The loss chart's panel a case (a matrix case's fields: ``mode``, ``fp8``) belongs to (:func:`mode_family`)."""
-    return mode_family(case["mode"], case.get("fp8"))
+    return mode_family(case["mode"], (case.get("fp8") or {}).get("recipe"))
 
 
-def mode_family(mode: str, fp8: dict[str, Any] | None = None) -> str:
-    """The loss chart's panel of a mode with these FP8 options: PyTorch, a TE mode, or an FP8 mode by recipe."""
+def mode_family(mode: str, recipe: str | None = None) -> str:
+    """The loss chart's panel of a mode with this FP8 recipe: PyTorch, a TE mode, or an FP8 mode by recipe."""
     known = MODES.get(mode)
     if is_fp8(mode):
-        return f"{mode} {(fp8 or {}).get('recipe') or ''}".strip()
+        return f"{mode} {recipe or ''}".strip()
     if known is not None and known.family == "pt":
         return PYTORCH
     return mode
@@ -393,12 +397,11 @@ def reference_band(recs: list[CaseResult], ref: CaseResult | None) -> Band | Non
         band = rec.parity.band if rec.parity else None
         if band and band.step and band.lo and band.hi:
             return band
-    if ref is None:
+    if ref is None or ref.loss is None:
         return None
     losses = np.asarray(ref.loss.per_step, dtype=float)
     settings = ref.settings
-    judged = [r.parity.tolerance if r.parity else None for r in recs]
-    judged = [t for t in judged if t is not None]
+    judged = [r.parity.tolerance for r in recs if r.parity and r.parity.tolerance is not None]
     tol = (np.full_like(losses, max(judged)) if judged else
            np.maximum(settings.get("parity_atol", 0.05), settings.get("parity_rtol", 0.1) * np.abs(losses)))
     return Band(step=list(range(len(losses))), lo=[float(x) for x in losses - tol],
@@ -491,17 +494,17 @@ def _loss_row(key: tuple, recs: list[CaseResult]) -> tuple:
     fams: dict[str, list[CaseResult]] = {}
     for rec in recs:
         if rec is not ref:
-            members = fams.setdefault(mode_family(rec.mode, rec.fp8), [])
+            members = fams.setdefault(mode_family(rec.mode, rec.fp8.recipe if rec.fp8 else None), [])
             if len(members) < MAX_BARS // 4:
                 members.append(rec)
     if not fams and ref is not None:
-        fams[mode_family(ref.mode, ref.fp8)] = []
+        fams[mode_family(ref.mode, ref.fp8.recipe if ref.fp8 else None)] = []
     return key, recs, ref, sorted(fams.items(), key=lambda kv: _family_key(kv[0]))
 
 
 def _loss_scale(recs: list[CaseResult], ref: CaseResult | None) -> tuple:
     """(log axis?, y range, reference band) shared by every panel of one row."""
-    values = np.asarray([v for r in recs for v in r.loss.per_step], dtype=float)
+    values = np.asarray([v for r in recs if r.loss is not None for v in r.loss.per_step], dtype=float)
     values = values[np.isfinite(values)]
     log = spans(values)
     # The y range follows the curves, not the band: near zero loss the band's
