@@ -24,7 +24,7 @@ import pandas as pd
 
 from tebench import workloads
 from tebench.plan.modes import MODES, Mode, is_fp8
-from tebench.schema.records import Band, CaseResult
+from tebench.schema.records import Band, CaseResult, FP8Info
 from tebench.plan.recipes import RECIPES
 from tebench.report import tables
 
@@ -368,14 +368,15 @@ PYTORCH = "PyTorch"
 
 def family(case: dict[str, Any]) -> str:
     """The loss chart's panel a case (a matrix case's fields: ``mode``, ``fp8``) belongs to (:func:`mode_family`)."""
-    return mode_family(case["mode"], (case.get("fp8") or {}).get("recipe"))
+    fp8 = case.get("fp8")
+    return mode_family(case["mode"], FP8Info.from_dict(fp8) if fp8 else None)
 
 
-def mode_family(mode: str, recipe: str | None = None) -> str:
-    """The loss chart's panel of a mode with this FP8 recipe: PyTorch, a TE mode, or an FP8 mode by recipe."""
+def mode_family(mode: str, fp8: FP8Info | None = None) -> str:
+    """The loss chart's panel of a mode with these FP8 options: PyTorch, a TE mode, or an FP8 mode by recipe."""
     known = MODES.get(mode)
     if is_fp8(mode):
-        return f"{mode} {recipe or ''}".strip()
+        return f"{mode} {fp8.recipe if fp8 else ''}".strip()
     if known is not None and known.family == "pt":
         return PYTORCH
     return mode
@@ -494,11 +495,11 @@ def _loss_row(key: tuple, recs: list[CaseResult]) -> tuple:
     fams: dict[str, list[CaseResult]] = {}
     for rec in recs:
         if rec is not ref:
-            members = fams.setdefault(mode_family(rec.mode, rec.fp8.recipe if rec.fp8 else None), [])
+            members = fams.setdefault(mode_family(rec.mode, rec.fp8), [])
             if len(members) < MAX_BARS // 4:
                 members.append(rec)
     if not fams and ref is not None:
-        fams[mode_family(ref.mode, ref.fp8.recipe if ref.fp8 else None)] = []
+        fams[mode_family(ref.mode, ref.fp8)] = []
     return key, recs, ref, sorted(fams.items(), key=lambda kv: _family_key(kv[0]))
 
 

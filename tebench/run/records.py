@@ -37,7 +37,8 @@ def build_record(p: Planned, raw: Measurements, env: Environment, run_id: str, s
     """
     case = p.case
     record = CaseResult(**{name: getattr(raw, name) for name in Measurements.measured()},
-                        type="case", run_id=run_id, case_id=case.id, round=p.round, case=CaseInfo.model_validate(case.to_dict()),
+                        type="case", run_id=run_id, case_id=case.id, round=p.round,
+                        case=CaseInfo.from_dict(case.to_dict()),  # from the object: its nulls are written too
                         started=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
                         duration_s=round(duration, 3), log=log)
     # Where the worker did not say (a skip, a crash before its first line), the machine's device.

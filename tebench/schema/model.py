@@ -28,7 +28,6 @@ import types
 import typing
 from typing import Annotated, Any, ClassVar, Iterable, Union
 
-from annotated_types import Interval
 from pydantic import AfterValidator, AllowInfNan, BaseModel, ConfigDict, Field, Strict, ValidationError, ValidationInfo
 from pydantic import model_validator
 from pydantic import PrivateAttr
