@@ -145,7 +145,7 @@ def iter_lines(path: str | Path, what: str = "results file", limit: int = RESULT
         total = 0
         for lineno in itertools.count(1):
             try:
-                line = fh.readline(line_limit + 1)
+                line: bytes | None = fh.readline(line_limit + 1)
             except (EOFError, OSError, zlib.error) as exc:  # a truncated or damaged gzip stream
                 raise InputError(path, f"its gzip stream is damaged after line {lineno - 1} ({exc})") from None
             if not line:

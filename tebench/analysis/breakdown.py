@@ -186,7 +186,6 @@ def fp8_proof(kernels: Kernels | None, census: ModuleCensus | None) -> FP8Proof:
                if te_fp8 is not None else "")
     if outside:
         modules += f" (without one: {', '.join(outside[:5])}" + (" …)" if len(outside) > 5 else ")")
-    shares = {"fp8_linear_flops_share": flops_share, "outside_recipe": outside}
     if kernels is None:
         verdict = "no-fp8" if (te_fp8 == 0 and te_high) else "unproven"
         note = "no kernels profiled" + modules
@@ -194,7 +193,8 @@ def fp8_proof(kernels: Kernels | None, census: ModuleCensus | None) -> FP8Proof:
             short = _shortfall(te_fp8, te_high, outside, None, False, 0.0, 0.0, flops_share)
             if short:
                 verdict, note = "partial", short + " (no kernels profiled)"
-        return FP8Proof(verdict=verdict, te_fp8=te_fp8, te_high_precision=te_high, note=note, **shares)
+        return FP8Proof(verdict=verdict, te_fp8=te_fp8, te_high_precision=te_high, note=note,
+                        fp8_linear_flops_share=flops_share, outside_recipe=outside)
     ms, calls = _gemm_totals(kernels)
     low_ms, low_calls = ms["fp8"] + ms["fp4"], calls["fp8"] + calls["fp4"]
     gemm_ms, gemm_calls = sum(ms.values()), sum(calls.values())
@@ -221,7 +221,8 @@ def fp8_proof(kernels: Kernels | None, census: ModuleCensus | None) -> FP8Proof:
             verdict, note = "partial", f"{short} (GEMM launches per step: {ran})"
     return FP8Proof(verdict=verdict, fp8_gemm_ms=low_ms, gemm_ms=gemm_ms, fp8_gemm_calls=low_calls,
                     gemm_calls=gemm_calls, te_fp8=te_fp8, te_high_precision=te_high,
-                    fp8_gemm_call_share=call_share, note=note, **shares)
+                    fp8_gemm_call_share=call_share, note=note, fp8_linear_flops_share=flops_share,
+                    outside_recipe=outside)
 
 
 def amdahl(gemm_share: float, gemm_speedup: float) -> float:

@@ -458,16 +458,19 @@ def _judge_time(b: Side, h: Side, opts: Options, d: Delta, found: _Findings, tim
     if time is None:
         return
     d.time_ratio, d.rounds, d.paired, d.p_value = time.ratio, time.rounds, time.paired, time.p
-    d.time_ci = (time.lo, time.hi) if time.lo is not None else None
-    d.p_adjusted = p_adjusted if p_adjusted is not None else time.p
-    if not time.enough:
+    ci = (time.lo, time.hi) if time.lo is not None and time.hi is not None else None
+    d.time_ci = ci
+    p_value = d.p_adjusted = p_adjusted if p_adjusted is not None else time.p
+    # A test with a p-value (time.enough) always has its interval: compare_rounds sets both or neither.
+    if not time.enough or ci is None or p_value is None:
         found.uncertain.append(f"step time {time.ratio - 1:+.1%}: {time.note}" if math.isfinite(time.ratio)
                                else f"step time: {time.note}")
     else:
-        change = (f"step time {time.ratio - 1:+.1%} ({1 - opts.alpha:.0%} CI {time.lo - 1:+.1%} … "
-                  f"{time.hi - 1:+.1%}, adjusted p {d.p_adjusted:.2g})")
-        significant = d.p_adjusted < opts.alpha
-        if significant and time.ratio > 1 and time.hi > 1 + thr["time"]:
+        lo, hi = ci
+        change = (f"step time {time.ratio - 1:+.1%} ({1 - opts.alpha:.0%} CI {lo - 1:+.1%} … "
+                  f"{hi - 1:+.1%}, adjusted p {p_value:.2g})")
+        significant = p_value < opts.alpha
+        if significant and time.ratio > 1 and hi > 1 + thr["time"]:
             # A slowdown beyond noise fails unless its interval shows it stays within the threshold.
             # Asking the point estimate to pass the threshold instead finds a true slowdown *at* the
             # threshold half the time, by construction (docs/design/verdicts.md#the-regression-rule).
@@ -480,7 +483,7 @@ def _judge_time(b: Side, h: Side, opts: Options, d: Delta, found: _Findings, tim
             # Real but small (asv#752's complaint: "~" hid it): named, not failing the gate.
             found.small.append(("slower" if time.ratio > 1 else "faster",
                                 change + f": beyond noise, within the {thr['time']:.0%} threshold"))
-        elif not (1 - thr["time"] <= time.lo and time.hi <= 1 + thr["time"]):
+        elif not (1 - thr["time"] <= lo and hi <= 1 + thr["time"]):
             found.uncertain.append(change + ": the interval reaches beyond the threshold")
     if b.tokens_per_s and h.tokens_per_s:
         d.tokens_ratio = h.tokens_per_s / b.tokens_per_s
@@ -568,8 +571,8 @@ def _weigh(d: Delta, found: _Findings, advisory: list[str]) -> None:
 def judge_cases(pairs: list[tuple[str, str, Side, Side]], opts: Options, paired: bool = False) -> list[Delta]:
     """Judge many cases together: step-time p-values are adjusted across them."""
     tests = [None if _any_invalid(p) else time_test(p[2], p[3], opts, paired) for p in pairs]
-    family = [i for i, t in enumerate(tests) if t is not None and t.enough]
-    adjusted = dict(zip(family, stats.adjust_pvalues([tests[i].p for i in family], opts.correction)))
+    family = [(i, t.p) for i, t in enumerate(tests) if t is not None and t.p is not None]  # t.enough
+    adjusted = dict(zip([i for i, _ in family], stats.adjust_pvalues([p for _, p in family], opts.correction)))
     return [judge(c, dev, b, h, opts, tests[i], adjusted.get(i)) for i, (c, dev, b, h) in enumerate(pairs)]
 
 

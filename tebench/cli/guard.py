@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -63,7 +64,7 @@ def install_signals() -> dict[int, Any]:
     if threading.current_thread() is not threading.main_thread():
         return {}
     _INSTALLED_IN[:] = [os.getpid()]
-    replaced = {}
+    replaced: dict[int, Any] = {}
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) is signal.SIG_DFL:  # an ignored SIGHUP (nohup) stays ignored
             replaced[sig] = signal.signal(sig, _raise_terminated)
@@ -106,9 +107,15 @@ def tolerate_warning_errors() -> None:
     """
     for action, message, category, module, lineno in list(warnings.filters):
         if action == "error":
-            warnings.filterwarnings("default", message=getattr(message, "pattern", message or ""),
-                                    category=category, module=getattr(module, "pattern", module or ""),
-                                    lineno=lineno)
+            # warnings.filterwarnings stores one class; the tuple its type admits comes only from a hand-made filter.
+            for each in category if isinstance(category, tuple) else (category,):
+                warnings.filterwarnings("default", message=_pattern_text(message), category=each,
+                                        module=_pattern_text(module), lineno=lineno)
+
+
+def _pattern_text(pattern: re.Pattern[str] | str | None) -> str:
+    """The text of a warning filter's compiled pattern (a filter stores None for "match all")."""
+    return pattern.pattern if isinstance(pattern, re.Pattern) else pattern or ""
 
 
 def describe_input(args: argparse.Namespace) -> str:

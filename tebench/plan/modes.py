@@ -59,16 +59,17 @@ class Mode:
             return env.compile.reason
         if self.family != "te":
             return None
-        if env.device_type != "cuda":
+        gpu = env.gpu
+        if env.device_type != "cuda" or gpu is None:
             return f"{self.name} needs a CUDA GPU; none was detected"
-        cc = env.gpu.capability
+        cc = gpu.capability
         if cc < (8, 0):
-            return f"{self.name} needs compute capability >= 8.0; {env.gpu.name} has {cc[0]}.{cc[1]}"
+            return f"{self.name} needs compute capability >= 8.0; {gpu.name} has {cc[0]}.{cc[1]}"
         if env.te is None:
             return f"{self.name} needs Transformer Engine: {env.te_error or 'not installed'}"
         if self.fp8:
             if cc < (8, 9):
-                return f"{self.name} needs compute capability >= 8.9; {env.gpu.name} has {cc[0]}.{cc[1]}"
+                return f"{self.name} needs compute capability >= 8.9; {gpu.name} has {cc[0]}.{cc[1]}"
             if not env.fp8.ok:
                 return f"Transformer Engine reports FP8 unavailable: {env.fp8.reason}"
         return None
@@ -77,16 +78,17 @@ class Mode:
         from tebench.plan.torchao_support import pair_problem
 
         # The deciding gate first: on a machine with no CUDA GPU, installing torchao would not make it run.
-        if env.device_type != "cuda":
+        gpu = env.gpu
+        if env.device_type != "cuda" or gpu is None:
             return f"{self.name} needs a CUDA GPU (torchao's FP8 matmul is CUDA-only); none was detected"
         if env.torchao is None:
             return f"{self.name} needs torchao ({env.torchao_error or 'not installed'}; pip install 'tebench[ao]')"
         problem = pair_problem(env.torchao, env.torch)
         if problem:
             return f"{self.name}: {problem}"
-        cc = env.gpu.capability
+        cc = gpu.capability
         if cc < (8, 9):
-            return f"{self.name} needs compute capability >= 8.9; {env.gpu.name} has {cc[0]}.{cc[1]}"
+            return f"{self.name} needs compute capability >= 8.9; {gpu.name} has {cc[0]}.{cc[1]}"
         if self.compile and not env.compile.ok:
             return env.compile.reason
         return None
@@ -113,8 +115,8 @@ MODES: dict[str, Mode] = {
     )
 }
 
-REFERENCE_MODES = tuple(sorted((m.name for m in MODES.values() if m.reference_rank is not None),
-                               key=lambda name: MODES[name].reference_rank))
+REFERENCE_MODES = tuple(name for _, name in sorted((m.reference_rank, m.name) for m in MODES.values()
+                                                  if m.reference_rank is not None))
 """Loss parity compares every case against the first of these that ran."""
 
 FP8_MODES = tuple(m.name for m in MODES.values() if m.fp8)

@@ -33,6 +33,7 @@ from tebench.report import tables
 _MPLBACKEND = os.environ.pop("MPLBACKEND", None)
 try:
     import matplotlib
+    from matplotlib.axis import Axis
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter, Locator, LogLocator, MaxNLocator, NullFormatter
 finally:
@@ -156,13 +157,14 @@ class _BytesLocator(Locator):
     five: labels such as "381 MiB" are wide, and six of them ran into each other on a 4.6 in panel."""
 
     def __call__(self) -> Any:
+        assert self.axis is not None, "matplotlib sets a locator's axis before it asks for ticks"
         lo, hi = self.axis.get_view_interval()
         return self.tick_values(lo, hi)
 
     def tick_values(self, vmin: float, vmax: float) -> Any:
         top = max(abs(vmin), abs(vmax))
         div = next((d for d in (2**30, 2**20, 2**10) if top >= d), 1)
-        return MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]).tick_values(vmin / div, vmax / div) * div
+        return np.asarray(MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]).tick_values(vmin / div, vmax / div)) * div
 
 
 class _InView(Locator):
@@ -186,8 +188,10 @@ class _InView(Locator):
             return locs
         # The same test as matplotlib's (in the scale's coordinates), with room to spare: a tick kept
         # that is not drawn costs time, one dropped that would have been drawn changes the chart.
-        transform = self.axis.get_transform()
-        lo, hi = sorted(transform.transform(np.asarray(self.axis.get_view_interval(), dtype=float)))
+        axis = self.axis
+        assert isinstance(axis, Axis), "an axes' axis (matplotlib sets it before it asks for ticks)"
+        transform = axis.get_transform()
+        lo, hi = sorted(transform.transform(np.asarray(axis.get_view_interval(), dtype=float)))
         pad = 1e-6 * (hi - lo) if hi > lo else 1e-6
         with np.errstate(invalid="ignore", divide="ignore"):
             where = transform.transform(locs)
@@ -394,12 +398,11 @@ def reference_band(recs: list[CaseResult], ref: CaseResult | None) -> Band | Non
         band = rec.parity.band if rec.parity else None
         if band and band.step and band.lo and band.hi:
             return band
-    if ref is None:
+    if ref is None or ref.loss is None:
         return None
     losses = np.asarray(ref.loss.per_step, dtype=float)
     settings = ref.settings
-    judged = [r.parity.tolerance if r.parity else None for r in recs]
-    judged = [t for t in judged if t is not None]
+    judged = [r.parity.tolerance for r in recs if r.parity and r.parity.tolerance is not None]
     tol = (np.full_like(losses, max(judged)) if judged else
            np.maximum(settings.get("parity_atol", 0.05), settings.get("parity_rtol", 0.1) * np.abs(losses)))
     return Band(step=list(range(len(losses))), lo=[float(x) for x in losses - tol],
@@ -502,7 +505,7 @@ def _loss_row(key: tuple, recs: list[CaseResult]) -> tuple:
 
 def _loss_scale(recs: list[CaseResult], ref: CaseResult | None) -> tuple:
     """(log axis?, y range, reference band) shared by every panel of one row."""
-    values = np.asarray([v for r in recs for v in r.loss.per_step], dtype=float)
+    values = np.asarray([v for r in recs if r.loss is not None for v in r.loss.per_step], dtype=float)
     values = values[np.isfinite(values)]
     log = spans(values)
     # The y range follows the curves, not the band: near zero loss the band's

@@ -9,6 +9,7 @@ live in :mod:`tebench.report.charts`, :mod:`~tebench.report.harness_cost` and
 from __future__ import annotations
 
 import base64
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -63,12 +64,12 @@ def fp8_selection(sources: list[Source], df: pd.DataFrame) -> tuple[list[tuple[S
             if sizes.get((r.workload, r.size), (0.0, 0.0))[0] == largest[r.workload]:
                 why.append("largest size")
             ref = refs.get((r.workload, r.size))
-            if ref is not None and r.loss:
+            if ref is not None and ref.loss and r.loss:  # refs holds only references with losses
                 step = tables.loss_spike(r.loss.per_step, ref.loss.per_step,
                                          (r.parity.tolerance if r.parity else None) or 0.0)
                 if step is not None:
                     why.append(f"loss spiked above the reference at step {step}")
-            if r.fp8_state.flags:
+            if r.fp8_state and r.fp8_state.flags:  # with_state holds only records with a state
                 why.append(f"{len(r.fp8_state.flags)} flag(s)")
             if why:
                 chosen.append((src, r, "; ".join(why)))
@@ -129,7 +130,7 @@ def chart_jobs(sources: list[Source], df: pd.DataFrame, cost: pd.DataFrame,
     reuse: dict[Any, Any] = {}
     for i, (src, rec, why) in enumerate(chosen):
         jobs.append((f"fp8_state_{i}", rec.case_id, why + (f"; {src.label}" if multi else ""),
-                     lambda rec=rec, why=why: charts.fp8_state(rec, note=why, reuse=reuse)))
+                     functools.partial(charts.fp8_state, rec, note=why, reuse=reuse)))
     return jobs
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 # Environment variable -> subdirectory of the cache directory.
@@ -40,7 +41,7 @@ def default_dir() -> Path:
     return _cache_dir() / "compile"
 
 
-def child_env(directory: Path | None, parent: dict[str, str] | None = None) -> dict[str, str]:
+def child_env(directory: Path | None, parent: Mapping[str, str] | None = None) -> dict[str, str]:
     """Variables that point a case's process at ``directory``.
 
     A variable the user already set wins: someone who points inductor at their
@@ -48,9 +49,9 @@ def child_env(directory: Path | None, parent: dict[str, str] | None = None) -> d
     """
     if directory is None:
         return {}
-    parent = os.environ if parent is None else parent
+    env: Mapping[str, str] = os.environ if parent is None else parent
     wanted = {var: str(directory / sub) for var, sub in LAYOUT.items()} | SWITCHES
-    return {k: v for k, v in wanted.items() if k not in parent}
+    return {k: v for k, v in wanted.items() if k not in env}
 
 
 def _count(directory: Path) -> tuple[int, int]:
@@ -65,12 +66,12 @@ def _count(directory: Path) -> tuple[int, int]:
     return files, size
 
 
-def describe(directory: Path | None, parent: dict[str, str] | None = None) -> dict[str, Any]:
+def describe(directory: Path | None, parent: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The cache's state before a run: ``warm`` when it already holds compiled entries."""
     if directory is None:
         return {"dir": None, "state": "off"}
-    parent = os.environ if parent is None else parent
-    overridden = sorted(var for var in LAYOUT if var in parent)
+    env: Mapping[str, str] = os.environ if parent is None else parent
+    overridden = sorted(var for var in LAYOUT if var in env)
     files, size = _count(directory) if directory.is_dir() else (0, 0)
     return {
         "dir": str(directory),

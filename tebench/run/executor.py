@@ -199,15 +199,16 @@ class Executor:
         pipe, whose worker writes its progress on stdout; it keeps that. Asked once per run.
         """
         with self.lock:
-            if getattr(self, "_pipe", None) is None:
+            pipe = getattr(self, "_pipe", None)
+            if pipe is None:
                 code = "import tebench.run.protocol as p; print(getattr(p, 'PROTOCOL_FD_ENV', ''))"
                 try:
                     answer = subprocess.run([self.opts.python, "-c", code], capture_output=True, text=True,
                                             env=self._child_env(None), timeout=120).stdout.strip()
                 except (OSError, subprocess.SubprocessError):
                     answer = ""
-                self._pipe = answer == protocol.PROTOCOL_FD_ENV
-            return self._pipe
+                pipe = self._pipe = answer == protocol.PROTOCOL_FD_ENV
+            return pipe
 
     def _take_spare(self, case: Case, device: str | None) -> Spare | None:
         """The pre-started worker for ``device`` if it can run ``case``; a stale one is ended."""
@@ -266,12 +267,16 @@ class Executor:
         """
         spare = self._take_spare(case, device) if self.launch == "prestarted" else None
         if spare is not None:
-            write_log(log, f"# pre-started worker pid {spare.proc.pid}: {' '.join(spare.proc.args)}\n")
+            argv = spare.proc.args  # the list _popen started it with
+            started = " ".join(map(str, argv)) if isinstance(argv, list) else str(argv)
+            write_log(log, f"# pre-started worker pid {spare.proc.pid}: {started}\n")
             job = {"case": str(case_file), "result": str(result_file), "log": str(log_file),
                    "progress": True, "sent": time.time()}
             try:
-                spare.proc.stdin.write(json.dumps(job) + "\n")
-                spare.proc.stdin.close()
+                stdin = spare.proc.stdin
+                assert stdin is not None, "a spare is started with a pipe on its stdin"
+                stdin.write(json.dumps(job) + "\n")
+                stdin.close()
                 channel, spare.channel = spare.channel, None  # the pump owns it now
                 assert channel is not None, "a spare in the queue holds its channel until a case takes it"
                 return spare.proc, spare, channel, spare.on_stdout

@@ -66,10 +66,10 @@ def lock_out(out: Path, command: str = "") -> Iterator[None]:
                        "wait for it to finish or choose another --out") from None
     line = f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}"
     # surrogateescape: a path of bytes that are not UTF-8 reaches sys.argv as lone surrogates.
-    line = (f"{line}: {command}" if command else line).encode("utf-8", "surrogateescape")[:HOLDER_MAX_BYTES - 1]
+    held = (f"{line}: {command}" if command else line).encode("utf-8", "surrogateescape")[:HOLDER_MAX_BYTES - 1]
     with contextlib.suppress(OSError):
         os.ftruncate(fd, 0)
-        os.pwrite(fd, line + b"\n", 0)
+        os.pwrite(fd, held + b"\n", 0)
     try:
         yield
     finally:

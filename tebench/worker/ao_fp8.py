@@ -24,7 +24,7 @@ NAMES_KEPT = 20
 """Names of layers left unconverted that ``setup`` lists, at most."""
 
 
-def keep_reason(module: nn.Module, fqn: str) -> str | None:
+def keep_reason(module: nn.Linear, fqn: str) -> str | None:
     """Why the linear layer ``fqn`` stays in high precision, or None when it converts."""
     if fqn in LM_HEAD_NAMES:
         return "the LM head"

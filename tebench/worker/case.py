@@ -162,7 +162,7 @@ def run_case(case: Case, device: torch.device, progress: Progress,
 
     t = time.perf_counter()
     def after_warmup_step(i: int) -> None:
-        if i in sample_at:
+        if recorder is not None and i in sample_at:
             recorder.sample(i)
         progress("warmup", i + 1, total)
 
@@ -170,7 +170,7 @@ def run_case(case: Case, device: torch.device, progress: Progress,
     phases["warmup_s"] = time.perf_counter() - t
 
     def after_step(i: int) -> None:
-        if i in sample_at:
+        if recorder is not None and i in sample_at:
             recorder.sample(i)
         progress("measure", i + 1, total)
 

@@ -31,7 +31,8 @@ def _wrap(case: Case, device: torch.device, built: list[torch.nn.Module]):
         from torch.distributed.fsdp import fully_shard
 
         # Shard block by block, then the rest: the usual FSDP2 layout.
-        for block in model.blocks:
+        blocks: Any = model.blocks  # the workload's stack, an nn.Sequential (torch types it Tensor | Module)
+        for block in blocks:
             fully_shard(block)
         fully_shard(model)
         return model
@@ -51,9 +52,10 @@ def run_distributed(case: Case, device: torch.device, progress: Progress) -> Mea
         group = dist.group.WORLD if case.fp8 is not None else None
         built: list[torch.nn.Module] = []
         raw = run_case(case, device, progress, wrap=_wrap(case, device, built), amax_group=group, data_seed=seed)
-        median = statistics.median(raw.timing.samples_ms)
+        timing, mem, loss = raw.timing, raw.memory, raw.loss
+        assert timing is not None and mem is not None and loss is not None, "run_case measures all three"
+        median = statistics.median(timing.samples_ms)
         tokens = WORKLOADS[case.workload].tokens_per_step(case.size_spec)
-        mem = raw.memory
         mine = {
             "rank": rank,
             "device": str(device),
@@ -61,7 +63,7 @@ def run_distributed(case: Case, device: torch.device, progress: Progress) -> Mea
             "tokens_per_s": tokens / (median / 1000.0),
             "peak_allocated_bytes": mem.peak_allocated_bytes,
             "peak_rss_bytes": mem.peak_rss_bytes,
-            "final_loss": raw.loss.per_step[-1],
+            "final_loss": loss.per_step[-1],
         }
         if case.parallel == "ddp":
             # DDP keeps full replicas: after training they must be identical on

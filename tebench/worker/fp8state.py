@@ -45,9 +45,12 @@ class ScalingRecorder:
         """Clone the current state (asynchronously) and remember it for ``step``."""
         snap = {}
         for name, module in stateful_modules(self.model):
+            # TE keeps fp8_meta as a plain dict attribute (stateful_modules checked); torch types any
+            # module attribute as Tensor | Module.
+            meta: dict[str, Any] = module.fp8_meta  # type: ignore[assignment]
             entry = {}
             for direction in ("fwd", "bwd"):
-                state = module.fp8_meta.get(f"scaling_{direction}")
+                state = meta.get(f"scaling_{direction}")
                 if state is None:
                     continue
                 entry[f"scale_{direction}"] = state.scale.detach().clone()

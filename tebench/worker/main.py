@@ -279,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         payload.phases = payload.phases or Phases()
         payload.phases.startup_s = startup_s
         if fault == "diverge":
+            assert payload.loss is not None, "a case that ran has its losses"
             payload.loss.per_step[-1] = float("nan")
         payload.status = "ok"
     except (torch.OutOfMemoryError, MemoryError) as exc:

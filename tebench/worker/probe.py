@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any
 from tebench.plan.peak_tflops import peak_for
 from tebench.plan.environment import cpu_model, ENV_PREFIXES, Environment, GPU, Support, TE_API, TE_RECIPE_CLASSES, _git_state
@@ -46,7 +47,7 @@ def _nvidia_smi() -> tuple[str | None, dict[str, Any]]:
     return driver, clocks
 
 
-def triton_c_compiler_problem(environ: dict[str, str] | None = None, which=shutil.which) -> str | None:
+def triton_c_compiler_problem(environ: Mapping[str, str] | None = None, which=shutil.which) -> str | None:
     """Why Triton could not build its CUDA launcher, or None.
 
     Triton compiles a small C module when its CUDA driver starts, before any kernel runs, with
@@ -54,8 +55,8 @@ def triton_c_compiler_problem(environ: dict[str, str] | None = None, which=shuti
     executable (a script that reused the name for a directory did, on an H200) failed every
     torch.compile case after its tracing, 20-70 s each, with only the path in the error.
     """
-    environ = os.environ if environ is None else environ
-    cc = environ.get("CC")
+    env: Mapping[str, str] = os.environ if environ is None else environ
+    cc = env.get("CC")
     if cc is not None:
         # Triton runs $CC as one program name (no flags), so that is what has to resolve.
         if not cc or not which(cc):

@@ -10,6 +10,8 @@ from tebench.plan.recipes import FP8Options
 def build_recipe(opts: FP8Options) -> Any:
     """The TE recipe object for ``opts`` (``opts.spec`` says which class and which of its options apply)."""
     spec = opts.spec
+    if spec.te_class is None:
+        raise ValueError(f"recipe '{spec.name}' names no Transformer Engine recipe class")
     from transformer_engine.common import recipe as te_recipe
 
     cls = getattr(te_recipe, spec.te_class, None)
@@ -22,6 +24,8 @@ def build_recipe(opts: FP8Options) -> Any:
         )
     kwargs: dict[str, Any] = {}
     if "format" in spec.options:
+        if opts.format is None:
+            raise ValueError(f"recipe '{spec.name}' takes a format, and none is set")
         kwargs["fp8_format"] = getattr(te_recipe.Format, opts.format)
     if "amax_history_len" in spec.options:
         kwargs["amax_history_len"] = opts.amax_history_len

@@ -12,7 +12,7 @@ import contextlib
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, cast
 
 import torch
 
@@ -175,7 +175,8 @@ def calibrate_fp8(trainer: "Trainer", batches: list[Batch], steps: int) -> None:
     trainer.optimizer.zero_grad(set_to_none=True)
     with torch.no_grad():
         for p, exact in _exact_inits(trainer.eager.parameters()):
-            p.quantize_(exact.to(p.device))
+            # An FP8 weight is TE's QuantizedTensor, which has quantize_; torch's Parameter type does not know it.
+            p.quantize_(exact.to(p.device))  # type: ignore[attr-defined]
 
 
 @dataclass
@@ -233,12 +234,15 @@ def _capture_graphs(trainer: Trainer, batch: Batch) -> None:
     """
     model, wl, prec = trainer.eager, trainer.workload, trainer.precision
     sample = wl.graph_inputs(model, batch)
+    blocks = model.blocks
+    assert isinstance(blocks, torch.nn.Module), "the graphed stack, model.blocks, is a module"
     # FP8 is not entered here: TE's make_graphed_callables takes the recipe itself.
     with _amp_only(prec):
         if MODES[trainer.case.mode].family == "te":
-            model.blocks = te_compat.make_graphed(model.blocks, sample, prec.fp8_recipe, prec.amax_group)
+            model.blocks = te_compat.make_graphed(blocks, sample, prec.fp8_recipe, prec.amax_group)
         else:
-            model.blocks = torch.cuda.make_graphed_callables(model.blocks, sample, num_warmup_iters=3)
+            # Given a module, make_graphed_callables returns that module with its forward replaced.
+            model.blocks = cast(torch.nn.Module, torch.cuda.make_graphed_callables(blocks, sample, num_warmup_iters=3))
 
 
 def _amp_only(prec: Precision) -> contextlib.AbstractContextManager:
@@ -261,7 +265,7 @@ def build_trainer(case: Case, device: torch.device, batches: list[Batch],
     if case.graphs and device.type != "cuda":
         raise RuntimeError("CUDA graphs need a CUDA device")
     precision = make_precision(case, device, amax_group)
-    init_ctx = contextlib.nullcontext()
+    init_ctx: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
     if case.fp8_weights:
         init_ctx = te_compat.quantized_init(precision.fp8_recipe)
     with init_ctx:
@@ -304,11 +308,12 @@ def build_trainer(case: Case, device: torch.device, batches: list[Batch],
         setup["fp8_calibration"] = (f"{calibration} forward+backward passes without optimizer steps before "
                                     "training (fills the delayed-scaling amax history)")
     for p, _ in _exact_inits(eager.parameters()):
-        del p.tebench_init_fp32
+        del p.tebench_init_fp32  # type: ignore[attr-defined]  # an attribute of our own (init_canonical sets it)
     if mode.compile:
         # "reduce-overhead" is torch.compile's own CUDA-graph mode.
         compile_mode = "reduce-overhead" if case.graphs else "default"
-        trainer.model = torch.compile(model, mode=compile_mode)
+        # Given a module, torch.compile returns one (an OptimizedModule); its stubs say only Callable.
+        trainer.model = cast(torch.nn.Module, torch.compile(model, mode=compile_mode))
         setup["compile"] = f"torch.compile(mode={compile_mode!r})"
         if case.graphs:
             setup["graphs"] = "torch.compile(mode='reduce-overhead')"

@@ -6,6 +6,7 @@ The model itself is in :mod:`tebench.worker.models.gpt`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
 from tebench.schema.knobs import MAX_DIM, knob
 from tebench.workloads import zipf_markov
@@ -37,11 +38,40 @@ class GPTSize:
     task: str = knob("arithmetic", TASK_DOC, choices=TASKS, optional=True, omit_default=True)
 
 
-class GPTSpec:
+class LMSize(Protocol):
+    """The fields of a size that the causal-LM task reads (GPTSize and LlamaSize have them)."""
+
+    @property
+    def vocab(self) -> int: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def batch(self) -> int: ...
+    @property
+    def task(self) -> str: ...
+
+
+SizeT = TypeVar("SizeT", bound=LMSize)
+
+
+class CausalLMSpec(Generic[SizeT]):
+    """What the GPT and Llama specs share: the task (arithmetic or zipf-markov) on a size of their own."""
+
+    kind = "model"
+    size_type: type[SizeT]
+
+    def loss_floor(self, s: SizeT) -> zipf_markov.Floor | None:
+        """The task's exact loss floor (nats per token), or None where the task has none worth stating."""
+        return zipf_markov.floor(s.vocab) if s.task == zipf_markov.NAME else None
+
+    def tokens_per_step(self, s: SizeT) -> int:
+        return s.batch * s.seq
+
+
+class GPTSpec(CausalLMSpec[GPTSize]):
     """The GPT causal-LM workload, as the parent process sees it."""
 
     name = "gpt"
-    kind = "model"
     size_type = GPTSize
     description = ("causal LM on arithmetic sequences (greedy generation) or the zipf-markov source "
                    "(held-out loss against a known floor)")
@@ -55,15 +85,8 @@ class GPTSpec:
         if s.seq < 4:
             raise SizeError("seq", s.seq, "seq must be at least 4 (the validation prompts half of it)")
 
-    def loss_floor(self, s: GPTSize) -> zipf_markov.Floor | None:
-        """The task's exact loss floor (nats per token), or None where the task has none worth stating."""
-        return zipf_markov.floor(s.vocab) if s.task == zipf_markov.NAME else None
-
     def fp8_problem(self, s: GPTSize) -> str | None:
         return divisible_by_16(tokens=s.batch * s.seq, d_model=s.d_model, ffn=s.ffn)
-
-    def tokens_per_step(self, s: GPTSize) -> int:
-        return s.batch * s.seq
 
     def flops_per_step(self, s: GPTSize) -> float:
         """Training FLOPs per step: 6 x matmul parameters x tokens, plus attention.

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from tebench.schema.knobs import MAX_DIM, knob
 from tebench.workloads import zipf_markov
-from tebench.workloads.gpt_spec import MAX_STRIDE, TASK_DOC, TASKS, GPTSpec
+from tebench.workloads.gpt_spec import MAX_STRIDE, TASK_DOC, TASKS, CausalLMSpec
 from tebench.workloads.spec import SizeError, divisible_by_16, positive
 
 
@@ -36,11 +36,10 @@ class LlamaSize:
         return self.d_model // self.heads
 
 
-class LlamaSpec(GPTSpec):
+class LlamaSpec(CausalLMSpec[LlamaSize]):
     """The Llama causal-LM workload, as the parent process sees it."""
 
     name = "llama"
-    kind = "model"
     size_type = LlamaSize
     description = ("Llama-style causal LM (RMSNorm, RoPE, GQA, SwiGLU) on arithmetic sequences (greedy generation) "
                    "or the zipf-markov source (held-out loss against a known floor)")

@@ -22,7 +22,7 @@ from tebench.worker.fp8_off import fp8_off
 from tebench.worker.seeds import derive_seed
 from tebench.worker.models.base import Batch, canonical_shapes, default_init, init_canonical, translate_names
 from tebench.workloads import zipf_markov
-from tebench.workloads.gpt_spec import MAX_STRIDE, GPTSize, GPTSpec
+from tebench.workloads.gpt_spec import MAX_STRIDE, CausalLMSpec, GPTSize, GPTSpec, SizeT
 
 HELDOUT_BATCHES = 4
 """Held-out batches of the zipf-markov task's validation: 4 x the training batch, so that its loss's
@@ -143,7 +143,14 @@ def te_block(s: GPTSize, layer_number: int, device: torch.device) -> nn.Module:
     )
 
 
-class GPT(nn.Module):
+class CausalLM(nn.Module):
+    """A model of the causal-LM task: tokens in, logits out; ``embed_tokens`` is what feeds ``blocks``."""
+
+    def embed_tokens(self, idx: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+
+class GPT(CausalLM):
     """Embedding, a stack of blocks, final LayerNorm and LM head.
 
     Only the block stack differs between families; ``blocks`` is the part that
@@ -166,38 +173,10 @@ class GPT(nn.Module):
         return self.head(self.ln_f(self.blocks(self.embed_tokens(idx))))
 
 
-class GPTWorkload(GPTSpec):
-    """The GPT causal-LM workload: the spec (:mod:`tebench.workloads.gpt_spec`) plus the model."""
+class CausalLMWorkload(CausalLMSpec[SizeT]):
+    """What the GPT and Llama workloads share: batches, loss, CUDA-graph inputs and validation of the task."""
 
-    def params(self, s: GPTSize) -> int:
-        return sum(math.prod(shape) for shape in canonical_shapes(lambda: self._pt(s)).values())
-
-    def _pt(self, s: GPTSize) -> GPT:
-        return GPT(s, nn.Sequential(*[PTBlock(s) for _ in range(s.layers)]))
-
-    def build(self, s: GPTSize, family: str, device: torch.device, seed: int) -> GPT:
-        """Build the model of ``family`` (pt|te) on ``device`` with the canonical weights."""
-        # Built directly on the device: PyTorch's default init of a multi-billion
-        # parameter model on the CPU would take longer than the benchmark.
-        with torch.device(device):
-            if family == "pt":
-                model = self._pt(s)
-            else:
-                model = GPT(s, nn.Sequential(*[te_block(s, i + 1, device) for i in range(s.layers)]))
-            init_canonical(self.canonical_params(model, s, family), seed, self._init_rule(s))
-        return model
-
-    def canonical_params(self, model: GPT, s: GPTSize, family: str) -> list[tuple[str, torch.Tensor]]:
-        """``(canonical name, parameter)`` pairs of a model of either family (names checked)."""
-        if family == "pt":
-            return list(model.named_parameters())
-        return translate_names(model, TE_BLOCK_NAMES, canonical_shapes(lambda: self._pt(s)))
-
-    @staticmethod
-    def _init_rule(s: GPTSize):
-        return lambda name, shape: default_init(name, shape, residual_layers=s.layers)
-
-    def batches(self, s: GPTSize, count: int, seed: int, device: torch.device) -> list[Batch]:
+    def batches(self, s: SizeT, count: int, seed: int, device: torch.device) -> list[Batch]:
         """``count`` batches, identical on every device (drawn on the CPU, then moved)."""
         out = []
         for i in range(count):
@@ -207,7 +186,7 @@ class GPTWorkload(GPTSpec):
         return out
 
     @classmethod
-    def _sequences(cls, s: GPTSize, seed: int, length: int, batch: int | None = None) -> torch.Tensor:
+    def _sequences(cls, s: SizeT, seed: int, length: int, batch: int | None = None) -> torch.Tensor:
         """``batch`` (default: the size's) sequences of ``length`` tokens of the size's task."""
         rows = batch or s.batch
         if s.task == zipf_markov.NAME:
@@ -215,26 +194,11 @@ class GPTWorkload(GPTSpec):
         return arithmetic_sequences(cls._modulus(s), rows, length, seed)
 
     @staticmethod
-    def _modulus(s: GPTSize) -> int:
+    def _modulus(s: SizeT) -> int:
         """How many tokens the arithmetic sequences use (all of vocab here)."""
         return s.vocab
 
-    def mutate(self, model: GPT, kind: str, family: str) -> bool:
-        """Apply a workload-specific self-test mutation (tebench.worker.hooks.mutations); False if not expressible."""
-        if kind != "no-causal":
-            return False
-        blocks: Any = model.blocks  # an nn.Sequential (or a compile wrapper of one)
-        if family == "pt":
-            for block in blocks:
-                block.causal = False
-        else:
-            from tebench.worker.hooks.mutations import WithForwardKwargs
-
-            for i, block in enumerate(blocks):
-                blocks[i] = WithForwardKwargs(block, self_attn_mask_type="no_mask")
-        return True
-
-    def graph_inputs(self, model: GPT, batch: Batch) -> tuple[torch.Tensor, ...]:
+    def graph_inputs(self, model: CausalLM, batch: Batch) -> tuple[torch.Tensor, ...]:
         """Sample input of ``model.blocks`` for CUDA-graph capture."""
         with torch.no_grad():
             x = model.embed_tokens(batch.inputs)
@@ -244,7 +208,7 @@ class GPTWorkload(GPTSpec):
         logits = model(batch.inputs)
         return F.cross_entropy(logits.float().flatten(0, 1), batch.targets.flatten())
 
-    def validate(self, model: GPT, s: GPTSize, seed: int, device: torch.device, forward_ctx) -> dict[str, Any]:
+    def validate(self, model: CausalLM, s: SizeT, seed: int, device: torch.device, forward_ctx) -> dict[str, Any]:
         """The task's held-out check: greedy generation (arithmetic) or held-out loss (zipf-markov)."""
         if s.task == zipf_markov.NAME:
             out = self._heldout_loss(model, s, seed, device, forward_ctx)
@@ -252,7 +216,7 @@ class GPTWorkload(GPTSpec):
             out = self._greedy(model, s, seed, device, forward_ctx)
         return {**out, **self._structure(model, s, seed, device, forward_ctx)}
 
-    def _structure(self, model: GPT, s: GPTSize, seed: int, device: torch.device, forward_ctx) -> dict[str, Any]:
+    def _structure(self, model: CausalLM, s: SizeT, seed: int, device: torch.device, forward_ctx) -> dict[str, Any]:
         """How much a sequence's predictions move when tokens change (mean KL, nats).
 
         ``causal_kl``: the later half of every held-out sequence replaced; the
@@ -303,7 +267,7 @@ class GPTWorkload(GPTSpec):
                 "context_kl": kl(base[:, 5::8], context[:, 5::8]) if s.seq > 5 else None,
                 "structure_fp8": fp8[0]}
 
-    def _heldout_loss(self, model: GPT, s: GPTSize, seed: int, device: torch.device, forward_ctx) -> dict[str, Any]:
+    def _heldout_loss(self, model: CausalLM, s: SizeT, seed: int, device: torch.device, forward_ctx) -> dict[str, Any]:
         """Mean cross-entropy on held-out batches of the source, beside the source's exact floor.
 
         Drawn from the ``held-out`` seed of the *case's* seed (a reference's extra seeds are validated on
@@ -332,7 +296,7 @@ class GPTWorkload(GPTSpec):
             "uniform_loss": floor.uniform,
         }
 
-    def _greedy(self, model: GPT, s: GPTSize, seed: int, device: torch.device, forward_ctx) -> dict[str, Any]:
+    def _greedy(self, model: CausalLM, s: SizeT, seed: int, device: torch.device, forward_ctx) -> dict[str, Any]:
         """Greedy generation must continue the arithmetic stride.
 
         Prompts are the first half of held-out sequences; the model generates up
@@ -365,3 +329,50 @@ class GPTWorkload(GPTSpec):
             "prompt_tokens": prompt,
             "generated_tokens": new,
         }
+
+
+class GPTWorkload(GPTSpec, CausalLMWorkload[GPTSize]):
+    """The GPT causal-LM workload: the spec (:mod:`tebench.workloads.gpt_spec`) plus the model."""
+
+    def params(self, s: GPTSize) -> int:
+        return sum(math.prod(shape) for shape in canonical_shapes(lambda: self._pt(s)).values())
+
+    def _pt(self, s: GPTSize) -> GPT:
+        return GPT(s, nn.Sequential(*[PTBlock(s) for _ in range(s.layers)]))
+
+    def build(self, s: GPTSize, family: str, device: torch.device, seed: int) -> GPT:
+        """Build the model of ``family`` (pt|te) on ``device`` with the canonical weights."""
+        # Built directly on the device: PyTorch's default init of a multi-billion
+        # parameter model on the CPU would take longer than the benchmark.
+        with torch.device(device):
+            if family == "pt":
+                model = self._pt(s)
+            else:
+                model = GPT(s, nn.Sequential(*[te_block(s, i + 1, device) for i in range(s.layers)]))
+            init_canonical(self.canonical_params(model, s, family), seed, self._init_rule(s))
+        return model
+
+    def canonical_params(self, model: GPT, s: GPTSize, family: str) -> list[tuple[str, torch.Tensor]]:
+        """``(canonical name, parameter)`` pairs of a model of either family (names checked)."""
+        if family == "pt":
+            return list(model.named_parameters())
+        return translate_names(model, TE_BLOCK_NAMES, canonical_shapes(lambda: self._pt(s)))
+
+    @staticmethod
+    def _init_rule(s: GPTSize):
+        return lambda name, shape: default_init(name, shape, residual_layers=s.layers)
+
+    def mutate(self, model: GPT, kind: str, family: str) -> bool:
+        """Apply a workload-specific self-test mutation (tebench.worker.hooks.mutations); False if not expressible."""
+        if kind != "no-causal":
+            return False
+        blocks: Any = model.blocks  # an nn.Sequential (or a compile wrapper of one)
+        if family == "pt":
+            for block in blocks:
+                block.causal = False
+        else:
+            from tebench.worker.hooks.mutations import WithForwardKwargs
+
+            for i, block in enumerate(blocks):
+                blocks[i] = WithForwardKwargs(block, self_attn_mask_type="no_mask")
+        return True

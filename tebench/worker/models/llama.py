@@ -42,7 +42,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tebench.worker.models.base import canonical_shapes, default_init, init_canonical, translate_names
-from tebench.worker.models.gpt import GPTWorkload
+from tebench.worker.models.gpt import CausalLM, CausalLMWorkload
 from tebench.workloads.llama_spec import LlamaSize, LlamaSpec
 
 RMS_EPS = 1e-5
@@ -87,7 +87,8 @@ class RMSNorm(nn.Module):
 
 # SDPA shares key/value heads itself from torch 2.5 (enable_gqa); decided once, not
 # with try/except inside a function that torch.compile traces.
-_SDPA_GQA = torch.__version__ >= (2, 5)
+# (TorchVersion compares with a tuple; its stub admits only str.)
+_SDPA_GQA = torch.__version__ >= (2, 5)  # type: ignore[operator]
 
 
 def _sdpa_gqa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = True) -> torch.Tensor:
@@ -135,6 +136,9 @@ class LlamaStack(nn.Sequential):
     stack exactly as they capture the GPT workload's ``nn.Sequential`` (and
     indexing, iteration and parameter names are a Sequential's).
     """
+
+    rope: torch.Tensor
+    """Rotary angles, a buffer (:func:`rope_angles`); declared, as torch types a module's attribute Tensor | Module."""
 
     def __init__(self, s: LlamaSize, blocks: list[nn.Module], family: str):
         super().__init__(*blocks)
@@ -194,7 +198,7 @@ def te_block(s: LlamaSize, layer_number: int, device: torch.device) -> nn.Module
     )
 
 
-class Llama(nn.Module):
+class Llama(CausalLM):
     """Token embedding, a stack of blocks, final RMSNorm and an untied LM head (no positions: RoPE)."""
 
     def __init__(self, s: LlamaSize, blocks: LlamaStack):
@@ -211,11 +215,11 @@ class Llama(nn.Module):
         return self.head(self.ln_f(self.blocks(self.embed_tokens(idx))))
 
 
-class LlamaWorkload(LlamaSpec, GPTWorkload):
+class LlamaWorkload(LlamaSpec, CausalLMWorkload[LlamaSize]):
     """The Llama causal-LM workload: the GPT workload's task on a Llama-style model.
 
-    Batches, loss, CUDA-graph inputs and validation are inherited from
-    :class:`GPTWorkload`; only the arithmetic task's modulus is overridden, for ``task_vocab``.
+    Batches, loss, CUDA-graph inputs and validation are the GPT workload's
+    (:class:`CausalLMWorkload`); only the arithmetic task's modulus is overridden, for ``task_vocab``.
     """
 
     @staticmethod
