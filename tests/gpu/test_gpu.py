@@ -85,16 +85,22 @@ def _case(mode: str, fp8: FP8Options | None = None, **kw) -> Case:
                 settings=Settings(steps=10, warmup=3, lr=2e-3, profile_steps=2), **kw)
 
 
+def _per_step(raw) -> list[float]:
+    """The loss at every step of a worker's measurements."""
+    assert raw.loss is not None, "the case recorded no loss"
+    return raw.loss.per_step
+
+
 def test_fp8_delayed_case_records_scaling_state_and_busy_fraction():
     from tebench.worker.case import run_case
 
     raw = run_case(_case("TE-FP8", FP8Options("delayed", "HYBRID", 16, "max")), DEV, lambda *a: None)
-    state = raw["fp8_state"]
-    assert state and state["layers"], "delayed scaling must record per-layer scale/amax"
-    some = next(iter(state["layers"].values()))
+    state = raw.fp8_state
+    assert state and state.layers, "delayed scaling must record per-layer scale/amax"
+    some = next(iter(state.layers.values()))
     assert any(q["scale"][-1] != 1.0 for q in some.values()), "scales never updated from their initial 1.0"
-    assert 0 < raw["gpu_busy"]["busy_fraction"] <= 1
-    assert raw["memory"]["peak_allocated_bytes"] > 0
+    assert raw.gpu_busy and raw.gpu_busy.busy_fraction is not None and 0 < raw.gpu_busy.busy_fraction <= 1
+    assert raw.memory and raw.memory.peak_allocated_bytes and raw.memory.peak_allocated_bytes > 0
 
 
 @pytest.mark.parametrize("mode,fp8", [("PT-AMP", None), ("TE-BF16", None),
@@ -103,8 +109,8 @@ def test_cuda_graphs_train_like_eager(mode, fp8):
     """Graphed steps must follow the eager loss curve (the BRIEF's naive-FP8-capture trap)."""
     from tebench.worker.case import run_case
 
-    eager = run_case(_case(mode, fp8), DEV, lambda *a: None)["loss"]["per_step"]
-    graphed = run_case(_case(mode, fp8, graphs=True), DEV, lambda *a: None)["loss"]["per_step"]
+    eager = _per_step(run_case(_case(mode, fp8), DEV, lambda *a: None))
+    graphed = _per_step(run_case(_case(mode, fp8, graphs=True), DEV, lambda *a: None))
     assert abs(graphed[-1] - eager[-1]) / eager[-1] < 0.05, (eager, graphed)
 
 
@@ -135,8 +141,8 @@ def test_fp8_weights_train_like_high_precision_weights(graphs):
     from tebench.worker.case import run_case
 
     fp8 = FP8Options("delayed", "HYBRID", 16, "max")
-    ref = run_case(_case("TE-FP8", fp8, graphs=graphs), DEV, lambda *a: None)["loss"]["per_step"]
-    got = run_case(_case("TE-FP8", fp8, graphs=graphs, fp8_weights=True), DEV, lambda *a: None)["loss"]["per_step"]
+    ref = _per_step(run_case(_case("TE-FP8", fp8, graphs=graphs), DEV, lambda *a: None))
+    got = _per_step(run_case(_case("TE-FP8", fp8, graphs=graphs, fp8_weights=True), DEV, lambda *a: None))
     worst = max(abs(g - r) / r for g, r in zip(got, ref))
     assert worst < 0.05, (ref, got)
 
@@ -315,16 +321,16 @@ def test_llama_cuda_graphs_train_like_eager(mode, fp8):
 
     eager = run_case(_llama_case(mode, fp8), DEV, lambda *a: None)
     graphed = run_case(_llama_case(mode, fp8, graphs=True), DEV, lambda *a: None)
-    e, g = eager["loss"]["per_step"], graphed["loss"]["per_step"]
+    e, g = _per_step(eager), _per_step(graphed)
     assert e[-1] < e[0] and abs(g[-1] - e[-1]) / e[-1] < 0.05, (e, g)
-    assert "greedy_accuracy" in eager["validation"]
+    assert eager.validation and eager.validation.greedy_accuracy is not None
 
 
 def test_llama_compiled_pytorch_trains_like_eager():
     from tebench.worker.case import run_case
 
-    eager = run_case(_llama_case("PT-AMP"), DEV, lambda *a: None)["loss"]["per_step"]
-    compiled = run_case(_llama_case("PT-AMP+compile"), DEV, lambda *a: None)["loss"]["per_step"]
+    eager = _per_step(run_case(_llama_case("PT-AMP"), DEV, lambda *a: None))
+    compiled = _per_step(run_case(_llama_case("PT-AMP+compile"), DEV, lambda *a: None))
     assert abs(compiled[-1] - eager[-1]) / eager[-1] < 0.05, (eager, compiled)
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call 1 (2026-12-03, night): the nightly preset end to end on the H200 with the record model on
+# Device call 1 (2026-12-04; first tried 2026-12-03, night): the nightly preset end to end on the H200 with the record model on
 # pydantic (workers build their parts as models; the parent reads each line once into its model), its
 # report included. Started detached; this call waits for it as long as it may, call2.sh collects it.
 set -u

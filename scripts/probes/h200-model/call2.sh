@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call 2 (2026-12-03, night), on the machine call 1 left warm: the nightly's end collected, then every
+# Device call 2 (2026-12-04), on the machine call 1 left warm: the nightly's end collected, then every
 # GPU test (`-m "gpu or te or torchao" tests/gpu`) with the record model.
 set -u
 source scripts/probes/h200-verdicts/setup.sh
