@@ -50,6 +50,11 @@ def _bits(p: torch.Tensor) -> torch.Tensor:
     v = p.detach()
     if hasattr(v, "to_local"):  # an FSDP2 shard (DTensor): this rank's own elements
         v = v.to_local()
+    if type(v) is not torch.Tensor and callable(getattr(v, "dequantize", None)):
+        # A quantized parameter (TE's Float8Tensor under fp8_weights) takes view(dtype) for a shape
+        # and casts .to(int64) by value: its weights (|w| < 1) all hashed as zeros, and every one
+        # read as "never changed" (the H200's gpu-smoke fp8-weights cases, 2026-12-03 and -04).
+        v = v.dequantize()
     try:
         return v.contiguous().view(_INT_OF_SIZE[v.element_size()]).reshape(-1).to(torch.int64)
     except (KeyError, RuntimeError, TypeError):

@@ -58,3 +58,36 @@ def test_bf16_parameters_are_hashed_by_their_own_bits():
     with torch.no_grad():
         p[7] = 1.0 + 2.0**-7  # the next bf16 after 1.0
     assert frozen_parameters(before, module)["unchanged"] == 0
+
+
+class _QuantizedLike(torch.Tensor):
+    """A weight as TE's Float8Tensor presents one under fp8_weights: ``view`` takes its arguments for a
+    shape (a dtype gives back a tensor of the nominal dtype), ``.to(int64)`` converts by value, and
+    ``dequantize()`` gives the plain tensor."""
+
+    def view(self, *shape):  # type: ignore[override]
+        return self
+
+    def dequantize(self) -> torch.Tensor:
+        return self.as_subclass(torch.Tensor).clone()
+
+
+class _Weights:
+    """Just what the fingerprint reads of a model: its named parameters."""
+
+    def __init__(self, **tensors: torch.Tensor):
+        self.tensors = tensors
+
+    def named_parameters(self):
+        return list(self.tensors.items())
+
+
+def test_a_quantized_weight_is_hashed_by_its_dequantized_bits():
+    """Small weights of an FP8 tensor subclass all read as integer zeros by value: one step's update
+    must still be seen (every fp8-weights case of the H200's gpu-smoke read as 8 frozen tensors)."""
+    w = (torch.randn(64, 64, generator=torch.Generator().manual_seed(0)) * 0.02).as_subclass(_QuantizedLike)
+    model = _Weights(w=w)
+    before = _fingerprint(model)  # type: ignore[arg-type]
+    model.tensors["w"] = (w.dequantize() - 1e-3).as_subclass(_QuantizedLike)
+    assert frozen_parameters(before, model)["unchanged"] == 0  # type: ignore[arg-type]
+    assert frozen_parameters(_fingerprint(model), model)["unchanged"] == 1  # type: ignore[arg-type]
