@@ -18,14 +18,13 @@ import typing
 from typing import Annotated, Any
 
 import pydantic
-from annotated_types import Interval
 
 from tebench.plan.environment import Environment
 from tebench.plan.matrix import Settings
 from tebench.plan.modes import MODES
 from tebench.plan.recipes import RECIPES
 from tebench.schema.knobs import FieldError, check_value, fields_by_name
-from tebench.schema.model import Bool, Int, Num, OneOf, Part, Str, field
+from tebench.schema.model import Bool, Int, Limits, Num, OneOf, Part, Str, field
 from tebench.schema.version import RecordError
 from tebench.workloads import SPECS
 
@@ -90,7 +89,7 @@ def _strict(hint: Any, items_min: float | None = None) -> Any:
         return hint
     strict = tuple(_strict(a, items_min) for a in args)
     if origin in (list, tuple) and items_min is not None:
-        strict = tuple(Annotated[a, Interval(ge=items_min)] if a in (Int, Num) else a for a in strict)
+        strict = tuple(Annotated[a, Limits(ge=items_min)] if a in (Int, Num) else a for a in strict)
     if origin in (typing.Union, types.UnionType):
         return typing.Union[strict]
     return origin[strict]

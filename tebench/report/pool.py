@@ -15,15 +15,15 @@ figure is drawn, and what that figure left is collected once after it.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import io
 import multiprocessing as mp
 import os
 import signal
 import sys
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
+from tebench.heap import collector_off, frozen_heap
 from tebench.plan.environment import usable_cpus
 from tebench.report import charts
 
@@ -62,31 +62,6 @@ def _draw_collected(job: Draw) -> bytes | None:
         return draw(job)
     finally:
         gc.collect()
-
-
-@contextlib.contextmanager
-def frozen_heap() -> Iterator[None]:
-    """The heap as it is now left out of every collection until the block ends (in a process forked
-    meanwhile, for good); inside a caller's own frozen block, until that one ends."""
-    frozen = gc.get_freeze_count()
-    gc.freeze()
-    try:
-        yield
-    finally:
-        if not frozen:
-            gc.unfreeze()  # it thaws everything frozen: only the outermost block may
-
-
-@contextlib.contextmanager
-def collector_off() -> Iterator[None]:
-    """Python's cycle collector off for the block, then as it was."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _draw_in_child(i: int) -> bytes | None:

@@ -7,30 +7,37 @@ declarations at every depth; :func:`record_error` turns its first complaint into
 
 Three rules of the results file are kept here, because pydantic alone would break them:
 
-* **Round trip.** ``Part.from_dict(d).to_dict() == d``, key order included: the keys read are
-  remembered (``_keys``) and written back in their order; keys this tebench does not declare
-  (written by a newer one) ride along unchecked in pydantic's extra and are written back as they
-  were. A stored null stays null, an absent key stays absent.
+* **Round trip.** ``Part.from_dict(d).to_dict() == d``, key order included: the object
+  :meth:`Part.from_dict` returns keeps the JSON it was read from (or its text), and
+  :meth:`Part.to_dict` writes the keys read in its order at every depth; keys this tebench does not
+  declare (written by a newer one) ride along unchecked in pydantic's extra and are written back
+  as they were. A stored null stays null, an absent key stays absent.
 * **Numbers as stored.** A field holding a number is :data:`Num` (``int | float``, both strict): a
   stored ``3`` stays ``3`` and is written back as ``3`` (a plain ``float`` field would turn it into
   ``3.0``), and a boolean is not a number.
 * **Required means present.** A field marked ``required`` must be stored and not null whenever its
   part is; a record built in this process may leave it at its default.
 
+Reading is pydantic-core's work alone wherever it can be: no private attributes, no model
+validators, limits pushed into the number types (:class:`Limits`). A Python call per part or per
+number, multiplied by the 700,000 parts and millions of numbers of a 10,000-record file, was most
+of the reading time (docs/findings/speed.md).
+
 Torch-free and numpy-free.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
+import json
 import math
 import types
 import typing
 from typing import Annotated, Any, ClassVar, Iterable, Union
 
-from pydantic import AfterValidator, AllowInfNan, BaseModel, ConfigDict, Field, Strict, ValidationError, ValidationInfo
-from pydantic import model_validator
-from pydantic import PrivateAttr
+from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, Strict, ValidationError, ValidationInfo
+from annotated_types import Interval
 from pydantic_core import PydanticCustomError, core_schema
 
 from tebench.schema.version import RecordError
@@ -40,23 +47,52 @@ MAX_INT = 2**63 - 1
 MAX_EXACT = 2**53
 """An integer given where a number belongs must convert to a float exactly."""
 
-def _fits_64_bits(v: int) -> int:
-    if not -MAX_INT <= v <= MAX_INT:
-        raise PydanticCustomError("int_64", "is too large for an integer of a record (64 bits)")
-    return v
+
+class Limits:
+    """The range of a number field, checked natively by pydantic-core in each member of its type.
+
+    pydantic checks a limit put on a union (``Num`` is ``int | float``) by a call into Python per
+    value; here each member's own schema gets it, merged with the member's range (the narrower
+    wins). A type without a numeric schema falls back to pydantic's check. ``ge`` … are readable
+    as on ``annotated_types.Interval`` (the results reference shows them).
+    """
+
+    _NARROWER = {"ge": max, "gt": max, "le": min, "lt": min}
+
+    def __init__(self, ge: float | None = None, le: float | None = None, gt: float | None = None,
+                 lt: float | None = None):
+        self.ge, self.le, self.gt, self.lt = ge, le, gt, lt
+
+    def _bounds(self) -> dict[str, float]:
+        return {k: v for k, v in (("ge", self.ge), ("le", self.le), ("gt", self.gt), ("lt", self.lt))
+                if v is not None}
+
+    def _push(self, schema: Any) -> bool:
+        kind_ = schema.get("type")
+        if kind_ in ("int", "float"):
+            for key, bound in self._bounds().items():
+                schema[key] = bound if schema.get(key) is None else self._NARROWER[key](schema[key], bound)
+            return True
+        if kind_ == "nullable":
+            return self._push(schema["schema"])
+        if kind_ == "union":
+            return all(self._push(c[0] if isinstance(c, tuple) else c) for c in schema["choices"])
+        return False
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> core_schema.CoreSchema:
+        schema = handler(source)
+        native = copy.deepcopy(schema)
+        if self._push(native):
+            return native
+        return handler(Annotated[source, Interval(**self._bounds())])  # pydantic's own check
 
 
-# The ranges of the types are validators, not Intervals: pydantic merges a field's own limits (ge=0)
-# with the type's, the last one winning, which would drop one of them.
-Int = Annotated[int, Strict(), AfterValidator(_fits_64_bits)]
+# The types' ranges are pydantic-core's own checks, run without a call into Python (a file of 10,000
+# records holds millions of numbers). A field's limits (``ge=0``) merge with its type's, the narrower
+# of each pair winning.
+Int = Annotated[int, Strict(), Limits(ge=-MAX_INT, le=MAX_INT)]
 """An integer of a record (a boolean is not one; at most 64 bits)."""
-def _exact_as_float(v: int) -> int:
-    if not -MAX_EXACT <= v <= MAX_EXACT:
-        raise PydanticCustomError("int_inexact", "is too large to be a number of a record")
-    return v
-
-
-_NUMBER_INT = Annotated[int, Strict(), AfterValidator(_exact_as_float)]
+_NUMBER_INT = Annotated[int, Strict(), Limits(ge=-MAX_EXACT, le=MAX_EXACT)]
 Num = Annotated[Union[_NUMBER_INT, Annotated[float, Strict(), AllowInfNan(False)]], "number"]
 """A finite number of a record, kept as stored: an integer stays an integer."""
 AnyNum = Annotated[Union[_NUMBER_INT, Annotated[float, Strict()]], "number"]
@@ -94,9 +130,14 @@ def field(default: Any, doc: str, *, required: bool = False, show: dict[str, str
     or ``dict`` (the type) is a fresh empty one per instance.
     """
     extra: dict[str, Any] | None = {**({"required": True} if required else {}), **(show or {})} or None
+    bounds = {k: limits.pop(k) for k in ("ge", "le", "gt", "lt") if k in limits}
     if default in (list, dict):
-        return Field(default_factory=default, description=doc, json_schema_extra=extra, **limits)
-    return Field(default, description=doc, json_schema_extra=extra, **limits)
+        info = Field(default_factory=default, description=doc, json_schema_extra=extra, **limits)
+    else:
+        info = Field(default, description=doc, json_schema_extra=extra, **limits)
+    if bounds:
+        info.metadata.append(Limits(**bounds))
+    return info
 
 
 def shown(cls: type[BaseModel]) -> list[tuple[str, dict[str, Any]]]:
@@ -120,27 +161,44 @@ class Part(BaseModel):
     FIRST: ClassVar[tuple[str, ...]] = ()
     """Fields written first in a record built here (identity before measurements, for a human reading the line)."""
 
-    _keys: tuple[str, ...] = PrivateAttr(default=())
+    # What a part knows of where it came from lives in pydantic's private slot, never in a private
+    # attribute: declaring one makes pydantic run Python code for every part it validates, and a file
+    # of 10,000 records holds 700,000 parts. The slot stays None for a part validated from a file
+    # (pydantic-core fills no more); a part built by its constructor holds {"built": True}; the
+    # object :meth:`from_dict` returns holds {"source": the JSON it was read from (:class:`_Source`)},
+    # whose key order :meth:`to_dict` follows at every depth. (pydantic copies the slot as a dict.)
 
-    @model_validator(mode="wrap")
+    def __init__(self, /, **data: Any) -> None:
+        super().__init__(**data)
+        object.__setattr__(self, "__pydantic_private__", {"built": True})
+
+    # pydantic calls an overridden __init__ for every part it validates unless told it is the base one.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
     @classmethod
-    def _as_read(cls, data: Any, handler: Any, info: ValidationInfo) -> Any:
-        # Only a stored object (from_dict) has keys to keep and required keys to hold; a part built
-        # here by its constructor writes its fields in declaration order.
-        if isinstance(data, dict) and info.context is _STORED:
-            for key in cls._required():
-                if data.get(key) is None:
-                    raise PydanticCustomError("required", "missing", {"at": key})
-            obj = handler(data)
-            obj._keys = tuple(data)
-            return obj
-        return handler(data)
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
+        # The one check pydantic cannot make natively: a required field that a part built here may leave
+        # at its default must be stored, and not null. Only parts that have one pay for the call.
+        schema = handler(source)
+        required = cls._required()
+        if not required:
+            return schema
+
+        def held(data: Any, info: ValidationInfo) -> Any:
+            if isinstance(data, dict) and info.context is _STORED:
+                for key in required:
+                    if data.get(key) is None:
+                        raise PydanticCustomError("required", "missing", {"at": key})
+            return data
+        return core_schema.with_info_before_validator_function(held, schema)
 
     @classmethod
     @functools.cache
     def _required(cls) -> tuple[str, ...]:
+        """The stored keys of the fields declared ``required`` that have a default (pydantic holds the others)."""
         return tuple(f.alias or name for name, f in cls.model_fields.items()
-                     if isinstance(f.json_schema_extra, dict) and f.json_schema_extra.get("required"))
+                     if isinstance(f.json_schema_extra, dict) and f.json_schema_extra.get("required")
+                     and not f.is_required())
 
     @classmethod
     @functools.cache
@@ -156,9 +214,14 @@ class Part(BaseModel):
                      if any(isinstance(t, type) and issubclass(t, Part) for t in _options(f.annotation)))
 
     @classmethod
-    def from_dict(cls, d: Any, path: str = "") -> Any:
-        """The part of a JSON object, validated; RecordError naming the first damaged field's path."""
-        return cls._validated(d, path)
+    def from_dict(cls, d: Any, path: str = "", *, line: bytes | str | None = None) -> Any:
+        """The part of a JSON object, validated; RecordError naming the first damaged field's path.
+
+        ``line``: the JSON text ``d`` was decoded from, kept instead of ``d`` for :meth:`to_dict`'s key
+        order (a reader holding many records keeps the text, not a second tree of dicts)."""
+        part = cls._validated(d, path)
+        object.__setattr__(part, "__pydantic_private__", {"source": _Source(d if line is None else line)})
+        return part
 
     @classmethod
     def _validated(cls, d: Any, path: str) -> Any:
@@ -181,30 +244,59 @@ class Part(BaseModel):
 
     def was_stored(self, key: str) -> bool:
         """Whether the object read held ``key`` (a stored null counts); False for a part built here."""
-        return key in self._keys
+        if self._built():
+            return False
+        stored = {k for n, k in self._stored_names() if n in self.model_fields_set}
+        return key in stored or key in self.extra
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON object again: the keys read, in their order; new keys after them."""
-        out: dict[str, Any] = {}
+    def _built(self) -> bool:
+        return bool((self.__pydantic_private__ or {}).get("built"))
+
+    def to_dict(self, _read: Any = None) -> dict[str, Any]:
+        """The JSON object again. A part read: the keys it had, in their order (at every depth), and the
+        fields set since after them. A part built here: the fields that hold a value (and ``ALWAYS``)."""
+        built = self._built()
+        source = (self.__pydantic_private__ or {}).get("source")
+        if source is not None:
+            _read = source.json()
+        if not isinstance(_read, dict):
+            _read = None
         names: Iterable[tuple[str, str]] = self._stored_names()
-        if not self._keys and self.FIRST:
-            first = [n for n in self.FIRST]
+        if built and self.FIRST:
             by_key = dict((k, (n, k)) for n, k in names)
-            names = [*(by_key[k] for k in first), *(nk for nk in names if nk[1] not in first)]
+            names = [*(by_key[k] for k in self.FIRST), *(nk for nk in names if nk[1] not in self.FIRST)]
         given = self.model_fields_set
+        out: dict[str, Any] = {}
         for name, key in names:
             value = getattr(self, name)
-            if self._keys:  # read: the keys it had, and fields set since
+            if not built:  # read: the keys it had, and fields set since
                 if name not in given:
                     continue
             elif value is None and key not in self.ALWAYS:  # built here: what it holds
                 continue
-            out[key] = _plain(value)
+            out[key] = _plain(value, None if built or _read is None else _read.get(key))
         out.update(self.extra)
-        if not self._keys:
+        if _read is None:
             return out
-        order = {k: i for i, k in enumerate(self._keys)}
+        order = {k: i for i, k in enumerate(_read)}
         return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
+
+
+class _Source:
+    """The JSON object a part was read from, or its text (decoded again only when the part is written)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def json(self) -> Any:
+        return json.loads(self.value) if isinstance(self.value, (bytes, str)) else self.value
+
+    def __eq__(self, other: object) -> bool:  # pydantic compares the private slot of two parts
+        return isinstance(other, _Source) and self.json() == other.json()
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def _options(hint: Any) -> tuple[Any, ...]:
@@ -212,11 +304,13 @@ def _options(hint: Any) -> tuple[Any, ...]:
     return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: Any, read: Any) -> Any:
+    """A field's JSON value; ``read``: what was stored there, whose key order a part read keeps."""
     if isinstance(value, Part):
-        return value.to_dict()
+        return value.to_dict(read)
     if isinstance(value, list) and any(isinstance(v, Part) for v in value):
-        return [v.to_dict() if isinstance(v, Part) else v for v in value]
+        same = isinstance(read, list) and len(read) == len(value)
+        return [v.to_dict(read[i] if same else None) if isinstance(v, Part) else v for i, v in enumerate(value)]
     return value
 
 
@@ -295,7 +389,7 @@ def record_error(exc: ValidationError, data: Any, base: str = "",
         key = first["loc"][-1]
         return RecordError(f"{path}.{key}" if path else str(key), None, "missing")
     for e in same:
-        if e["type"] in ("choice", "unknown_key", "int_64", "int_inexact"):
+        if e["type"] in ("choice", "unknown_key"):
             return RecordError(path, value, e["msg"])
         if e["type"] == "finite_number" and isinstance(value, float) and not math.isfinite(value):
             return RecordError(path, value, "must be a finite number")
@@ -320,6 +414,8 @@ def _range_words(kind_: str, ctx: dict[str, Any], value: Any) -> str:
     if isinstance(value, int) and isinstance(bound, int) and abs(bound) in (MAX_INT, MAX_EXACT):
         return ("is too large for an integer of a record (64 bits)" if abs(bound) == MAX_INT
                 else "is too large to be a number of a record")
+    if isinstance(bound, float) and bound.is_integer():
+        bound = int(bound)  # pydantic-core gives a float member's limit as a float: 0.0 is written 0
     return f"must be at least {bound}" if kind_.startswith("greater") else f"must be at most {bound}"
 
 

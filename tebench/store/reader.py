@@ -12,6 +12,7 @@ written as strict JSON: a NaN or inf becomes null, listed in the record's
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import sys
@@ -23,6 +24,7 @@ from typing import Any
 from pydantic_core import from_json
 from tebench.schema.records import CaseInfo, CaseResult, RunHeader
 from tebench import bounded
+from tebench.heap import collector_off
 from tebench.plan import record_checks
 from tebench.schema.text import check_text
 from tebench.schema.version import SCHEMA, RecordError, SchemaError, check_version
@@ -78,7 +80,8 @@ def results_path(path: str | Path) -> Path:
     return packed if (not plain.exists() and packed.exists()) else plain
 
 
-def parse_record(record: Any, *, text: bool = True) -> RunHeader | CaseResult:
+def parse_record(record: Any, *, text: bool = True, line: bytes | None = None,
+                 cases: dict[str, dict[str, Any]] | None = None) -> RunHeader | CaseResult:
     """The typed record of a (schema-checked) JSON object; RecordError when it lacks its declared shape.
 
     Every field is checked at every depth against its declaration in
@@ -87,7 +90,10 @@ def parse_record(record: Any, *, text: bool = True) -> RunHeader | CaseResult:
     settings the matrix declares, the header's environment); text anywhere must be
     valid Unicode, and a case's settings are completed with their defaults (readers
     index them directly). ``text=False`` leaves out the Unicode walk, for a record
-    decoded from a line that :func:`may_hold_surrogate` clears.
+    decoded from a line that :func:`may_hold_surrogate` clears. ``line``: the text ``record`` was
+    decoded from, which the record keeps for its key order instead of the decoded object.
+    ``cases``: the case descriptions already checked while reading one file (its JSON text -> the
+    description completed), so that the rounds and runs of one case are checked once.
     """
     if not isinstance(record, dict):
         raise RecordError("", record, f"not a JSON object but {type(record).__name__}")
@@ -98,14 +104,13 @@ def parse_record(record: Any, *, text: bool = True) -> RunHeader | CaseResult:
         del record[key]
     kind = record.get("type")
     if kind == "header":
-        header = RunHeader.from_dict(record, "header")
+        header = RunHeader.from_dict(record, "header", line=line)
         if header.env is not None:
             record_checks.check_environment(header.env)
         return header
     if kind == "case":
-        case = CaseResult.from_dict(record, "record")
-        record_checks.check_case(record["case"])
-        case.case = CaseInfo.from_dict(_normal_case(record["case"]), "case")
+        case = CaseResult.from_dict(record, "record", line=line)
+        case.case = CaseInfo.from_dict(_checked_case(record["case"], {} if cases is None else cases), "case")
         return case
     raise RecordError("type", kind, "unknown record type (known: header, case)")
 
@@ -125,6 +130,18 @@ def may_hold_surrogate(raw: bytes) -> bool:
 
 _PARTS = {*CaseResult.part_fields(), *RunHeader.part_fields()}
 """Top-level fields that hold a part: a stored null there reads as the part being absent."""
+
+
+def _checked_case(case: dict[str, Any], checked: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The stored case description checked by the plan's pass and completed (:func:`_normal_case`),
+    once per description in ``checked``: a file's records of one case share it, and the checks
+    took a fifth of reading a file of many rounds."""
+    key = json.dumps(case)
+    normal = checked.get(key)
+    if normal is None:
+        record_checks.check_case(case)
+        normal = checked[key] = _normal_case(case)
+    return copy.deepcopy(normal)
 
 
 def _normal_case(case: dict[str, Any]) -> dict[str, Any]:
@@ -245,6 +262,11 @@ def read(path: str | Path) -> Run:
     problem; a file that is not a tebench results file at all, or was written
     by a newer schema, is refused with SchemaError. OSError when it cannot be read.
     """
+    with collector_off():  # the records stay and hold no cycles: a collection would only walk them
+        return _read(path)
+
+
+def _read(path: str | Path) -> Run:
     file = results_path(path)
     if not file.exists():
         raise FileNotFoundError(f"{path}: no results file ({file} does not exist or is not a file)")
@@ -252,6 +274,7 @@ def read(path: str | Path) -> Run:
     problems: list[str] = []
     owners: dict[tuple[Any, Any], tuple[str, str]] = {}
     seen_record = False
+    cases: dict[str, dict[str, Any]] = {}
     # Bounded: a FIFO, a device or a file past the size limit is refused (InputError, exit 2), and a
     # line past the line limit is skipped without being held in memory.
     for lineno, raw in bounded.iter_lines(file):
@@ -288,7 +311,7 @@ def read(path: str | Path) -> Run:
         seen_record = True
         try:
             _restore_non_finite(record)
-            parsed = parse_record(record, text=may_hold_surrogate(raw))
+            parsed = parse_record(record, text=may_hold_surrogate(raw), line=raw, cases=cases)
         except RecordError as exc:
             problems.append(f"{where}: {exc}")
             continue
