@@ -111,16 +111,22 @@ def timed_report(tree: Path, out: Path) -> dict[str, float]:
     return {"wall_s": wall, "cpu_s": cpu, "load": load}
 
 
-def test_report_command_against_baseline(benchmark, tmp_path: Path) -> None:
-    """``tebench report`` of the nightly with the baseline's code (``TEBENCH_BASELINE``) and this tree's,
-    alternately: each round runs the baseline first (untimed by pytest-benchmark, timed here), then this
-    tree (the benchmark's own timing). ``extra_info`` keeps every run's wall and CPU seconds, both sides."""
+def baseline_tree() -> Path:
+    """The checkout ``TEBENCH_BASELINE`` names, to run side by side with this tree (skip without one)."""
     baseline = os.environ.get("TEBENCH_BASELINE")
     if not baseline:
         pytest.skip("TEBENCH_BASELINE names no checkout to compare with")
     base = Path(baseline).resolve()
     if not (base / "tebench" / "__init__.py").is_file():
         pytest.fail(f"TEBENCH_BASELINE={baseline}: no tebench/ there")
+    return base
+
+
+def test_report_command_against_baseline(benchmark, tmp_path: Path) -> None:
+    """``tebench report`` of the nightly with the baseline's code (``TEBENCH_BASELINE``) and this tree's,
+    alternately: each round runs the baseline first (untimed by pytest-benchmark, timed here), then this
+    tree (the benchmark's own timing). ``extra_info`` keeps every run's wall and CPU seconds, both sides."""
+    base = baseline_tree()
     runs: dict[str, list[dict[str, float]]] = {"baseline": [], "head": []}
 
     def run_baseline() -> None:
@@ -200,12 +206,7 @@ def test_read_against_baseline(benchmark, large_results: Path) -> None:
     """Reading the 10,000 records with the baseline's code (``TEBENCH_BASELINE``) and this tree's, in turn,
     one fresh process each: ``extra_info`` keeps both sides' ``reader.read`` and ``run_records.read``
     seconds (wall and CPU), every pair and the medians."""
-    baseline = os.environ.get("TEBENCH_BASELINE")
-    if not baseline:
-        pytest.skip("TEBENCH_BASELINE names no checkout to compare with")
-    base = Path(baseline).resolve()
-    if not (base / "tebench" / "__init__.py").is_file():
-        pytest.fail(f"TEBENCH_BASELINE={baseline}: no tebench/ there")
+    base = baseline_tree()
     runs: dict[str, list[dict[str, float]]] = {"baseline": [], "head": []}
 
     def run_baseline() -> None:
