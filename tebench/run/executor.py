@@ -351,7 +351,7 @@ class Executor:
             with contextlib.suppress(OSError):
                 log.close()
         rel_log = str(log_file.relative_to(self.opts.out))
-        raw = measurements(self._outcome(case, code, timed_out, timeout, last, result_file, log_file))
+        raw = self._outcome(case, code, timed_out, timeout, last, result_file, log_file)
         if device is not None:
             raw.device = raw.device or Device()
             raw.device.assigned = device  # the --devices slot that ran it
@@ -369,11 +369,11 @@ class Executor:
         return rec
 
     def _outcome(self, case: Case, code: int, timed_out: bool, timeout: float, last: dict[str, Any],
-                 result_file: Path, log_file: Path) -> dict[str, Any]:
-        """The worker's raw result, or why there is none; StorageError when the disk is why."""
+                 result_file: Path, log_file: Path) -> Measurements:
+        """The worker's measurements, or why there are none; StorageError when the disk is why."""
         if timed_out:
             where = f" (last progress: {last.get('phase')} step {last.get('step')}/{last.get('total')})" if last else ""
-            return {"status": "timeout", "reason": f"no result within {timeout:.0f} s{where}; process killed"}
+            return Measurements(status="timeout", reason=f"no result within {timeout:.0f} s{where}; process killed")
         if result_file.is_file():
             try:
                 raw = json.loads(result_file.read_text())
@@ -384,9 +384,10 @@ class Executor:
             if isinstance(raw, dict):
                 ran = raw.get("case_id")  # absent from the results of workers older than the echo
                 if ran is not None and ran != case.id:
-                    return {"status": "failed", "reason": f"the result file {result_file.name} is of case {ran!r}, "
-                            f"not of {case.id!r} that was launched; its measurements are not recorded"}
-                return raw
+                    return Measurements(status="failed", reason=f"the result file {result_file.name} is of case "
+                                        f"{ran!r}, not of {case.id!r} that was launched; its measurements are "
+                                        "not recorded")
+                return measurements(raw)
         # No usable result. A worker that measured its case but could not
         # write it must not be recorded as failed: stop, so --resume re-runs it.
         if code == EXIT_STORAGE or out_of_space(self.work):
@@ -397,8 +398,8 @@ class Executor:
                                "continue with --resume")
         how = f"signal {-code} ({signal.Signals(-code).name})" if code < 0 else f"exit code {code}"
         tail = log_tail(log_file, 8)
-        return {"status": "failed", "reason": f"worker died with {how} before writing a result"
-                + (f"; log tail:\n{tail}" if tail else "")}
+        return Measurements(status="failed", reason=f"worker died with {how} before writing a result"
+                            + (f"; log tail:\n{tail}" if tail else ""))
 
     def kill_all(self) -> None:
         with self.lock:
