@@ -179,7 +179,7 @@ p = argparse.ArgumentParser()
 p.add_argument("--case"); p.add_argument("--result"); p.add_argument("--progress", action="store_true")
 p.add_argument("--serve", action="store_true"); p.add_argument("--preload")
 a = p.parse_args(args)
-# The protocol pipe the runner hands a worker (tebench.run.protocol), else stdout.
+# The protocol pipe the runner hands a worker (tebench.schema.protocol), else stdout.
 channel = os.fdopen(int(os.environ.pop("TEBENCH_PROTOCOL_FD")), "w", buffering=1) \
     if "TEBENCH_PROTOCOL_FD" in os.environ else sys.stdout
 if a.serve:  # pre-started: the runner sends the case as one JSON line on stdin

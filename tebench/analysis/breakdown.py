@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tebench.analysis import kernel_rules as rules
+from tebench.schema import kernel_rules as rules
 from tebench.plan.modes import MODES
 from tebench.schema.records import CaseResult, FP8Proof, KernelTime, Kernels, ModuleCensus, TimeBreakdown
 

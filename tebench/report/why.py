@@ -1,7 +1,7 @@
 """The report's "why": where each case's step went, what its peak memory is made of, and a sentence per size.
 
 Built from the stored kernels of the profiled extra steps, re-classified with
-today's rules (:mod:`tebench.analysis.kernel_rules`), so an improved rule table
+today's rules (:mod:`tebench.schema.kernel_rules`), so an improved rule table
 explains old runs too. Nothing here exists for a record without kernels (a CPU
 run, a record from before kernels were kept): the section is then left out.
 """
@@ -14,9 +14,10 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from tebench.analysis import breakdown, kernel_rules, memory
+from tebench.analysis import breakdown, memory
 from tebench.analysis.breakdown import breakdown_of
 from tebench.plan import modes
+from tebench.schema import kernel_rules
 from tebench.report import tables
 from tebench.report.load import Source
 from tebench.schema.records import CaseResult

@@ -22,8 +22,8 @@ from tebench.store.writer import Writer
 from tebench.plan.environment import Environment
 from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, caught by the CLI)
 from tebench.plan.matrix import Case
-from tebench.run import protocol
-from tebench.run.protocol import EXIT_STORAGE, progress_message  # noqa: F401  (its home was here)
+from tebench.schema import protocol
+from tebench.schema.protocol import EXIT_STORAGE, progress_message  # noqa: F401  (its home was here)
 from tebench.run.pump import Pump
 from tebench.plan.schedule import Planned
 from tebench.run.display import Progress
@@ -55,6 +55,22 @@ def child_pythonpath() -> str:
     root = str(Path(tebench.__file__).resolve().parent.parent)
     current = os.environ.get("PYTHONPATH", "")
     return root if not current else f"{root}{os.pathsep}{current}"
+
+
+# What the worker's tebench says its protocol pipe's variable is. The protocol's module moved from
+# run/ to schema/ (2026-12-04): it is looked for in that tebench's own folder, both places (an
+# editable install's import hook would answer ``tebench.schema`` from this checkout instead).
+_PIPE_PROBE = """
+import importlib.util, os, tebench
+for where in ("schema", "run"):
+    path = os.path.join(os.path.dirname(tebench.__file__), where, "protocol.py")
+    if os.path.exists(path):
+        spec = importlib.util.spec_from_file_location("tebench_protocol", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        print(getattr(module, "PROTOCOL_FD_ENV", ""))
+        break
+"""
 
 
 class Executor:
@@ -171,7 +187,7 @@ class Executor:
         protocol lines arrive on, and whether that is its stdout.
 
         With ``pipe``, a pipe of its own, whose write end it inherits (``pass_fds``) and is told of
-        (tebench.run.protocol). Without (torchrun, whose ranks cannot inherit it, or a worker of a
+        (tebench.schema.protocol). Without (torchrun, whose ranks cannot inherit it, or a worker of a
         tebench that predates the pipe), its stdout, where they come among the workload's output.
         """
         if not pipe:
@@ -201,7 +217,7 @@ class Executor:
         with self.lock:
             pipe = getattr(self, "_pipe", None)
             if pipe is None:
-                code = "import tebench.run.protocol as p; print(getattr(p, 'PROTOCOL_FD_ENV', ''))"
+                code = _PIPE_PROBE
                 try:
                     answer = subprocess.run([self.opts.python, "-c", code], capture_output=True, text=True,
                                             env=self._child_env(None), timeout=120).stdout.strip()

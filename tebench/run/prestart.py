@@ -38,7 +38,7 @@ class Spare:
     family: str
     log: Path
     channel: int | None
-    """Where its protocol lines arrive (tebench.run.protocol); None once a case's pump owns it."""
+    """Where its protocol lines arrive (tebench.schema.protocol); None once a case's pump owns it."""
     on_stdout: bool = False
     """Whether ``channel`` is its stdout (a worker of a tebench from before the protocol pipe)."""
     paused_s: float = 0.0

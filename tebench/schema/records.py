@@ -247,7 +247,7 @@ class KernelTime(Part):
 
 class Kernels(Part):
     """The GPU kernels of the profiled extra steps by name: what the time breakdown and the FP8 proof are
-    derived from (the parent classifies them: :mod:`tebench.analysis.kernel_rules`)."""
+    derived from (the parent classifies them: :mod:`tebench.schema.kernel_rules`)."""
 
     profiled_steps: Int = field(1, "Extra steps profiled (never timed ones).", ge=1, required=True)
     union_ms: Num = field(0.0, "Per step, the union of all kernel intervals (concurrent streams counted once).",
@@ -473,7 +473,7 @@ class Measurements(Part):
 
 class TimeBreakdown(Part):
     """Where one step's GPU time went, by kernel category (derived from ``kernels`` by
-    :mod:`tebench.analysis.breakdown`; the categories are :data:`tebench.analysis.kernel_rules.CATEGORIES`)."""
+    :mod:`tebench.analysis.breakdown`; the categories are :data:`tebench.schema.kernel_rules.CATEGORIES`)."""
 
     step_ms: Num = field(0.0, "The median timed step.", ge=0, required=True)
     categories_ms: dict[str, Num] = field(dict, "Per step, each category's kernel time (durations summed).",

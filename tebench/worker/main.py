@@ -2,7 +2,7 @@
 
 It reads the case from a JSON file, runs it on its device, and writes the raw
 measurements (or the failure) to a result file, atomically. Progress goes as
-JSON lines (tebench.run.protocol) to the pipe the runner handed it, for the
+JSON lines (tebench.schema.protocol) to the pipe the runner handed it, for the
 parent's live display; its stdout and stderr are the case's log, whatever the
 workload prints on them. Without a pipe (under torchrun, which does not pass
 it on to the ranks) rank 0 writes the progress lines on stdout. A watchdog ends
@@ -26,7 +26,7 @@ import traceback
 from pathlib import Path
 from typing import Any, TextIO
 from tebench.worker.hooks.faults import fault_for
-from tebench.run.protocol import EXIT_STORAGE, PARENT_ENV, PROTOCOL_FD_ENV, progress_line, ready_line
+from tebench.schema.protocol import EXIT_STORAGE, PARENT_ENV, PROTOCOL_FD_ENV, progress_line, ready_line
 from tebench.schema.records import Device, Launch, Measurements, Memory, Phases
 from tebench.workloads.plugins import failure_reason
 

@@ -1,7 +1,7 @@
 """What the profiler sees in a few extra (never the timed) steps: how busy the GPU was, and which kernels ran.
 
 The kernels are kept by name with their time and launch count per step; the
-parent classifies them (:mod:`tebench.analysis.kernel_rules`), so a better rule
+parent classifies them (:mod:`tebench.schema.kernel_rules`), so a better rule
 table re-reads stored records without re-running anything.
 """
 
@@ -11,7 +11,7 @@ import math
 import warnings
 from collections import defaultdict
 from typing import Any, Callable
-from tebench.analysis import kernel_rules
+from tebench.schema import kernel_rules
 from tebench.worker.train import Trainer
 from tebench.worker.timing import sync
 

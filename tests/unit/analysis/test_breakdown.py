@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tebench.analysis import breakdown, kernel_rules, memory
+from tebench.analysis import breakdown, memory
 from tebench.plan.environment import Environment
 from tebench.plan.matrix import Case, Settings
 from tebench.plan.recipes import FP8Options
 from tebench.plan.schedule import Planned
 from tebench.run.records import build_record
+from tebench.schema import kernel_rules
 from tebench.schema.records import Kernels, Measurements, Memory, ModuleCensus
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "kernels" / "h200.json"

@@ -163,7 +163,7 @@ def test_why_describes_the_passing_fp8_case_and_names_the_faster_failing_one():
     assert f"{FAIL['variant']} made the GEMMs" not in text
     assert unsaid(text, "not counted", f"{FAIL['variant']} ×1.44", "fail", "-6.2%") == []
     # Through the report's context, as the section shows it.
-    from tebench.analysis import kernel_rules
+    from tebench.schema import kernel_rules
     full = frame.assign(mem_peak=None, **{k: 0.0 for k, _, _ in kernel_rules.CATEGORIES if k not in frame})
     ctx = report._why_context(full, multi=False, df=cases)
     assert ctx["why_sentences"] == [text]

@@ -23,7 +23,7 @@ from tebench.plan import matrix
 from tebench.run import runner
 from tebench.run.options import RunOptions
 from tebench.run.outdir import LOCK_NAME, lock_out
-from tebench.run.protocol import EXIT_STORAGE
+from tebench.schema.protocol import EXIT_STORAGE
 from tebench.worker import main as worker
 from conftest import CPU_ENV, MICRO_DISTILL, MICRO_GPT, unsaid
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tebench.run import protocol
+from tebench.schema import protocol
 from tebench.run.pump import MAX_LINE_BYTES, Pump
 from tebench.worker.main import _Progress, protocol_stream
 
