@@ -48,7 +48,7 @@ from tebench.analysis import compare  # noqa: E402
 from tebench.cli.common import UsageError  # noqa: E402
 from tebench.cli.compare import parse_thresholds  # noqa: E402
 from tebench.run import ab  # noqa: E402
-from tebench.store import run_records
+from tebench.analysis import run_records
 from tebench.store import reader as results
 from tebench.plan.matrix import load  # noqa: E402
 from tebench.worker.hooks.slowdown import SLOWDOWN_ENV  # noqa: E402

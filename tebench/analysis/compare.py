@@ -57,13 +57,13 @@ import numpy as np
 
 from tebench.schema import records as record
 
-from tebench.store import run_records
+from tebench.analysis import run_records
 from tebench.store import reader as results
 from tebench.schema.version import SchemaError
 from tebench.analysis import stats
 from tebench.analysis.parity import counts_for_speed
 from tebench.schema.records import CaseResult
-from tebench.store.run_records import CaseRounds, RunRecords
+from tebench.analysis.run_records import CaseRounds, RunRecords
 
 from tebench.analysis.defaults import CORRECTIONS, DEFAULT_ALPHA, DEFAULT_THRESHOLDS  # noqa: E402  (their home; re-exported)
 ENV_KEYS = ("device", "driver", "cuda", "torch", "te")

@@ -10,35 +10,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from tebench.schema.records import Throughput
-
-
-def throughput(median_ms: float, tokens: float, flops: float, peak: dict[str, Any] | None,
-               nproc: int = 1) -> Throughput:
-    """Tokens/s, achieved TFLOP/s and MFU from the median step time.
-
-    MFU is against the device's dense BF16 peak for every mode (one yardstick,
-    so modes compare directly); it is None when the GPU is unknown or the
-    workload has no meaningful FLOP count.
-    """
-    seconds = median_ms / 1000.0
-    tflops = flops / seconds / 1e12 if seconds > 0 and flops > 0 else None
-    peak_bf16 = peak.get("bf16") if peak else None
-    mfu = tflops / (peak_bf16 * nproc) if (tflops is not None and peak_bf16) else None
-    # Every key is stored, a null rate included, in this order: from an object.
-    return Throughput.from_dict({
-        "tokens_per_step": tokens,
-        "tokens_per_s": tokens / seconds if seconds > 0 else None,
-        "flops_per_step": flops,
-        "tflops": tflops,
-        "mfu": mfu,
-        "mfu_basis": (f"dense BF16 peak {peak_bf16} TFLOP/s x {nproc} GPU(s) ({peak.get('source')})"
-                      if mfu and peak else None),
-    })
 
 
 def bootstrap_ratio(base: Sequence[Sequence[float]], head: Sequence[Sequence[float]],

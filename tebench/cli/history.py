@@ -60,11 +60,12 @@ def report(db: str | Path, out: str | Path, window: int = 5, thresholds: dict[st
 def cmd_history_add(args: argparse.Namespace) -> int:
     check_db(args.db, must_exist=False)
     check_results_paths(args.results)
+    from tebench.analysis import run_records
     from tebench.store import history  # pandas and the rest: only for input known to be good
 
     for path in args.results:
         try:
-            added = history.add(args.db, path)
+            added = history.add(args.db, run_records.read(path))
         except history.HistoryError as exc:
             raise UsageError(str(exc)) from None
         state = "added" if added.new_run else ("updated" if added.new_cases else "already stored")

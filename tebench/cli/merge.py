@@ -13,7 +13,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     """Join shard run directories into one run (and render its report)."""
     check_results_paths(args.shards)
     from tebench.run.outdir import OutLock
-    from tebench.store.merge import MergeError, join, write
+    from tebench.run.merge import MergeError, join, write
 
     out = check_out_arg(args.out)
     # OUT is a run directory like any other: a run or another merge writing it is not overwritten,

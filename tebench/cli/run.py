@@ -78,7 +78,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             pause=not args.no_pause,
         )
         path = run_locked(mat, env, opts)
-        from tebench.store import run_records
+        from tebench.analysis import run_records
         from tebench.escape import for_terminal
 
         # Parity judged again over the whole run, as the report judges it: --strict and the report agree.

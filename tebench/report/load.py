@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from tebench import bounded
-from tebench.store import run_records
+from tebench.analysis import run_records
 from tebench.store import reader as results
 from tebench.schema.version import RecordError
-from tebench.analysis import stats
-from tebench.schema.records import CaseResult, RunHeader, Summary
+from tebench.schema.records import CaseResult, RunHeader, Summary, Throughput
 from tebench.schema.version import SchemaError
 from tebench.plan.matrix import Case
 from tebench.plan.recipes import FP8Options
@@ -179,7 +178,7 @@ def _from_pytest_benchmark(path: Path, data: dict[str, Any]) -> Source:
             "benchmark": bench.get("fullname", bench["name"]),
             "status": "ok", "reason": None, "device": {"name": (env["gpus"] or [{}])[0].get("name", "cpu")},
             "timing": {"samples_ms": samples, "stats": summary, "timer": "pytest-benchmark (forward+backward)"},
-            "throughput": stats.throughput(summary["median"], tokens, flops, env.get("peak_tflops")),
+            "throughput": Throughput.of(summary["median"], tokens, flops, env.get("peak_tflops")),
         }
         records.append(CaseResult.from_dict(record))
     header = {"type": "header", "run_id": path.stem, "created": data.get("datetime"), "env": env,

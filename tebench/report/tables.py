@@ -17,7 +17,7 @@ import pandas as pd
 from tebench.plan import modes
 from tebench.analysis import parity, stats
 from tebench.schema import records as record
-from tebench.store import run_records
+from tebench.analysis import run_records
 from tebench import workloads
 from tebench.plan.modes import MODES
 from tebench.plan.recipes import RECIPES

@@ -39,7 +39,8 @@ from tebench.schema.records import RunHeader, SideInfo
 from tebench.run.options import RunOptions, resolve_options
 from tebench.run.outdir import OutLock
 from tebench.run.prestart import upcoming_cases
-from tebench.store import atomic, run_records
+from tebench.analysis import run_records
+from tebench.store import atomic
 from tebench.store import reader as results
 from tebench.store.writer import Writer
 

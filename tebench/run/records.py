@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tebench.analysis import breakdown, parity, stats
+from tebench.analysis import breakdown, parity
 from tebench.plan.environment import Environment
 from tebench.plan.modes import MODES, fp8_library, is_fp8
 from tebench.plan.schedule import Planned
-from tebench.schema.records import CaseInfo, CaseResult, Device, Measurements, Summary
+from tebench.schema.records import CaseInfo, CaseResult, Device, Measurements, Summary, Throughput
 from tebench.schema.version import RecordError
 from tebench.workloads import SPECS
 
@@ -53,7 +53,7 @@ def build_record(p: Planned, raw: Measurements, env: Environment, run_id: str, s
         tokens = wl.tokens_per_step(size) * case.nproc
         flops = wl.flops_per_step(size) * case.nproc
         if summary.median:
-            record.throughput = stats.throughput(summary.median, tokens, flops, env.peak_tflops, case.nproc)
+            record.throughput = Throughput.of(summary.median, tokens, flops, env.peak_tflops, case.nproc)
             record.time_breakdown = breakdown.breakdown_of(record, env.peak_tflops)
     prove_te(record)
     en = record.energy

@@ -129,6 +129,42 @@ class Throughput(Part):
     mfu: Num | None = field(None, "tflops over the device's dense BF16 peak.", ge=0)
     mfu_basis: Str | None = field(None, "Which peak MFU is against, and its source.")
 
+    @classmethod
+    def of(cls, median_ms: float, tokens: float, flops: float, peak: dict[str, Any] | None,
+           nproc: int = 1) -> "Throughput":
+        """Tokens/s, achieved TFLOP/s and MFU from the median step time.
+
+        MFU is against the device's dense BF16 peak for every mode (one yardstick,
+        so modes compare directly); it is None when the GPU is unknown or the
+        workload has no meaningful FLOP count.
+        """
+        seconds = median_ms / 1000.0
+        tflops = flops / seconds / 1e12 if seconds > 0 and flops > 0 else None
+        peak_bf16 = peak.get("bf16") if peak else None
+        mfu = tflops / (peak_bf16 * nproc) if (tflops is not None and peak_bf16) else None
+        # Every key is stored, a null rate included, in this order: from an object.
+        throughput: Throughput = cls.from_dict({
+            "tokens_per_step": tokens,
+            "tokens_per_s": tokens / seconds if seconds > 0 else None,
+            "flops_per_step": flops,
+            "tflops": tflops,
+            "mfu": mfu,
+            "mfu_basis": (f"dense BF16 peak {peak_bf16} TFLOP/s x {nproc} GPU(s) ({peak.get('source')})"
+                          if mfu and peak else None),
+        })
+        return throughput
+
+    @classmethod
+    def at(cls, stored: "Throughput | None", median_ms: float | None, peak: dict[str, Any] | None,
+           nproc: int | None) -> "Throughput":
+        """The rates of a case whose stored part is ``stored``, at ``median_ms``: from its tokens and FLOPs
+        per step; the stored part itself (empty where there is none) without a step time or tokens."""
+        stored = stored or cls()
+        tokens = stored.tokens_per_step
+        if not (median_ms and tokens):
+            return stored
+        return cls.of(median_ms, tokens, stored.flops_per_step or 0.0, peak, nproc or 1)
+
 
 class Memory(Part):
     """Memory peaks: CUDA allocator peaks on a GPU, the process peak RSS on a CPU."""

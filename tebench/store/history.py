@@ -21,16 +21,19 @@ import warnings
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import pandas as pd
 
-from tebench.schema.records import CaseResult
+from tebench.schema.records import CaseResult, Throughput
 from tebench.schema.version import RecordError
 from tebench import bounded
-from tebench.store import history_db, run_records
+from tebench.store import history_db
 from tebench.store import reader as results
 from tebench.store.history_db import HistoryError
+
+if TYPE_CHECKING:  # judged above this layer; read here by attribute only
+    from tebench.analysis.run_records import RunRecords
 
 __all__ = ["Added", "HistoryError", "UNKNOWN_DEVICE", "add", "connect", "frame", "records"]
 
@@ -131,8 +134,9 @@ def _rows(run: Any) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
     _checked(header_row, _RUN_COLUMNS, run.path, lambda r: r.get("type") == "header", "header")
     case_rows = []
     for rec in run.cases:
-        # This round's rates at its own median step time.
-        rates = run_records.CaseRounds([rec], run.header.peak_tflops).throughput()
+        # This round's rates at its own median step time (an ok round's: the others have none).
+        median = rec.median_ms if rec.status == "ok" and rec.timing else None
+        rates = Throughput.at(rec.throughput, median, run.header.peak_tflops, rec.nproc)
         row = (run.run_id, rec.case_id, rec.round_no, rec.device.name if rec.device else None,
                rec.status, rec.median_ms, rates.tokens_per_s, rec.peak_memory,
                rec.final_loss, rec.verdict, json.dumps(rec.to_dict()))
@@ -158,15 +162,14 @@ def _check_one_run(run: Any) -> None:
                            "run per file: split it into one file per run and add each (nothing was stored)")
 
 
-def add(db: str | Path, path: str | Path) -> Added:
-    """Store a results file in the database; adding the same run again changes nothing.
+def add(db: str | Path, run: RunRecords) -> Added:
+    """Store a run read from a results file (:func:`tebench.analysis.run_records.read`: parity judged
+    again over it, as the report and ``--strict`` judge it); adding the same run again changes nothing.
 
-    Every value is checked before the database is opened: a results file that
-    cannot be stored is refused (HistoryError naming the file, the field and the
-    value) and the database is left as it was.
+    Every value is checked before the database is opened: a run that cannot be
+    stored is refused (HistoryError naming the file, the field and the value)
+    and the database is left as it was.
     """
-    # Parity judged again over the run, as the report and --strict judge it.
-    run = run_records.read(path)
     _check_one_run(run)
     header_row, case_rows = _rows(run)
     with closing(connect(db, create=True)) as conn:
@@ -188,7 +191,7 @@ def add(db: str | Path, path: str | Path) -> Added:
                 raise
             total = conn.execute("SELECT COUNT(*) FROM cases WHERE run_id=?", (run.run_id,)).fetchone()[0]
         except sqlite3.DatabaseError as exc:
-            raise HistoryError(f"{db}: {history_db.describe_error(exc, f'cannot add {path}')}") from None
+            raise HistoryError(f"{db}: {history_db.describe_error(exc, f'cannot add {run.path}')}") from None
     return Added(run.run_id, new_run, new_cases, total)
 
 

@@ -46,7 +46,7 @@ def no_torch(*args: str, env: dict | None = None, cwd=None) -> subprocess.Comple
 
 def test_parent_modules_do_not_import_torch():
     code = ("import sys, tebench.cli, tebench.plan.matrix, tebench.run.runner, tebench.plan.gates, tebench.plan.shards, "
-            "tebench.store.merge, tebench.store.reader, tebench.schema.records, tebench.report, tebench.analysis.compare, tebench.store.history, "
+            "tebench.run.merge, tebench.store.reader, tebench.schema.records, tebench.report, tebench.analysis.compare, tebench.store.history, "
             "tebench.plan.environment, "
             "tebench.workloads; print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('torch', 'transformer_engine')))")

@@ -40,7 +40,9 @@ from tebench.plan import matrix
 from tebench.schema.model import MAX_EXACT, Part
 from tebench.schema.records import CaseResult, RunHeader
 from tebench.schema.version import SchemaError
-from tebench.store import history, merge, run_records
+from tebench.analysis import run_records
+from tebench.run import merge
+from tebench.store import history
 from tebench.store import reader as results
 
 CPU = FIXTURES / "cpu-smoke.jsonl"
@@ -270,7 +272,7 @@ COLUMNS = ("device", "status", "median_ms", "tokens_per_s", "memory_bytes", "fin
 @pytest.fixture(scope="module")
 def stored_db(tmp_path_factory):
     path = tmp_path_factory.mktemp("h") / "h.db"
-    history.add(path, CPU)
+    history.add(path, run_records.read(CPU))
     return path.read_bytes()
 
 

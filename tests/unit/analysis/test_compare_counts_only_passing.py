@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from tebench.analysis import run_records
 from tebench.analysis import compare as cmp
 from tebench.analysis.compare import compare
 from tebench.report.compare_markdown import to_markdown
@@ -140,7 +141,7 @@ def test_history_does_not_count_the_gain_of_a_case_with_a_partial_fp8_proof(tmp_
     paths[-1].write_text("".join(json.dumps(r) + "\n" for r in records))
     db = tmp_path / "h.db"
     for path in paths:
-        history.add(db, path)
+        history.add(db, run_records.read(path))
     deltas, _ = latest_vs_recent(db, window=5)
     (d,) = [d for d in deltas if d.case_id == AMP]
     assert d.verdict == "improved" and d.counted is False

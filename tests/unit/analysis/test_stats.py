@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tebench.analysis import stats
-from tebench.schema.records import Summary
+from tebench.schema.records import Summary, Throughput
 
 
 def test_summary_of_samples():
@@ -23,10 +23,10 @@ def test_summary_of_samples():
 
 def test_mfu_needs_a_known_peak():
     peak = {"bf16": 1000.0, "source": "test"}
-    t = stats.throughput(median_ms=10.0, tokens=4096, flops=5e12, peak=peak)
+    t = Throughput.of(median_ms=10.0, tokens=4096, flops=5e12, peak=peak)
     assert t.tokens_per_s == 409600 and abs(t.tflops - 500) < 1e-9 and abs(t.mfu - 0.5) < 1e-12
-    assert stats.throughput(10.0, 4096, 5e12, None).mfu is None
-    assert stats.throughput(10.0, 4096, 0.0, peak).mfu is None
+    assert Throughput.of(10.0, 4096, 5e12, None).mfu is None
+    assert Throughput.of(10.0, 4096, 0.0, peak).mfu is None
 
 
 # --- what is stored: the parts write the objects the runner always wrote, key for key, in order ---------
@@ -69,7 +69,7 @@ def test_summary_writes_the_object_stored_before(samples):
                                   (0.0, 4096, 5e12, {"bf16": 1.0}, 1)])
 def test_throughput_writes_the_object_stored_before(args):
     """Same keys, same order, same values, its nulls included."""
-    written = stats.throughput(*args).to_dict()
+    written = Throughput.of(*args).to_dict()
     assert list(written.items()) == list(_throughput_as_stored_before(*args).items())
 
 

@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 from conftest import FIXTURES, ROOT, read_text
 from tebench.analysis import compare
 from tebench.schema import records as record
-from tebench.store import run_records
+from tebench.analysis import run_records
 from tebench.store import reader as results
 from tebench.schema.version import MIN_READABLE_VERSION, SCHEMA, SCHEMA_VERSION, SchemaError
 from tebench.schema import version as versions
 from tebench.schema.records import CaseResult, RunHeader
-from tebench.store.run_records import CaseRounds
+from tebench.analysis.run_records import CaseRounds
 
 RESULT_FILES = sorted(ROOT.glob("reports/*/results.jsonl*")) + sorted(FIXTURES.glob("*.jsonl"))
 CPU = FIXTURES / "cpu-smoke.jsonl"

@@ -205,7 +205,7 @@ def test_a_new_field_is_declared_in_one_place_and_is_stored_read_validated_and_r
     damaged.write_text("\n".join([lines[0], json.dumps(bad), *lines[2:]]) + "\n")
     check = textwrap.dedent(f"""
         import warnings
-        from tebench.store import run_records
+        from tebench.analysis import run_records
         run = run_records.read({str(out)!r})
         assert [r.phases.compile_s for r in run.cases] == [0.25, 0.25], run.cases  # read, typed
         with warnings.catch_warnings(record=True) as w:

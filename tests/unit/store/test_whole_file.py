@@ -9,7 +9,8 @@ import pytest
 
 from conftest import FIXTURES, unsaid
 from tebench import cli
-from tebench.store import history, merge, reader
+from tebench.run import merge
+from tebench.store import history, reader
 
 CPU = FIXTURES / "cpu-smoke.jsonl"
 

@@ -18,7 +18,6 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from tebench.analysis import parity as parity_rules
-from tebench.analysis import stats
 from tebench.schema.records import CaseInfo, CaseResult, RunHeader, Summary, Throughput
 from tebench.store import reader as results
 
@@ -113,13 +112,8 @@ class CaseRounds:
         rates (the last round's part itself, empty where it has none) when
         there is no step time to recompute them from.
         """
-        stored = self.last.throughput or Throughput()
         median = self.median_ms if median_ms is None else median_ms
-        tokens = stored.tokens_per_step
-        if not (median and tokens):
-            return stored
-        return stats.throughput(median, tokens, stored.flops_per_step or 0.0, self.peak_tflops,
-                                self.records[-1].nproc)
+        return Throughput.at(self.last.throughput, median, self.peak_tflops, self.records[-1].nproc)
 
     @property
     def tokens_per_s(self) -> float | None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tebench.store import run_records
+from tebench.analysis import run_records
 from tebench.store import reader as results
 from tebench.store.atomic import same_file
 from tebench.store.writer import write_all
