@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-from tebench.analysis.defaults import DEFAULT_THRESHOLDS  # numpy-free: --help stays fast
 from tebench.cli.common import (
     UsageError,
     add_gate_args,
@@ -21,44 +19,6 @@ from tebench.cli.common import (
     refuse_inputs,
     strict_json,
 )
-
-_PERCENT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%\s*$")
-_FRACTION = re.compile(r"^\s*(0|0?\.[0-9]+)\s*$")
-
-
-def parse_threshold(item: str) -> tuple[str, float]:
-    """``METRIC=VALUE`` with VALUE a percentage (``3%``) or a fraction below 1 (``0.03``).
-
-    A bare number of 1 or more (``time=3``: 3% or 300%?) is refused, as are
-    negative, NaN and infinite values: a threshold must not be guessed.
-    """
-    key, sep, value = item.partition("=")
-    key = key.strip()
-    if not sep:
-        raise UsageError(f"--threshold {item!r}: expected METRIC=VALUE, e.g. time=5% or time=0.05")
-    if key not in DEFAULT_THRESHOLDS:
-        raise UsageError(f"--threshold {item!r}: unknown metric {key!r} (known: {', '.join(DEFAULT_THRESHOLDS)})")
-    if m := _PERCENT.match(value):
-        out = float(m.group(1)) / 100.0
-    elif _FRACTION.match(value):
-        out = float(value)
-    else:
-        raise UsageError(f"--threshold {item!r}: value {value!r} is not a percentage (5%) or a fraction "
-                         "below 1 (0.05); a bare number of 1 or more is ambiguous (time=3: 3% or 300%?), and negative, NaN "
-                         "or infinite values are refused")
-    return key, out
-
-
-def parse_thresholds(items: Iterable[str]) -> dict[str, float]:
-    """Every ``--threshold`` item; a metric given twice is refused."""
-    out: dict[str, float] = {}
-    for item in items:
-        key, value = parse_threshold(item)
-        if key in out:
-            raise UsageError(f"--threshold {item!r}: {key} given twice")
-        out[key] = value
-    return out
-
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Compare BASE and HEAD; exit 1 on a regression beyond threshold and noise."""

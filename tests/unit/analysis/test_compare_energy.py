@@ -13,7 +13,7 @@ import pytest
 from conftest import unsaid
 from tebench import cli
 from tebench.analysis.compare import Options, compare
-from tebench.cli.compare import parse_threshold, parse_thresholds
+from tebench.cli.common import parse_threshold, parse_thresholds
 from tebench.report.compare_markdown import to_markdown
 from tests.unit.analysis.test_compare import AMP, delta, multi_round
 
