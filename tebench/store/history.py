@@ -21,19 +21,30 @@ import warnings
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator, Protocol
 
 import pandas as pd
 
-from tebench.schema.records import CaseResult, Throughput
+from tebench.schema.records import CaseResult, RunHeader, Throughput
 from tebench.schema.version import RecordError
 from tebench import bounded
 from tebench.store import history_db
 from tebench.store import reader as results
 from tebench.store.history_db import HistoryError
 
-if TYPE_CHECKING:  # judged above this layer; read here by attribute only
-    from tebench.analysis.run_records import RunRecords
+
+
+class JudgedRun(Protocol):
+    """A run as :func:`tebench.analysis.run_records.read` returns it (parity judged again over it): what
+    :func:`add` stores. Judging is done above this layer; here the run is read by attribute only."""
+
+    path: str
+    header: RunHeader
+    headers: list[RunHeader]
+    cases: list[CaseResult]
+
+    @property
+    def run_id(self) -> str: ...
 
 __all__ = ["Added", "HistoryError", "UNKNOWN_DEVICE", "add", "connect", "frame", "records"]
 
@@ -162,7 +173,7 @@ def _check_one_run(run: Any) -> None:
                            "run per file: split it into one file per run and add each (nothing was stored)")
 
 
-def add(db: str | Path, run: RunRecords) -> Added:
+def add(db: str | Path, run: JudgedRun) -> Added:
     """Store a run read from a results file (:func:`tebench.analysis.run_records.read`: parity judged
     again over it, as the report and ``--strict`` judge it); adding the same run again changes nothing.
 
