@@ -39,7 +39,7 @@ class GPTSize:
 
 
 class LMSize(Protocol):
-    """The fields of a size that the causal-LM task reads (GPTSize and LlamaSize have them)."""
+    """The fields of a size that the causal-LM task and its weights' init read (GPTSize and LlamaSize have them)."""
 
     @property
     def vocab(self) -> int: ...
@@ -49,6 +49,8 @@ class LMSize(Protocol):
     def batch(self) -> int: ...
     @property
     def task(self) -> str: ...
+    @property
+    def layers(self) -> int: ...
 
 
 SizeT = TypeVar("SizeT", bound=LMSize)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -174,7 +174,30 @@ class GPT(CausalLM):
 
 
 class CausalLMWorkload(CausalLMSpec[SizeT]):
-    """What the GPT and Llama workloads share: batches, loss, CUDA-graph inputs and validation of the task."""
+    """What the GPT and Llama workloads share: batches, loss, CUDA-graph inputs and validation of the task,
+    and the canonical weights (names, shapes and init) of their PyTorch model."""
+
+    te_block_names: ClassVar[dict[str, str]]
+    """A TE block's parameter names -> the PyTorch block's (the canonical names)."""
+
+    def _pt(self, s: SizeT) -> nn.Module:
+        """The PyTorch model of size ``s``: the canonical names and shapes of the weights."""
+        raise NotImplementedError
+
+    def params(self, s: SizeT) -> int:
+        return sum(math.prod(shape) for shape in canonical_shapes(lambda: self._pt(s)).values())
+
+    def canonical_params(self, model: nn.Module, s: SizeT, family: str) -> list[tuple[str, torch.Tensor]]:
+        """``(canonical name, parameter)`` pairs of a model of either family (names and shapes checked)."""
+        if family == "pt":
+            return list(model.named_parameters())
+        return translate_names(model, self.te_block_names, canonical_shapes(lambda: self._pt(s)))
+
+    @staticmethod
+    def _init_rule(s: SizeT):
+        # GPT-2 style: norms one, normal(0, 0.02), and the projections into the residual stream
+        # (proj, fc2) scaled by 1/sqrt(2 * layers).
+        return lambda name, shape: default_init(name, shape, residual_layers=s.layers)
 
     def batches(self, s: SizeT, count: int, seed: int, device: torch.device) -> list[Batch]:
         """``count`` batches, identical on every device (drawn on the CPU, then moved)."""
@@ -334,8 +357,7 @@ class CausalLMWorkload(CausalLMSpec[SizeT]):
 class GPTWorkload(GPTSpec, CausalLMWorkload[GPTSize]):
     """The GPT causal-LM workload: the spec (:mod:`tebench.workloads.gpt_spec`) plus the model."""
 
-    def params(self, s: GPTSize) -> int:
-        return sum(math.prod(shape) for shape in canonical_shapes(lambda: self._pt(s)).values())
+    te_block_names = TE_BLOCK_NAMES
 
     def _pt(self, s: GPTSize) -> GPT:
         return GPT(s, nn.Sequential(*[PTBlock(s) for _ in range(s.layers)]))
@@ -351,16 +373,6 @@ class GPTWorkload(GPTSpec, CausalLMWorkload[GPTSize]):
                 model = GPT(s, nn.Sequential(*[te_block(s, i + 1, device) for i in range(s.layers)]))
             init_canonical(self.canonical_params(model, s, family), seed, self._init_rule(s))
         return model
-
-    def canonical_params(self, model: GPT, s: GPTSize, family: str) -> list[tuple[str, torch.Tensor]]:
-        """``(canonical name, parameter)`` pairs of a model of either family (names checked)."""
-        if family == "pt":
-            return list(model.named_parameters())
-        return translate_names(model, TE_BLOCK_NAMES, canonical_shapes(lambda: self._pt(s)))
-
-    @staticmethod
-    def _init_rule(s: GPTSize):
-        return lambda name, shape: default_init(name, shape, residual_layers=s.layers)
 
     def mutate(self, model: GPT, kind: str, family: str) -> bool:
         """Apply a workload-specific self-test mutation (tebench.worker.hooks.mutations); False if not expressible."""

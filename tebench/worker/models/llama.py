@@ -35,13 +35,12 @@ Conventions that must agree between the two (checked on the GPU by
 
 from __future__ import annotations
 
-import math
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tebench.worker.models.base import canonical_shapes, default_init, init_canonical, translate_names
+from tebench.worker.models.base import init_canonical
 from tebench.worker.models.gpt import CausalLM, CausalLMWorkload
 from tebench.workloads.llama_spec import LlamaSize, LlamaSpec
 
@@ -237,8 +236,7 @@ class LlamaWorkload(LlamaSpec, CausalLMWorkload[LlamaSize]):
         model.blocks.causal = False
         return True
 
-    def params(self, s: LlamaSize) -> int:
-        return sum(math.prod(shape) for shape in canonical_shapes(lambda: self._pt(s)).values())
+    te_block_names = TE_BLOCK_NAMES
 
     def _pt(self, s: LlamaSize) -> Llama:
         return Llama(s, LlamaStack(s, [PTBlock(s) for _ in range(s.layers)], "pt"))
@@ -253,16 +251,4 @@ class LlamaWorkload(LlamaSpec, CausalLMWorkload[LlamaSize]):
                 model = Llama(s, LlamaStack(s, blocks, "te"))
             init_canonical(self.canonical_params(model, s, family), seed, self._init_rule(s))
         return model
-
-    def canonical_params(self, model: nn.Module, s: LlamaSize, family: str) -> list[tuple[str, torch.Tensor]]:
-        """``(canonical name, parameter)`` pairs of a model of either family (names and shapes checked)."""
-        if family == "pt":
-            return list(model.named_parameters())
-        return translate_names(model, TE_BLOCK_NAMES, canonical_shapes(lambda: self._pt(s)))
-
-    @staticmethod
-    def _init_rule(s: LlamaSize):
-        # GPT-2 style, as in the GPT workload: norms one, normal(0, 0.02), and the
-        # projections into the residual stream (proj, fc2) scaled by 1/sqrt(2 * layers).
-        return lambda name, shape: default_init(name, shape, residual_layers=s.layers)
 
