@@ -45,7 +45,7 @@ class CaseRounds:
         if not self.records:
             raise ValueError("CaseRounds needs at least one record")
         self.peak_tflops = peak_tflops
-        self.ok = [r for r in self.records if r.status == "ok" and r.timing]
+        self.ok = [r for r in self.records if r.timed]
         """The rounds that finished ok with a step time."""
 
     @property

@@ -799,6 +799,11 @@ class CaseResult(Measurements):
 
     # --- measured and derived values
     @property
+    def timed(self) -> bool:
+        """Whether this round finished ok with a step time: the rounds whose times and rates count."""
+        return self.status == "ok" and self.timing is not None
+
+    @property
     def samples_ms(self) -> list[float]:
         return self.timing.samples_ms if self.timing else []
 

@@ -32,6 +32,7 @@ from tebench.store import history_db
 from tebench.store import reader as results
 from tebench.store.history_db import HistoryError
 
+__all__ = ["Added", "HistoryError", "JudgedRun", "UNKNOWN_DEVICE", "add", "connect", "frame", "records"]
 
 
 class JudgedRun(Protocol):
@@ -45,8 +46,6 @@ class JudgedRun(Protocol):
 
     @property
     def run_id(self) -> str: ...
-
-__all__ = ["Added", "HistoryError", "UNKNOWN_DEVICE", "add", "connect", "frame", "records"]
 
 
 def connect(db: str | Path, create: bool = False) -> sqlite3.Connection:
@@ -137,7 +136,7 @@ def _checked(row: tuple[Any, ...], columns: tuple[tuple[str, str], ...], file: s
     return row
 
 
-def _rows(run: Any) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
+def _rows(run: JudgedRun) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
     """The run's row and its cases' rows, every value checked before the database is opened."""
     header = run.header
     header_row = (run.run_id, header.created or "", time.strftime("%Y-%m-%dT%H:%M:%S%z"), header.device,
@@ -146,7 +145,7 @@ def _rows(run: Any) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
     case_rows = []
     for rec in run.cases:
         # This round's rates at its own median step time (an ok round's: the others have none).
-        median = rec.median_ms if rec.status == "ok" and rec.timing else None
+        median = rec.median_ms if rec.timed else None
         rates = Throughput.at(rec.throughput, median, run.header.peak_tflops, rec.nproc)
         row = (run.run_id, rec.case_id, rec.round_no, rec.device.name if rec.device else None,
                rec.status, rec.median_ms, rates.tokens_per_s, rec.peak_memory,
@@ -157,7 +156,7 @@ def _rows(run: Any) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
     return header_row, case_rows
 
 
-def _check_one_run(run: Any) -> None:
+def _check_one_run(run: JudgedRun) -> None:
     """HistoryError unless the file holds one run with a run id: the history is keyed by it.
 
     A header without one was stored under a null id and reported as "already stored" the next
@@ -169,7 +168,7 @@ def _check_one_run(run: Any) -> None:
         raise HistoryError(f"{run.path}: a header without a run id ([run_id] = {run.run_id!r}); "
                            "the history is keyed by it: nothing of this file was stored")
     if len(ids) > 1:
-        raise HistoryError(f"{run.path}: holds {len(ids)} runs ({', '.join(ids[:5])}); the history stores one "
+        raise HistoryError(f"{run.path}: holds {len(ids)} runs ({', '.join(str(i) for i in ids[:5])}); the history stores one "
                            "run per file: split it into one file per run and add each (nothing was stored)")
 
 
