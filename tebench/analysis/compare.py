@@ -71,7 +71,8 @@ ENV_KEYS = ("device", "driver", "cuda", "torch", "te")
 INFO_ENV_KEYS = ("python", "python_executable", "tebench_root", "git_commit")
 """Environment differences shown but not deciding whether regressions count."""
 LAUNCH_BOUND_BUSY = 0.5
-IGNORED_SETTINGS = ("timeout_s", "parity_rtol", "parity_atol", "profile_steps", "validate", "reference_seeds",
+IGNORED_SETTINGS = ("timeout_s", "parity_rtol", "parity_atol", "parity_margin", "profile_steps", "validate",
+                    "reference_seeds", "reference_twins",
                     "energy_sample_ms")
 """Case settings that do not change what is measured, so may differ between the sides."""
 FAILING = ("regressed", "status-changed", "invalid")

@@ -110,6 +110,17 @@ class Settings:
                                 "untimed, after the case: their spread is the seed-to-seed noise that the "
                                 "equivalence verdict compares every mode's difference with (2: three seeds in all).",
                                 min=0, max=64)
+    reference_twins: int = knob(0, "Extra training runs of a reference mode (PT-FP32, PT-AMP) at the case's own seed, "
+                                "weights and batches, each from the initial weights moved by 1 +- twin_scale, "
+                                "untimed, after the case: how far two "
+                                "equivalent trainings of one seed land apart is the paired noise floor that sets the "
+                                "equivalence verdict's power (2: two twins).", min=0, max=64)
+    twin_scale: float = knob(2.0 ** -23, "Reference twins: how far each weight of a twin is moved, relative "
+                             "(random signs): 2**-23, fp32's last bit, is what a GPU's nondeterministic kernels "
+                             "change from one run to the next; 2**-9 is bfloat16's rounding.", min=0.0, max=0.1)
+    parity_margin: float = knob(0.01, "Equivalence: the loss difference a pass certifies the case within, as a share "
+                                "of the reference's final loss (0.01: NVIDIA's functional tests' 1%); widened, and "
+                                "stated, where the paired noise floor cannot resolve it.", min=1e-6, max=1.0)
 
     @classmethod
     def field_names(cls) -> set[str]:
@@ -799,7 +810,7 @@ def seeds_for_the_reference(cases: list[Case]) -> list[Case]:
         best[key] = min(best.get(key, _reference_rank(case)), _reference_rank(case))
     # A reference mode ranked after the group's best is not the reference: its seeds would go unread.
     # (Other modes keep the setting as written; they never train seeds.)
-    return [dataclasses.replace(c, settings=dataclasses.replace(c.settings, reference_seeds=0))
-            if (c.settings.reference_seeds and _reference_rank(c) < len(REFERENCE_MODES)
+    return [dataclasses.replace(c, settings=dataclasses.replace(c.settings, reference_seeds=0, reference_twins=0))
+            if ((c.settings.reference_seeds or c.settings.reference_twins) and _reference_rank(c) < len(REFERENCE_MODES)
                 and _reference_rank(c) > best[(c.workload, c.size)]) else c
             for c in cases]

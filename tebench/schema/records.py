@@ -202,6 +202,11 @@ class Loss(Part):
                 "equivalence margin compares a case's difference with.")
     replica_seeds: list[Annotated[Int, Interval(ge=0)]] | None = field(
         None, "The seed of each of the replicas, in order.")
+    twins: list[list[AnyNum]] | None = field(
+        None, "A reference mode's extra training runs at its own seed, weights and batches, each from the weights "
+              "moved by 1 +- 2**-9 (the reference_twins setting), untimed: the loss of every step of each. How far "
+              "they land from the reference is the paired noise floor that parity's equivalence verdict is judged "
+              "against.")
 
 
 class Validation(Part):
@@ -240,6 +245,8 @@ class Validation(Part):
                                                                                    "they ran with the case's FP8.")
     replicas: list[AnyNum] | None = field(None, "A reference mode's replicas (Loss.replicas): the same metric for "
                                                 "each, on the same held-out data.")
+    twins: list[AnyNum] | None = field(None, "A reference mode's twins (Loss.twins): the same metric for each, on "
+                                             "the same held-out data.")
 
     @model_validator(mode="after")
     def _metric_is_a_number(self) -> "Validation":
@@ -371,6 +378,8 @@ class Phases(Part):
     validate_s: Num | None = _phase("Held-out validation.", "validate", "validate s", "#17becf")
     replicas_s: Num | None = _phase("A reference mode's untimed runs at other seeds (reference_seeds).",
                                     "reference seeds", "seeds s", "#8c564b")
+    twins_s: Num | None = _phase("A reference mode's untimed twin runs at its own seed (reference_twins).",
+                                 "reference twins", "twins s", "#e377c2")
 
 
 class Setup(Part):
@@ -619,6 +628,21 @@ class Parity(Part):
                                    "reference trained at several seeds) or absent (the band rule).")
     margin_nats: AnyNum | None = field(None, "Equivalence: the margin the final-window gap must stay within (nats).")
     margin_source: Str | None = field(None, "Equivalence: which term set the margin, in words.")
+    margin_rel: AnyNum | None = field(None, "Equivalence: the margin as a share of the reference's final loss: the "
+                                            "smallest difference the verdict certifies (pass) or rules out (fail).")
+    margin_share: Num | None = field(None, "Equivalence: the margin asked (the parity_margin setting), as a share of "
+                                           "the reference's final loss.", ge=0)
+    noise_nats: AnyNum | None = field(None, "Equivalence: the gap's noise (nats): the larger of noise_floor_nats "
+                                            "and the case's own final-window standard error; sets the interval.")
+    noise_floor_nats: AnyNum | None = field(None, "Equivalence: the reference's noise floor (nats): its twins' rms gap "
+                                                  "from it (paired), else its seeds' spread (unpaired); sets the "
+                                                  "margin's least width.")
+    noise_paired: Bool | None = field(None, "Equivalence: whether the noise is paired (twins of the reference's own "
+                                            "seed) or unpaired (other seeds).")
+    interval: list[AnyNum] | None = field(None, "Equivalence: the gap's interval, gap -+ 2 noise (nats): pass when it "
+                                                "lies within the margin, fail when beyond, inconclusive when it "
+                                                "straddles the edge.")
+    reference_twins: Int | None = field(None, "Equivalence: how many twins of the reference gave the noise.", ge=0)
     seed_sd: AnyNum | None = field(None, "Equivalence: sd of the reference seeds' final-window means (nats).")
     progress_nats: AnyNum | None = field(None, "Equivalence: how far the reference's loss fell from its start (nats).")
     progress: AnyNum | None = field(None, "Equivalence: the reference's share of the way from its start to the "

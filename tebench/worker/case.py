@@ -213,14 +213,23 @@ def run_case(case: Case, device: torch.device, progress: Progress,
     loss = Loss(per_step=loss_values, warmup_steps=warm["steps"])
     setup = Setup.from_dict(trainer.setup)
     if replicas.wanted(case) and all(math.isfinite(v) for v in loss_values):
-        progress("replicas", 0, total)
-        t = time.perf_counter()
-        del trainer, batches  # the replicas build their own: one model at a time on the device
-        extra = replicas.train_replicas(case, device, wl, bool(validation), progress)
-        loss.replicas, loss.replica_seeds = extra["curves"], extra["seeds"]
-        if validation and len(extra["values"]) == len(extra["curves"]):
-            validation["replicas"] = extra["values"]
-        phases["replicas_s"] = time.perf_counter() - t
+        del trainer, batches  # the extra runs build their own: one model at a time on the device
+        if st.reference_seeds:
+            progress("replicas", 0, total)
+            t = time.perf_counter()
+            extra = replicas.train_replicas(case, device, wl, bool(validation), progress)
+            loss.replicas, loss.replica_seeds = extra["curves"], extra["seeds"]
+            if validation and len(extra["values"]) == len(extra["curves"]):
+                validation["replicas"] = extra["values"]
+            phases["replicas_s"] = time.perf_counter() - t
+        if st.reference_twins:
+            progress("twins", 0, total)
+            t = time.perf_counter()
+            twins = replicas.train_twins(case, device, wl, bool(validation), progress)
+            loss.twins = twins["curves"]
+            if validation and len(twins["values"]) == len(twins["curves"]):
+                validation["twins"] = twins["values"]
+            phases["twins_s"] = time.perf_counter() - t
     return Measurements(
         status="ok",
         timing=Timing(samples_ms=samples, timer="cuda_events" if device.type == "cuda" else "perf_counter",

@@ -28,6 +28,10 @@ Purposes (``base`` is the case's seed):
     the seed of the reference's extra training run ``index`` (1, 2, …: the
     ``reference_seeds`` setting): other initial weights and other batches of
     the same task, for the seed spread that parity's equivalence margin needs.
+``twin`` -- ``base + 15_485_863 * index + 65_537``
+    the signs of the reference's twin run ``index`` (1, 2, …: the
+    ``reference_twins`` setting): the case's own weights, each moved by
+    ``1 ± 2**-9``, and its own batches, for the paired noise floor.
 ``param`` -- ``(base * 1_000_003 + index) % (2**63 - 1)``
     one parameter tensor's initial values; ``index`` is the CRC-32 of its
     canonical name, so both model families draw the same values by name.
@@ -60,6 +64,7 @@ PURPOSES: dict[str, Rule] = {
     "teacher": Rule(1, 1, 0),
     "param": Rule(1_000_003, 0, 1),
     "replica": Rule(1, 31_337, 104_729),
+    "twin": Rule(1, 65_537, 15_485_863),
 }
 
 
