@@ -1,27 +1,33 @@
-"""Loss parity as an equivalence test: is a case's held-out loss within a stated margin of the reference's?
+"""Loss parity as an equivalence test with three outcomes and a stated power.
 
 Used where the task has a known floor (the zipf-markov source: every training
 batch is a fresh draw, so the loss a step computes before its update is a
-held-out loss) and the reference trained at several seeds (``reference_seeds``).
-The question is MLPerf's and DeepSeek-V3's rather than "did the curve ever leave
-a band": over the last part of the run, is the case's loss as close to the
-reference's (same seed, same weights, same batches) as a correct run can be
-expected to land?
+held-out loss) and the reference trained extra runs: *twins* (its own seed,
+weights and batches, the weights perturbed by their last bit) or, in records
+from before them, *replicas* (other seeds). The question is NVIDIA's functional
+tests' and DeepSeek-V3's: over the last part of the run, is the case's loss
+within a stated share of the reference's, and can this run tell?
 
 * **The gap** is the case's mean loss minus the reference's over the final
-  window (the last quarter of the steps), in nats.
-* **The margin** is the largest of: :data:`MARGIN_PROGRESS` of the progress the
-  reference made by then (how far its loss fell from the start), :data:`SEED_K`
-  times the spread of the reference's seeds over the same window, and
-  :data:`MIN_MARGIN`. It is stated in nats and as a share of progress.
-* ``pass``: the gap is within the margin (an early excursion that rejoins, or a
-  gap growing over the second half, is a note on the pass);
-  ``fail``: the gap is beyond it, either way (learning faster than the
-  reference is a difference, not a win), or the loss is below the floor, which
-  no model reaches without a leak;
-  ``inconclusive``: too early on the curve to say (the reference came less than
-  :data:`MIN_PROGRESS` of its way to the floor, or no further than its own seed
-  noise), or too short a run. Never a pass.
+  window (the last quarter of the steps), in nats. The case and the reference
+  share the seed, the weights and the batches, so the gap is *paired*.
+* **The noise** of the gap is the paired noise floor: the root mean square of
+  the twins' gaps from the reference (how far two equivalent trainings of the
+  same seed land apart), or the case's own window standard error if larger.
+  Without twins it is the spread of the replicas' seeds (unpaired, and far
+  wider: it holds the seed's own effect, which a paired gap does not have).
+* **The margin** is what a verdict certifies: the ``parity_margin`` setting's
+  share of the reference's final loss (1%), widened to :data:`NOISE_K` times
+  the noise where the noise cannot resolve that (it is stated either way).
+* ``pass``: the gap's interval (:data:`Z` noise either way) lies within the
+  margin: the case is within it. ``fail``: the interval lies beyond it, either
+  way (learning faster than the reference is a difference, not a win), or the
+  loss is below the floor, which no model reaches without a leak.
+  ``inconclusive``: the interval straddles the margin's edge (a case there must
+  not flip between pass and fail from night to night), or it is too early on
+  the curve to judge (the reference came less than :data:`MIN_PROGRESS` of its
+  way to the floor, or no further than its noise), or the run is too short.
+  Never a pass.
 """
 
 from __future__ import annotations
@@ -38,10 +44,12 @@ MIN_STEPS = 8
 """Fewer losses than this cannot be judged."""
 FINAL_FRACTION = 0.25
 """The final window: this share of the steps (at least 3)."""
-MARGIN_PROGRESS = 0.02
-"""The margin is at least this share of the reference's progress (its fall from the start)."""
-SEED_K = 3.0
-"""... and at least this many standard deviations of the reference's seeds (3 seeds: a wide estimate)."""
+MARGIN_REL = 0.01
+"""The margin's default share of the reference's final loss (the ``parity_margin`` setting)."""
+Z = 2.0
+"""The gap's interval is this many noise sds either way (two one-sided tests at about 2.3% each)."""
+NOISE_K = 2 * Z
+"""The margin is at least this many noise sds: a correct case (its gap within Z sds, 95%) then passes."""
 MIN_MARGIN = 0.005
 """... and never below this (nats): rounding and the batches' sampling noise."""
 MIN_PROGRESS = 0.10
@@ -61,23 +69,74 @@ def smooth(values: Sequence[float] | np.ndarray, width: int) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class Noise:
+    """The noise of a final-window gap: the reference's noise floor, the case's own, and where they came from."""
+
+    floor: float
+    """The reference's: the twins' rms gap (paired), else its seeds' spread (unpaired). Sets the margin."""
+    own: float
+    """The case's own window standard error (its paired per-step differences)."""
+    source: str
+    """In words: twins (paired) or seeds (unpaired), and how many."""
+    paired: bool
+
+    @property
+    def nats(self) -> float:
+        """The gap's noise: the larger of the two. Sets the interval."""
+        return max(self.floor, self.own)
+
+
+def noise_of(case_window: np.ndarray, ref_window: np.ndarray, twins: np.ndarray, seeds: np.ndarray) -> Noise:
+    """The noise of a gap: the twins' gaps (rms), else the seeds' spread, and the case's own window standard error.
+
+    ``twins`` and ``seeds``: their final windows, one row each (empty arrays where there are none).
+    """
+    d = case_window - ref_window
+    own = float(np.std(d, ddof=1) / math.sqrt(d.size)) if d.size > 1 else 0.0
+    if len(twins):
+        rms = float(np.sqrt(np.mean((twins.mean(axis=1) - ref_window.mean()) ** 2)))
+        return Noise(rms, own, f"the rms gap {rms:.2g} of its {len(twins)} twin(s): same seed and batches, "
+                               "perturbed weights", True)
+    if len(seeds) >= 2:
+        sd = float(np.std(seeds.mean(axis=1), ddof=1))
+        return Noise(sd, own, f"the spread {sd:.2g} of its {len(seeds)} seeds (unpaired: no twins)", False)
+    return Noise(0.0, own, "no twins or seeds", True)
+
+
+@dataclass(frozen=True)
 class Margin:
-    """The margin at the end of the run and what set it (nats)."""
+    """The margin a verdict certifies (nats), and what set it."""
 
     nats: float
-    progress: float
-    """The reference's fall from its start over the run (nats)."""
-    seed_sd: float
-    """Standard deviation of the seeds' final-window means (nats)."""
-    seeds: int
+    share: float
+    """The share of the reference's final loss it was asked to be (parity_margin)."""
+    noise: Noise
+    ref_end: float
+
+    @property
+    def rel(self) -> float | None:
+        """The margin as a share of the reference's final loss."""
+        return self.nats / abs(self.ref_end) if self.ref_end else None
+
+    @property
+    def widened(self) -> bool:
+        """Whether the reference's noise floor, not the asked share, set the margin."""
+        return self.nats > self.share * abs(self.ref_end) + 1e-15 and self.nats > MIN_MARGIN
 
     @property
     def source(self) -> str:
         """Which term set the margin, in words."""
-        terms = {f"{MARGIN_PROGRESS:.0%} of the reference's {self.progress:.3g}-nat fall": MARGIN_PROGRESS * self.progress,
-                 f"{SEED_K:g}x the spread of its {self.seeds} seeds (sd {self.seed_sd:.3g})": SEED_K * self.seed_sd,
-                 f"the least margin {MIN_MARGIN:g}": MIN_MARGIN}
-        return max(terms, key=terms.__getitem__)
+        if self.widened:
+            return (f"{NOISE_K:g}x the noise floor {self.noise.floor:.2g} ({self.noise.source}), wider than the "
+                    f"{self.share:.1%} asked")
+        if self.nats > self.share * abs(self.ref_end):
+            return f"the least margin {MIN_MARGIN:g}"
+        return f"{self.share:.1%} of the reference's final loss; noise floor {self.noise.floor:.2g} ({self.noise.source})"
+
+    @classmethod
+    def of(cls, share: float, ref_end: float, noise: Noise) -> "Margin":
+        """The margin asked (``share`` of ``ref_end``), widened to NOISE_K x the reference's noise floor where needed."""
+        return cls(max(share * abs(ref_end), NOISE_K * noise.floor, MIN_MARGIN), share, noise, ref_end)
 
 
 def _window(n: int) -> slice:
@@ -95,23 +154,31 @@ def longest_run(mask: np.ndarray) -> tuple[int, int]:
 
 
 def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequence[Sequence[float]],
-          floor: float | None, reference_mode: str) -> Parity:
-    """The equivalence verdict of one loss curve against the reference's (same seed) and its seeds' spread.
+          floor: float | None, reference_mode: str, twins: Sequence[Sequence[float]] = (),
+          share: float = MARGIN_REL) -> Parity:
+    """The equivalence verdict of one loss curve against the reference's (same seed), with its power stated.
 
-    ``reference`` is the reference mode's curve at the case's seed; ``replicas``
-    its curves at other seeds (at least two make three seeds); ``floor`` the
-    task's entropy rate (None: no floor check, progress relative to the start).
+    ``reference`` is the reference mode's curve at the case's seed; ``twins``
+    its curves at the same seed from perturbed weights (the paired noise floor);
+    ``replicas`` its curves at other seeds (used for the noise only without
+    twins: unpaired); ``floor`` the task's entropy rate (None: no floor check,
+    progress relative to the start); ``share`` the margin asked, as a share of
+    the reference's final loss (the ``parity_margin`` setting).
     """
     # Each verdict is made from one object, so that it is stored with its keys in this order.
-    curves = [list(c) for c in (reference, *replicas)]
-    n = min(len(losses), *(len(c) for c in curves))
-    out: dict[str, Any] = {"rule": "equivalence", "reference_mode": reference_mode, "reference_rounds": len(curves),
-                           "floor": floor}
+    twin_curves = [list(c) for c in twins]
+    seed_curves = [list(c) for c in (reference, *replicas)]
+    n = min(len(losses), *(len(c) for c in seed_curves + twin_curves))
+    out: dict[str, Any] = {"rule": "equivalence", "reference_mode": reference_mode,
+                           "reference_rounds": len(seed_curves), "floor": floor}
+    if twin_curves:
+        out["reference_twins"] = len(twin_curves)
     if n < MIN_STEPS:
         return Parity.from_dict({**out, "verdict": "inconclusive",
                                  "reason": f"run too short to judge: {n} losses recorded, {MIN_STEPS} needed"})
     case = np.asarray(losses[:n], dtype=float)
-    seeds = np.asarray([c[:n] for c in curves], dtype=float)
+    seeds = np.asarray([c[:n] for c in seed_curves], dtype=float)
+    pairs = np.asarray([c[:n] for c in twin_curves], dtype=float).reshape(len(twin_curves), n)
     if not np.all(np.isfinite(case)):
         return Parity.from_dict({**out, "verdict": "fail", "reason": "the loss is not finite"})
     win = _window(n)
@@ -119,28 +186,32 @@ def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequenc
     start = float(np.mean(seeds[:, 0]))
     ref_end = float(np.mean(seeds[0, win]))
     case_end = float(np.mean(case[win]))
-    seed_means = seeds[:, win].mean(axis=1)
-    seed_sd = float(np.std(seed_means, ddof=1)) if len(seed_means) > 1 else 0.0
+    seed_sd = float(np.std(seeds[:, win].mean(axis=1), ddof=1)) if len(seeds) > 1 else None
+    noise = noise_of(case[win], seeds[0, win], pairs[:, win], seeds[:, win] if not len(pairs) else seeds[:0, win])
     progress = start - ref_end
-    margin = Margin(max(MARGIN_PROGRESS * max(progress, 0.0), SEED_K * seed_sd, MIN_MARGIN), progress, seed_sd,
-                    len(curves))
+    margin = Margin.of(share, ref_end, noise)
     gap = case_end - ref_end
+    lo, hi = gap - Z * noise.nats, gap + Z * noise.nats
     out.update(final=case_end, reference_final=ref_end, abs_diff=gap,
                rel_diff=gap / abs(ref_end) if ref_end else None, direction="higher" if gap > 0 else "lower",
-               tolerance=margin.nats, margin_nats=margin.nats, margin_source=margin.source,
-               seed_sd=seed_sd, progress_nats=progress, final_window=[win.start, n - 1],
-               band_rel=margin.nats / abs(ref_end) if ref_end else None)
+               tolerance=margin.nats, margin_nats=margin.nats, margin_rel=margin.rel, margin_share=share,
+               margin_source=margin.source, noise_nats=noise.nats, noise_floor_nats=noise.floor,
+               noise_paired=noise.paired,
+               interval=[lo, hi], seed_sd=seed_sd, progress_nats=progress, final_window=[win.start, n - 1],
+               band_rel=margin.rel)
     if floor is not None and start > floor:
         out["progress"] = (start - ref_end) / (start - floor)
+    power = (f"margin ±{margin.nats:.3g} nats ({_share(margin.rel)} of the reference's final loss"
+             + (f", widened by its noise floor: {NOISE_K:g}x {noise.floor:.2g}" if margin.widened else "") + ")")
 
     # Too early on the curve: a difference there says nothing about the model the run trains.
     way = f"{out['progress']:.0%} of the way from {start:.3g} to the floor {floor:.3g}" if "progress" in out else \
         f"from {start:.3g} to {ref_end:.3g}"
-    if progress <= SEED_K * seed_sd or ("progress" in out and out["progress"] < MIN_PROGRESS):
+    if progress <= NOISE_K * noise.floor or ("progress" in out and out["progress"] < MIN_PROGRESS):
         return Parity.from_dict({**out, "verdict": "inconclusive",
                                  "reason": (f"too early on the curve to judge: the {reference_mode} reference came "
-                                            f"{way} (needs {MIN_PROGRESS:.0%}, and a fall beyond {SEED_K:g}x its seed "
-                                            f"spread {seed_sd:.3g}); train longer (settings steps)")})
+                                            f"{way} (needs {MIN_PROGRESS:.0%}, and a fall beyond {NOISE_K:g}x its "
+                                            f"noise floor {noise.floor:.2g}); train longer (settings steps)")})
 
     failures: list[str] = []
     notes: list[str] = []
@@ -150,14 +221,19 @@ def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequenc
             failures.append(f"loss {case_end:.4g} over steps {win.start}-{n - 1} is below the task's floor "
                             f"{floor:.4g} (its entropy rate) by {floor - case_end:.3g} nats: no model gets there "
                             "without seeing what it must predict (a leak)")
-    if abs(gap) > margin.nats:
-        failures.append(f"loss {'higher' if gap > 0 else 'lower'} than {reference_mode}'s by {abs(gap):.3g} nats over "
-                        f"steps {win.start}-{n - 1} ({case_end:.4g} vs {ref_end:.4g}), beyond the margin "
-                        f"±{margin.nats:.3g} ({margin.source})")
+    interval = f"[{lo:+.3g}, {hi:+.3g}]"
+    side = "higher" if gap > 0 else "lower"
+    edge = False
+    if abs(gap) - Z * noise.nats > margin.nats:
+        failures.append(f"loss {side} than {reference_mode}'s by {abs(gap):.3g} nats over steps {win.start}-{n - 1} "
+                        f"({case_end:.4g} vs {ref_end:.4g}; interval {interval}), beyond the {power}")
+    elif abs(gap) + Z * noise.nats > margin.nats:
+        edge = True
 
     # The trend over the second half, and excursions before the final window, from smoothed curves.
     width = max(1, n // 15)
-    diff = smooth(case, width) - smooth(seeds[0], width)
+    ref_s = smooth(seeds[0], width)
+    diff = smooth(case, width) - ref_s
     half = np.arange(n // 2, n)
     if half.size >= 3:
         slope = float(np.polyfit(half, diff[half], 1)[0])
@@ -165,9 +241,13 @@ def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequenc
         out["gap_trend_nats"] = change
         if abs(change) > margin.nats / 2 and np.sign(change) == np.sign(diff[-1]) and abs(diff[-1]) > margin.nats / 4:
             notes.append(f"the gap grew by {change:+.3g} nats over the second half")
-    progress_t = np.maximum(seeds[0, 0] - smooth(seeds[0], width), 0.0)
-    spread_t = np.std(np.array([smooth(c, width) for c in seeds]), axis=0, ddof=1) if len(seeds) > 1 else 0.0
-    margin_t = np.maximum.reduce([MARGIN_PROGRESS * progress_t, SEED_K * spread_t, np.full(n, MIN_MARGIN)])
+    if len(pairs):
+        spread_t = np.sqrt(np.mean((np.array([smooth(c, width) for c in pairs]) - ref_s) ** 2, axis=0))
+    elif len(seeds) > 1:
+        spread_t = np.std(np.array([smooth(c, width) for c in seeds]), axis=0, ddof=1)
+    else:
+        spread_t = np.zeros(n)
+    margin_t = np.maximum.reduce([share * np.abs(ref_s), NOISE_K * spread_t, np.full(n, MIN_MARGIN)])
     early = np.abs(diff[: win.start]) > margin_t[: win.start]
     run, run_start = longest_run(early)
     if run >= max(2, math.ceil(EXCURSION_FRACTION * n)):
@@ -181,24 +261,37 @@ def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequenc
     tail = ("; " + "; ".join(notes)) if notes else ""
     if failures:
         return Parity.from_dict({**out, "verdict": "fail", "reason": "; ".join(failures) + tail})
+    if edge:
+        return Parity.from_dict({**out, "verdict": "inconclusive",
+                                 "reason": (f"on the edge of the margin: loss {side} than {reference_mode}'s by "
+                                            f"{abs(gap):.3g} nats over steps {win.start}-{n - 1} (interval "
+                                            f"{interval}), neither within nor beyond the {power}; the reference "
+                                            f"came {way}{tail}")})
     return Parity.from_dict({**out, "verdict": "pass",
-                             "reason": (f"loss within ±{margin.nats:.3g} nats of {reference_mode}'s over steps "
-                                        f"{win.start}-{n - 1} (gap {gap:+.3g}; margin: {margin.source}); the "
-                                        f"reference came {way}{tail}")})
+                             "reason": (f"loss within the {power} of {reference_mode}'s over steps {win.start}-"
+                                        f"{n - 1} (gap {gap:+.3g}, interval {interval}; noise floor: {noise.source}); "
+                                        f"the reference came {way}{tail}")})
+
+
+def _share(rel: float | None) -> str:
+    return "–" if rel is None else f"{rel:.1%}" if rel < 0.095 else f"{rel:.0%}"
 
 
 def judge_validation(value: float | None, reference: float | None, replicas: Sequence[float],
-                     floor: float | None, margin: float, metric: str) -> ValidationVerdict:
-    """A held-out loss against the reference's, within the curve's margin or the seeds' own spread if wider."""
+                     floor: float | None, margin: float, metric: str, twins: Sequence[float] = ()) -> ValidationVerdict:
+    """A held-out loss against the reference's: within the curve's margin, or its twins' (else seeds') noise if wider."""
     # Each verdict is made from one object, so that it is stored with its keys in this order.
     if value is None or reference is None:
         return ValidationVerdict.from_dict({"verdict": "n/a", "reason": "no held-out value recorded", "metric": metric})
     out: dict[str, Any] = {"metric": metric, "value": float(value), "reference": float(reference)}
     if not math.isfinite(value):
         return ValidationVerdict.from_dict({**out, "verdict": "fail", "reason": f"{metric} is {value}"})
-    values = [reference, *replicas]
-    sd = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-    tol = max(margin, SEED_K * sd, MIN_MARGIN)
+    if twins:
+        sd = float(np.sqrt(np.mean((np.asarray(twins, dtype=float) - reference) ** 2)))
+    else:
+        values = [reference, *replicas]
+        sd = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+    tol = max(margin, NOISE_K * sd, MIN_MARGIN)
     out["tolerance"] = tol
     if floor is not None and value < floor - 0.02:
         return ValidationVerdict.from_dict({**out, "verdict": "fail", "reason": f"held-out {metric} {value:.4g} is "

@@ -490,10 +490,10 @@ def judge(records: Sequence[CaseResult], record: CaseResult, cache: dict | None 
         return Parity.from_dict({"verdict": "n/a", "reason": f"no reference mode ({' or '.join(REFERENCE_MODES)}) "
                                                              "ran for this workload and size"})
     rate = task_floor(record)
-    seeds = _seed_curves(ref_runs[0])
-    if rate is not None and seeds:
+    extra = ExtraRuns.of(ref_runs[0])
+    if rate is not None and extra:
         return _calibration_note(record, _structure_note(record, _judge_equivalence(record, ref_mode, ref_runs,
-                                                                                    seeds, rate), ref_runs[:1]))
+                                                                                    extra, rate), ref_runs[:1]))
     if ref_runs[0] is record:
         curves = [_curve(r) for r in ref_runs]
         learned = reference_learned(curves)[1] if min(map(len, curves)) >= MIN_STEPS else "too short to judge"
@@ -635,36 +635,58 @@ def task_floor(record: CaseResult) -> float | None:
     return floor.entropy_rate if floor is not None else None
 
 
-def _seed_curves(reference: CaseResult) -> list[list[float]]:
-    """The reference's replica curves (other seeds), finite ones only; [] with fewer than two (three seeds)."""
-    replicas = [list(c) for c in (reference.loss.replicas if reference.loss else None) or []
-                if c and all(math.isfinite(v) for v in c)]
-    return replicas if len(replicas) >= 2 else []
+def _finite_curves(curves: Sequence[Sequence[float]] | None) -> list[list[float]]:
+    return [list(c) for c in curves or [] if c and all(math.isfinite(v) for v in c)]
+
+
+@dataclass(frozen=True)
+class ExtraRuns:
+    """A reference's extra runs that the equivalence rule reads: twins (paired) and replicas (other seeds)."""
+
+    twins: list[list[float]]
+    seeds: list[list[float]]
+    """Replica curves; [] with fewer than two (three seeds), too few for a spread."""
+
+    def __bool__(self) -> bool:
+        return bool(self.twins or self.seeds)
+
+    @classmethod
+    def of(cls, reference: CaseResult) -> "ExtraRuns":
+        loss = reference.loss
+        replicas = _finite_curves(loss.replicas if loss else None)
+        return cls(_finite_curves(loss.twins if loss else None), replicas if len(replicas) >= 2 else [])
+
+
+def _finite_values(values: Sequence[Any] | None) -> list[float]:
+    return [float(x) for x in values or [] if isinstance(x, (int, float)) and math.isfinite(x)]
 
 
 def _judge_equivalence(record: CaseResult, ref_mode: str, ref_runs: list[CaseResult],
-                       seeds: list[list[float]], rate: float | None) -> Parity:
-    """The verdict on a task with a known floor whose reference trained at several seeds (:mod:`equivalence`)."""
+                       extra: ExtraRuns, rate: float | None) -> Parity:
+    """The verdict on a task with a known floor whose reference trained twins or seeds (:mod:`equivalence`)."""
     reference = ref_runs[0]
     ref_curve = _curve(reference)
     if reference is record:
         start, end = ref_curve[0], final_loss(ref_curve)
         where = (f"{zipf_progress(start, end, rate):.0%} of the way from {start:.4g} to the floor {rate:.4g}"
                  if rate is not None and end is not None else f"{start:.4g} -> {end:.4g}")
+        runs = ", ".join(filter(None, [f"{len(extra.twins)} twin(s) at its own seed" if extra.twins else "",
+                                       f"{len(extra.seeds)} other seeds" if extra.seeds else ""]))
         return Parity.from_dict({"verdict": "reference", "rule": "equivalence", "reference_mode": ref_mode,
                                  "floor": rate, "final": end,
-                                 "reason": (f"{ref_mode} is the reference of this workload and size, trained at "
-                                            f"{len(seeds) + 1} seeds; its loss came {where}")})
-    out = equivalence.judge(_curve(record), ref_curve, seeds, rate, ref_mode)
+                                 "reason": (f"{ref_mode} is the reference of this workload and size, trained again "
+                                            f"as {runs}; its loss came {where}")})
+    share = record.settings.get("parity_margin", equivalence.MARGIN_REL)
+    out = equivalence.judge(_curve(record), ref_curve, extra.seeds, rate, ref_mode, twins=extra.twins,
+                            share=share if isinstance(share, (int, float)) else equivalence.MARGIN_REL)
     if out.verdict in ("pass", "fail"):
         val, ref_val = record.validation, reference.validation
         verdict = None
         if val is not None and ref_val is not None and val.metric and val.metric == ref_val.metric:
             assert out.margin_nats is not None  # every judged equivalence verdict states its margin
-            verdict = equivalence.judge_validation(
-                val.value, ref_val.value, [x for x in ref_val.replicas or []
-                                           if isinstance(x, (int, float)) and math.isfinite(x)],
-                rate, out.margin_nats, val.metric)
+            verdict = equivalence.judge_validation(val.value, ref_val.value, _finite_values(ref_val.replicas),
+                                                   rate, out.margin_nats, val.metric,
+                                                   twins=_finite_values(ref_val.twins))
         _fold_checks(out, _frozen_beyond_reference(record, [r for r in ref_runs if r is not record]), verdict)
     return out
 

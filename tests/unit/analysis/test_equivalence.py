@@ -27,58 +27,85 @@ def curve(offset: float = 0.0, rate: float = 0.04, start: float = 4.5, noise: fl
 
 REF = curve()
 SEEDS = [curve(0.02, seed=1), curve(-0.02, seed=2)]
+TWINS = [curve(0.002), curve(-0.001)]
+"""Twins at the reference's own seed: their gaps (rms 0.0016) are the paired noise floor."""
 
 
-def judge(losses, floor=FLOOR, reference=REF, replicas=SEEDS):
-    return equivalence.judge(losses, reference, replicas, floor, "PT-AMP")
+def judge(losses, floor=FLOOR, reference=REF, replicas=(), twins=TWINS, share=0.01):
+    return equivalence.judge(losses, reference, replicas, floor, "PT-AMP", twins=twins, share=share)
 
 
-def test_equal_curves_pass_with_the_margin_stated_in_nats_and_progress():
+def test_equal_curves_pass_with_the_margin_stated_in_nats_and_as_a_share_of_the_loss():
     out = judge(curve(0.01))
     assert out.verdict == "pass", out.reason
-    assert out.margin_nats == pytest.approx(max(equivalence.MARGIN_PROGRESS * out.progress_nats,
-                                                equivalence.SEED_K * out.seed_sd, equivalence.MIN_MARGIN))
-    assert "nats" in out.reason and "of the way" in out.reason
+    ref_end = out.reference_final
+    assert out.margin_nats == pytest.approx(0.01 * ref_end)
+    assert out.margin_rel == pytest.approx(0.01) and out.margin_share == 0.01
+    assert out.noise_floor_nats == pytest.approx(np.sqrt((0.002 ** 2 + 0.001 ** 2) / 2))
+    assert out.noise_paired is True and out.reference_twins == 2
+    lo, hi = out.interval
+    assert lo < out.abs_diff < hi and hi <= out.margin_nats
+    assert unsaid(out.reason, "nats", "1.0% of the reference's final loss", "of the way") == [], out.reason
     assert 0.8 < out.progress < 1.0
 
 
-@pytest.mark.parametrize("offset,word", [(0.3, "higher"), (-0.3, "lower")])
+@pytest.mark.parametrize("offset,word", [(0.1, "higher"), (-0.1, "lower")])
 def test_a_difference_beyond_the_margin_fails_either_way(offset, word):
-    """Learning faster than the reference is a difference, not a win."""
+    """Learning faster than the reference is a difference, not a win: 4% of the loss against a 1% margin."""
     out = judge(curve(offset))
     assert out.verdict == "fail"
-    assert unsaid(out.reason, f"loss {word}", "PT-AMP", "0.3") == [], out.reason
+    assert unsaid(out.reason, f"loss {word}", "PT-AMP", "0.1") == [], out.reason
     assert out.abs_diff == pytest.approx(offset, abs=1e-9)
 
 
-def test_a_loss_below_the_floor_is_a_leak():
-    out = judge(curve(-1.0))
-    assert out.verdict == "fail" and "below the task's floor" in out.reason and "leak" in out.reason
+def test_a_case_on_the_edge_of_the_margin_is_inconclusive_never_a_pass_or_a_fail():
+    """A gap whose interval straddles the margin's edge must not flip from night to night."""
+    noisy = [curve(0.02, noise=0.0), curve(-0.02)]
+    edge = judge(curve(0.025), twins=noisy, share=0.01)  # margin 4x0.02 = 0.08 nats; interval 0.025 +- 0.04
+    assert edge.margin_nats == pytest.approx(0.08)
+    assert edge.verdict == "pass", edge.reason
+    out = judge(curve(0.07), twins=noisy)
+    assert out.verdict == "inconclusive" and "on the edge of the margin" in out.reason
+    assert judge(curve(0.2), twins=noisy).verdict == "fail"
 
 
-def test_the_seed_spread_widens_the_margin():
+def test_a_wider_noise_floor_widens_the_margin_and_says_so():
+    wide = [curve(0.1), curve(-0.1)]
+    out = judge(curve(0.05), twins=wide)
+    assert out.margin_nats == pytest.approx(equivalence.NOISE_K * 0.1)
+    assert "widened by its noise floor" in out.reason and "twin" in out.margin_source
+    assert judge(curve(0.05)).verdict == "fail"  # the same gap against the quiet twins' 1% margin
+
+
+def test_the_asked_share_sets_the_margin():
+    assert judge(curve(0.05), share=0.03).verdict == "pass"
+    assert judge(curve(0.05), share=0.01).verdict == "fail"
+
+
+def test_without_twins_the_unpaired_seed_spread_sets_a_wide_margin():
+    """Records from before twins: the spread of other seeds, stated as unpaired."""
     wide = [curve(0.3, seed=1), curve(-0.3, seed=2)]
-    out = judge(curve(0.2), replicas=wide)
+    out = judge(curve(0.2), replicas=wide, twins=())
     assert out.verdict == "pass", out.reason
-    assert "spread of its 3 seeds" in out.margin_source
-    assert judge(curve(0.2)).verdict == "fail"
+    assert out.noise_paired is False and "unpaired" in out.margin_source and "3 seeds" in out.margin_source
+    assert out.margin_rel > 0.1  # a pass that certifies little, and says how little
 
 
 def test_too_early_on_the_curve_is_inconclusive_never_a_pass():
     slow = curve(rate=0.0005)
-    out = judge(slow, reference=slow, replicas=[curve(rate=0.0005, seed=1), curve(rate=0.0005, seed=2)])
+    out = judge(slow, reference=slow, twins=[curve(0.001, rate=0.0005), curve(-0.001, rate=0.0005)])
     assert out.verdict == "inconclusive"
     assert "too early on the curve" in out.reason
 
 
 def test_a_reference_whose_loss_rose_is_too_early_to_judge():
     rising = [5.0 + 0.01 * i for i in range(N)]
-    out = judge(rising, reference=rising, replicas=[rising, rising])
+    out = judge(rising, reference=rising, twins=[rising, rising])
     assert out.verdict == "inconclusive" and out.progress < 0
 
 
 def test_too_short_a_run_is_inconclusive():
-    out = judge(curve(n=5), reference=curve(n=5), replicas=[curve(n=5), curve(n=5)])
+    out = judge(curve(n=5), reference=curve(n=5), twins=[curve(n=5), curve(n=5)])
     assert out.verdict == "inconclusive" and "too short" in out.reason
 
 
@@ -94,11 +121,10 @@ def test_an_early_excursion_that_rejoins_is_a_note_on_a_pass():
 
 def test_a_gap_growing_over_the_second_half_is_named():
     t = np.arange(N)
-    drifting = (np.asarray(curve()) + 0.12 * np.clip((t - 50) / 50, 0, None)).tolist()
-    wide = [curve(0.05, seed=1), curve(-0.05, seed=2)]
-    out = judge(drifting, replicas=wide)
+    drifting = (np.asarray(curve()) + 0.045 * np.clip((t - 50) / 50, 0, None)).tolist()
+    out = judge(drifting, share=0.03)
     assert out.verdict == "pass", out.reason
-    assert "the gap grew by +0.1" in out.reason and out.gap_trend_nats > 0
+    assert "the gap grew by +0.04" in out.reason and out.gap_trend_nats > 0
 
 
 def test_a_non_finite_loss_fails():
@@ -119,11 +145,14 @@ def test_validation_within_and_beyond_the_margin_and_below_the_floor():
     assert far.verdict == "fail"
     leak = equivalence.judge_validation(1.5, 2.50, [], FLOOR, 0.05, "heldout_loss")
     assert leak.verdict == "fail" and "floor" in leak.reason
+    # Twins set the held-out value's noise when there are some: the seeds' wider spread is not used.
+    paired = equivalence.judge_validation(2.53, 2.50, [2.9, 2.1], FLOOR, 0.025, "heldout_loss", twins=[2.501, 2.499])
+    assert paired.verdict == "fail" and paired.tolerance == pytest.approx(0.025)
 
 
 # --- through parity.attach: the rule a record gets ------------------------------------------------
 
-def _record(mode, losses, replicas=None, heldout=None, **validation):
+def _record(mode, losses, replicas=None, heldout=None, twins=None, **validation):
     dims = {"vocab": 96, "d_model": 8, "heads": 2, "layers": 1, "ffn": 8, "seq": 8, "batch": 2,
             "task": "zipf-markov"}
     settings = {"seed": 1, "steps": N, "warmup": 0, "lr": 1e-3, "lr_warmup": 0, "parity_rtol": 0.15,
@@ -131,6 +160,8 @@ def _record(mode, losses, replicas=None, heldout=None, **validation):
     loss = {"per_step": losses}
     if replicas is not None:
         loss["replicas"] = replicas
+    if twins is not None:
+        loss["twins"] = twins
     val = {"metric": "heldout_loss", "heldout_loss": heldout if heldout is not None else losses[-1], **validation}
     return CaseResult.from_dict({"case_id": f"gpt/s/{mode}", "status": "ok", "round": 0,
                                  "case": {"workload": "gpt", "size": "s", "mode": mode, "dims": dims,
@@ -138,22 +169,39 @@ def _record(mode, losses, replicas=None, heldout=None, **validation):
                                  "loss": loss, "validation": val, "updates": {"unchanged": 0}})
 
 
-def test_attach_uses_the_equivalence_rule_where_the_task_has_a_floor_and_the_reference_seeds():
+def test_attach_uses_the_equivalence_rule_where_the_task_has_a_floor_and_the_reference_twins():
     start = 4.6
-    ref = _record("PT-AMP", curve(start=start), replicas=[curve(0.02, start=start, seed=1),
-                                                          curve(-0.02, start=start, seed=2)],
-                  validation_replicas=None)
-    ref.validation.replicas = [2.31, 2.33]
+    ref = _record("PT-AMP", curve(start=start), twins=[curve(0.002, start=start), curve(-0.001, start=start)])
+    ref.validation.twins = [2.31, 2.30]
     good = _record("TE-BF16", curve(0.01, start=start))
     leaky = _record("TE-FP8", curve(-1.5, start=start), causal_kl=0.4)
     layout = _record("PT-AMP+compile", curve(0.0, start=start), batch_kl=0.2)
     records = [ref, good, leaky, layout]
     parity.attach(records)
-    assert ref.parity.verdict == "reference" and "trained at 3 seeds" in ref.parity.reason
+    assert ref.parity.verdict == "reference" and "2 twin(s) at its own seed" in ref.parity.reason
     assert good.parity.verdict == "pass" and good.parity.rule == "equivalence", good.parity.reason
     assert leaky.parity.verdict == "fail"
     assert "sees the future" in leaky.parity.reason and "below the task's floor" in leaky.parity.reason
     assert layout.parity.verdict == "fail" and "across the batch" in layout.parity.reason
+
+
+def test_attach_with_replicas_only_judges_by_the_unpaired_spread():
+    start = 4.6
+    ref = _record("PT-AMP", curve(start=start), replicas=[curve(0.02, start=start, seed=1),
+                                                          curve(-0.02, start=start, seed=2)])
+    good = _record("TE-BF16", curve(0.01, start=start))
+    parity.attach([ref, good])
+    assert ref.parity.verdict == "reference" and "2 other seeds" in ref.parity.reason
+    assert good.parity.verdict == "pass" and good.parity.noise_paired is False, good.parity.reason
+
+
+def test_the_parity_margin_setting_is_the_share_asked():
+    start = 4.6
+    ref = _record("PT-AMP", curve(start=start), twins=[curve(0.002, start=start), curve(-0.001, start=start)])
+    case = _record("TE-BF16", curve(0.05, start=start))
+    case.case.settings["parity_margin"] = 0.03
+    parity.attach([ref, case])
+    assert case.parity.verdict == "pass" and case.parity.margin_share == 0.03, case.parity.reason
 
 
 def test_without_reference_seeds_the_band_rule_judges_as_before():
