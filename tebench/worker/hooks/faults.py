@@ -33,6 +33,13 @@ MUTATIONS = {
                  "predict (a target shifted the wrong way)",
     "init-default": "the model starts from PyTorch's (or TE's) default initialization instead of the canonical "
                     "weights every other mode starts from",
+    # Same structure, different training: the model keeps its shape, its parameters and its FP8 proof, and
+    # trains a few per cent better or worse than its reference. Only a verdict with a tight margin tells.
+    "norm-eps": "every normalization's epsilon is 1.0 instead of its default (1e-5): a numerics change",
+    "dropout-on": "dropout 0.2 on the block stack's input left on in training: a regularization left on",
+    "leak-small": "one position in 16 also carries the next position's input, the token it must predict: a small "
+                  "leak",
+    "lr-quarter": "the learning rate is a quarter of the case's: an optimizer hyperparameter",
     "fp8-scale-one": "delayed-scaling FP8 keeps the scaling factor at 1 (no amax-based scaling)",
     "fp8-bypass": "the FP8 layers run in high precision (TE's each enter FP8 autocast disabled; torchao's "
                   "Float8Linear run nn.Linear's forward): every GEMM runs in high precision while the case is "
@@ -42,6 +49,8 @@ MUTATIONS = {
 }
 
 KINDS = {**PROCESS_FAULTS, **MUTATIONS}
+SUBTLE = ("norm-eps", "dropout-on", "leak-small", "lr-quarter")
+"""The mutations that keep the model's structure and train measurably differently (each a few per cent)."""
 
 
 def fault_for(case_id: str, environ: Mapping[str, str] | None = None) -> str | None:

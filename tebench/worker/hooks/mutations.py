@@ -17,6 +17,14 @@ from torch import nn
 from tebench.worker.hooks.faults import MUTATIONS
 
 
+LEAK_EVERY = 16
+"""leak-small: one position in this many also carries the next position's input (the token it must predict)."""
+DROPOUT = 0.2
+"""dropout-on: the dropout probability on the block stack's input."""
+NORM_EPS = 1.0
+"""norm-eps: every normalization's epsilon."""
+
+
 class SwapBatchSeq(nn.Module):
     """Runs ``inner`` on ``[seq, batch, ...]`` when handed ``[batch, seq, ...]``.
 
@@ -33,17 +41,35 @@ class SwapBatchSeq(nn.Module):
 
 
 class LeakNext(nn.Module):
-    """Runs ``inner`` on ``x`` plus ``x`` shifted one position back: position t also carries position t+1.
+    """Runs ``inner`` on ``x`` plus ``x`` shifted one position back: position t also carries t+1.
 
-    The mistake of a target shifted the wrong way: each position sees the token it must predict.
+    The mistake of a target shifted the wrong way: each position sees the token it must predict. With
+    ``every`` > 1 only every ``every``-th position does (the last of each group): a small leak.
     """
 
-    def __init__(self, inner: nn.Module):
+    def __init__(self, inner: nn.Module, every: int = 1):
         super().__init__()
         self.inner = inner
+        self.every = every
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.inner(x + x.roll(-1, dims=1))
+        nxt = x.roll(-1, dims=1)
+        if self.every > 1:
+            keep = (torch.arange(x.shape[1], device=x.device) % self.every == self.every - 1).to(x.dtype)
+            nxt = nxt * keep.view(1, -1, *([1] * (x.dim() - 2)))
+        return self.inner(x + nxt)
+
+
+class DropoutBefore(nn.Module):
+    """Runs ``inner`` on ``x`` after dropout ``p`` (in training only): a regularization left on."""
+
+    def __init__(self, inner: nn.Module, p: float):
+        super().__init__()
+        self.inner = inner
+        self.p = p
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(nn.functional.dropout(x, self.p, self.training))
 
 
 class WithForwardKwargs(nn.Module):
@@ -127,6 +153,17 @@ def apply(kind: str, model: nn.Module, workload: Any, family: str, case: Any) ->
         _blocks(model, kind)[0].requires_grad_(False)
     elif kind == "leak-next":
         model.blocks = LeakNext(_blocks(model, kind))  # a stack of blocks on [batch, seq, hidden]
+    elif kind == "leak-small":
+        model.blocks = LeakNext(_blocks(model, kind), LEAK_EVERY)
+    elif kind == "dropout-on":
+        model.blocks = DropoutBefore(_blocks(model, kind), DROPOUT)
+    elif kind == "norm-eps":
+        # PyTorch's LayerNorm/RMSNorm and TE's normalizing modules all read ``eps`` at every forward.
+        norms = [m for m in model.modules() if isinstance(getattr(m, "eps", None), float)]
+        if not norms:
+            raise RuntimeError("mutation 'norm-eps': the model has no normalization with an eps")
+        for m in norms:
+            m.eps = NORM_EPS  # type: ignore[assignment]  # nn.Module types an undeclared attribute as Tensor | Module
     elif kind == "init-default":
         # Seeded, so the mutated run is reproducible; not the canonical draw every mode shares.
         torch.manual_seed(getattr(getattr(case, "settings", None), "seed", 0) + 1)
@@ -159,7 +196,7 @@ def apply(kind: str, model: nn.Module, workload: Any, family: str, case: Any) ->
 
 def lr_scale(kind: str | None) -> float:
     """Factor on the case's learning rate."""
-    return 10.0 if kind == "lr-x10" else 1.0
+    return {"lr-x10": 10.0, "lr-quarter": 0.25}.get(kind or "", 1.0)
 
 
 def after_optimizer(kind: str | None, optimizer: torch.optim.Optimizer, model: nn.Module) -> None:

@@ -146,17 +146,19 @@ ZIPF_STEPS = 240
 ZIPF_SIZE = GPTSize(vocab=32, d_model=64, heads=4, layers=2, ffn=128, seq=32, batch=16, task="zipf-markov")
 
 
-def _zipf_case(mode: str, seeds: int = 0) -> Case:
+def _zipf_case(mode: str, seeds: int = 0, twins: int = 0) -> Case:
     return Case("gpt", "tiny-zm", mode, tuple(dataclasses.asdict(ZIPF_SIZE).items()),
-                settings=Settings(steps=ZIPF_STEPS, warmup=0, lr=3e-3, profile_steps=0, reference_seeds=seeds))
+                settings=Settings(steps=ZIPF_STEPS, warmup=0, lr=3e-3, profile_steps=0, reference_seeds=seeds,
+                                  reference_twins=twins))
 
 
 @pytest.fixture(scope="module")
 def zipf_judged():
-    """PT-FP32 at three seeds, PT-AMP, and every CPU mutation of PT-AMP on the zipf-markov task."""
-    return _judged_together({"reference": (_zipf_case("PT-FP32", seeds=2), None, 0),
+    """PT-FP32 at three seeds and with two twins, PT-AMP, and every CPU mutation of PT-AMP on the zipf-markov
+    task, the structural ones and those of the same structure that train a few per cent differently."""
+    return _judged_together({"reference": (_zipf_case("PT-FP32", seeds=2, twins=2), None, 0),
                              "PT-AMP": (_zipf_case("PT-AMP"), None, 0),
-                             **{m: (_zipf_case("PT-AMP"), m, 0) for m in CPU_MUTATIONS}})
+                             **{m: (_zipf_case("PT-AMP"), m, 0) for m in CPU_MUTATIONS + list(faults.SUBTLE)}})
 
 
 def test_zipf_reference_trains_its_seeds(zipf_judged):
@@ -168,15 +170,37 @@ def test_zipf_reference_trains_its_seeds(zipf_judged):
     assert ref["validation"]["heldout_loss"] > ref["validation"]["floor"]
 
 
+def test_zipf_reference_trains_its_twins(zipf_judged):
+    """Twins share the reference's seed and batches: on the CPU (deterministic kernels) they land within a
+    hair of it, so the paired noise floor leaves the 1% margin as asked."""
+    ref = zipf_judged["reference"]
+    twins = ref["loss"]["twins"]
+    assert len(twins) == 2 and len(ref["validation"]["twins"]) == 2 and ref["phases"]["twins_s"] > 0
+    assert twins[0] != ref["loss"]["per_step"] and twins[0][0] == pytest.approx(ref["loss"]["per_step"][0], abs=1e-4)
+    assert all(abs(t[-1] - ref["loss"]["per_step"][-1]) < 0.01 for t in twins)
+
+
 def test_zipf_unmutated_pt_amp_passes_by_equivalence(zipf_judged):
     verdict = zipf_judged["PT-AMP"]["parity"]
     assert verdict["verdict"] == "pass" and verdict["rule"] == "equivalence", verdict["reason"]
+    # The pass certifies a number: 1% of the reference's final loss, from paired twins.
+    assert verdict["margin_rel"] == pytest.approx(0.01) and verdict["noise_paired"] is True
+    assert verdict["noise_floor_nats"] < 0.001
     assert zipf_judged["PT-AMP"]["validation"]["causal_kl"] < parity.STRUCTURE_KL
 
 
-@pytest.mark.parametrize("mutation", CPU_MUTATIONS)
+@pytest.mark.parametrize("mutation", CPU_MUTATIONS + list(faults.SUBTLE))
 def test_zipf_every_cpu_mutation_fails(zipf_judged, mutation):
     assert zipf_judged[mutation]["parity"]["verdict"] == "fail", zipf_judged[mutation]["parity"]["reason"]
+
+
+@pytest.mark.parametrize("mutation", faults.SUBTLE)
+def test_zipf_same_structure_mutations_train_a_few_per_cent_differently(zipf_judged, mutation):
+    """The class keeps the model's shape and parameters: nothing froze, and the loss moved by at most ~10%.
+    The margin, not a gross failure, is what catches them."""
+    record = zipf_judged[mutation]
+    assert record["updates"]["unchanged"] == 0
+    assert 0.005 < abs(record["parity"]["rel_diff"]) < 0.12, record["parity"]["reason"]
 
 
 def test_zipf_no_causal_is_a_leak_below_the_floor_and_sees_the_future(zipf_judged):
