@@ -37,8 +37,10 @@ def legend(energy: bool) -> str:
             f"{tables.COMPILED} (\"=\": it is that baseline); memory: its peak against {tables.BASELINE}'s; "
             + (f"mJ/token: its energy per token (NVML, timed steps) and the change against {tables.BASELINE}'s; "
                if energy else "")
-            + "within noise: it passed, but its lead is smaller than the steps' spread or the bootstrap interval "
-            "of its speedup includes ×1, so this run cannot tell it from the baseline.")
+            + "(noise): its lead over that baseline is smaller than the steps' spread or the bootstrap interval of "
+            "its speedup includes ×1, so this run cannot tell the two apart; verdict: loss parity, and what a pass "
+            "certifies: ±1.0% is the largest loss difference from the reference it allows, as a share of the "
+            "reference's final loss (the equivalence margin, or the band's half-width).")
 
 
 def lead_is_noise(best: pd.Series, base: pd.Series | None) -> bool:
@@ -72,9 +74,12 @@ def frame(df: pd.DataFrame) -> pd.DataFrame:
         best = tables._fastest(good)
         amp = ok[(ok["variant"] == tables.BASELINE)]
         base = amp.iloc[0] if not amp.empty else None
+        compiled = ok[(ok["variant"] == tables.COMPILED)]
+        base_compiled = compiled.iloc[0] if not compiled.empty else None
         row: dict[str, Any] = {"source": source, "workload": workload, "size": size, "pick": None, "mode": None,
                                "speedup_vs_amp": np.nan, "speedup_vs_compile": np.nan, "memory_change": np.nan,
                                "mj_per_token": np.nan, "energy_change": np.nan, "parity": None, "noise": False,
+                               "noise_compile": False, "margin": np.nan,
                                "failed": int(g["parity"].isin(["fail", "inconclusive"]).sum()),
                                "passed_over": tables._faster_not_counted([(ok, best)], counted)}
         if best is not None:
@@ -83,7 +88,9 @@ def frame(df: pd.DataFrame) -> pd.DataFrame:
             row.update(pick=best["variant"], mode=best["mode"],
                        parity=verdict if isinstance(verdict, str) and verdict else "timing only",
                        speedup_vs_amp=best["speedup_vs_amp"], speedup_vs_compile=best["speedup_vs_compile"],
-                       noise=lead_is_noise(best, base))
+                       noise=lead_is_noise(best, base),
+                       noise_compile=bool(tables.within_noise(best, base_compiled, "speedup_vs_compile")),
+                       margin=best.get("parity_margin", np.nan))
             if pd.notna(best["memory_vs_amp"]):
                 row["memory_change"] = best["memory_vs_amp"] - 1.0
             if has_energy and pd.notna(best.get("tokens_per_j")):
@@ -94,11 +101,13 @@ def frame(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _speedup_cell(row: pd.Series, column: str, baseline: str) -> str:
-    """×1.50; "=" where the pick is that baseline itself (a ratio of a case to itself says nothing)."""
+def _speedup_cell(row: pd.Series, column: str, baseline: str, noise: str) -> str:
+    """×1.50; "×1.02 (noise)" where this run cannot tell the pick from that baseline; "=" where the pick is that
+    baseline itself (a ratio of a case to itself says nothing)."""
     if row["pick"] == baseline:
         return "="
-    return tables.fmt(row[column], "x")
+    text = tables.fmt(row[column], "x")
+    return f"{text} (noise)" if row.get(noise) and text != "–" else text
 
 
 def _energy_cell(row: pd.Series) -> str:
@@ -111,12 +120,13 @@ def _energy_cell(row: pd.Series) -> str:
 
 
 def _verdict_cell(row: pd.Series) -> str:
-    """"pass" (or "reference"), "within noise" where the pick passed but its lead cannot be told from noise,
-    "none passed" where no case of the size counts."""
+    """"pass ±1.0%" (the margin the pass certifies, so that a wide pass never reads like a narrow one),
+    "reference", "none passed" where no case of the size counts."""
     if not isinstance(row["pick"], str):  # None, or NaN once pandas has held it
         return "none passed"
-    if row["noise"]:
-        return "within noise"
+    margin = row.get("margin")
+    if row["parity"] == "pass" and isinstance(margin, (int, float)) and math.isfinite(margin):
+        return f"pass ±{margin:.1%}" if margin < 0.0995 else f"pass ±{margin:.0%}"
     return str(row["parity"])
 
 
@@ -125,8 +135,9 @@ def display(rows: pd.DataFrame, energy: bool) -> pd.DataFrame:
     out = pd.DataFrame({
         "size": rows["size"].astype(str),
         "fastest passing": [r if isinstance(r, str) and r else "–" for r in rows["pick"]],
-        "vs AMP": [_speedup_cell(r, "speedup_vs_amp", tables.BASELINE) for _, r in rows.iterrows()],
-        "vs compile": [_speedup_cell(r, "speedup_vs_compile", tables.COMPILED) for _, r in rows.iterrows()],
+        "vs AMP": [_speedup_cell(r, "speedup_vs_amp", tables.BASELINE, "noise") for _, r in rows.iterrows()],
+        "vs compile": [_speedup_cell(r, "speedup_vs_compile", tables.COMPILED, "noise_compile")
+                       for _, r in rows.iterrows()],
         "memory": ["=" if r["pick"] == tables.BASELINE else change_text(r["memory_change"])
                    for _, r in rows.iterrows()],
         "mJ/token": [_energy_cell(r) for _, r in rows.iterrows()],

@@ -83,6 +83,9 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
                 "reference_mode": par.reference_mode,
                 "reference_final": par.reference_final,
                 "parity_tolerance": par.tolerance,
+                # What a verdict certifies, relative to the reference's final loss: the equivalence margin, or
+                # the band's half-width at the end (its power; a pass with a wide one says little).
+                "parity_margin": par.band_rel,
                 "fp8_proof": last.fp8_proof.verdict if last.fp8_proof is not None else None,
                 "gpu_busy": busy,
                 "bound": None if busy is None else ("launch-bound" if busy < CPU_BOUND_BELOW else "GPU-bound"),
@@ -396,7 +399,7 @@ NOISE_RESAMPLES = 400
 does not, cheap enough for every size of a report (the crossover uses as many)."""
 
 
-def within_noise(best: pd.Series, base: pd.Series | None) -> str:
+def within_noise(best: pd.Series, base: pd.Series | None, column: str = "speedup_vs_amp") -> str:
     """"within noise" when one run cannot tell the fastest mode from the baseline, "" otherwise.
 
     Either rule says so: the lead is smaller than either one's interquartile spread (relative to its
@@ -407,7 +410,7 @@ def within_noise(best: pd.Series, base: pd.Series | None) -> str:
         return ""
     spreads = [r["iqr_ms"] / r["median_ms"] for r in (best, base)
                if pd.notna(r.get("iqr_ms")) and r.get("median_ms")]
-    speedup = best.get("speedup_vs_amp")
+    speedup = best.get(column)
     if not spreads or speedup is None or pd.isna(speedup) or speedup <= 0:
         return ""
     if abs(math.log(speedup)) < max(spreads):
