@@ -25,7 +25,11 @@ class Progress(Protocol):
 
 
 class Display:
-    """Progress on stderr: a live line on a terminal, one line per finished case always."""
+    """Progress on stderr: a live line on a terminal, one line per finished case always.
+
+    Each line starts ``[i/n]``, ``i`` padded to the width of ``n`` (``[ 9/19]``, ``[10/19]``), so the
+    lines of a run stay in one column.
+    """
 
     def __init__(self, total: int, live: bool | None, stream=None):
         self.stream = stream or sys.stderr
@@ -48,9 +52,13 @@ class Display:
             if phase in ("warmup", "measure") and step > 0:
                 eta = f" ETA {elapsed / step * (steps - step):.0f}s"
             self._clear()
-            line = f"[{self.done + 1}/{self.total}] {for_terminal(label)} {phase} {step}/{steps}{eta}"
+            line = f"{self._count(self.done + 1)} {for_terminal(label)} {phase} {step}/{steps}{eta}"
             self.stream.write(line[:160])
             self.stream.flush()
+
+    def _count(self, index: int) -> str:
+        """``[i/n]``, ``i`` right-aligned to the width of ``n``."""
+        return f"[{index:>{len(str(self.total))}}/{self.total}]"
 
     def start(self, key: str) -> None:
         with self.lock:
@@ -62,7 +70,7 @@ class Display:
             self._clear()
             # A case's reason may quote a worker's or a plugin's output: shown, not obeyed.
             line = summary_line(record, show_round)
-            self.stream.write(f"[{self.done}/{self.total}] {prefix}{for_terminal(line)}\n")
+            self.stream.write(f"{self._count(self.done)} {prefix}{for_terminal(line)}\n")
             self.stream.flush()
 
 
