@@ -113,7 +113,7 @@ def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[
         caches.prepare(opts.compile_cache)
     except OSError as exc:
         raise RunError(f"--compile-cache {opts.compile_cache}: cannot create it ({exc.strerror})") from None
-    display = Display(len(todo), opts.live)
+    display = Display(len(todo), opts.live, rounds=opts.rounds)
     if done:
         sys.stderr.write(f"resuming run {for_terminal(run_id)}: {len(done)} case-round(s) already recorded, {len(todo)} to go\n")
     try:
