@@ -25,9 +25,29 @@ COMMANDS = ("env", "list_cases", "run", "report", "compare", "ab", "merge", "his
 """The command modules of ``tebench.cli``, in the order ``--help`` lists them."""
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, with a suggestion for a misspelt choice: ``tebench reprot`` is answered
+    with "did you mean 'report'?" (exit 2, as any usage error). Subcommands' parsers are of this class
+    too (``add_subparsers`` makes its parsers of the parent's class), so an action or an option's
+    choice gets the same help."""
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        choices = action.choices
+        if choices is not None and value not in choices:
+            import difflib
+
+            names = [str(c) for c in choices]
+            close = difflib.get_close_matches(str(value), names, n=1)
+            if close:
+                shown = ", ".join(repr(n) for n in names)
+                raise argparse.ArgumentError(
+                    action, f"invalid choice: {value!r} (choose from {shown}); did you mean {close[0]!r}?")
+        super()._check_value(action, value)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command: each command module adds its own."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tebench",
         description="What Transformer Engine (BF16, FP8) buys over plain PyTorch, with loss parity.",
     )

@@ -195,16 +195,23 @@ def select(mat: Any, only: list[str], shard_spec: tuple[int, int] | None, what: 
 
 def check_results_paths(paths: list[str]) -> None:
     """Refuse at once (exit 2) a results path that is missing, or is neither a run directory nor a
-    regular file of at most the results-file limit: before the modules that read results are imported."""
+    regular file of at most the results-file limit: before the modules that read results are imported.
+
+    A run directory stands for the file the reader reads in it (:func:`tebench.store.reader.results_path`:
+    ``results.jsonl``, else ``results.jsonl.gz``, how a stored run is kept), so every command that
+    takes results accepts the same folders the reader does."""
     from tebench import bounded
-    from tebench.store.reader import RESULTS_NAME
+    from tebench.store.reader import RESULTS_NAME, results_path
 
     for given in paths:
         path = Path(given)
-        file = path / RESULTS_NAME if path.is_dir() else path
+        file = results_path(path)
         try:
             bounded.check_file(file, "results file", bounded.RESULTS_MAX_BYTES)
         except FileNotFoundError:
+            if path.is_dir():
+                raise UsageError(f"{given}: no results file (neither {RESULTS_NAME} nor {RESULTS_NAME}.gz "
+                                 f"in {path})") from None
             raise UsageError(f"{given}: no results file ({file} does not exist)") from None
 
 

@@ -103,7 +103,8 @@ def add_parser(sub: Any) -> None:
     h.set_defaults(func=cmd_history_add)
     h = hsub.add_parser("report", help="trend charts, step changes, latest run vs recent baseline")
     h.add_argument("--db", required=True, help="the SQLite database that history add wrote")
-    h.add_argument("--out", required=True, help="directory for the history report (index.html, report.md)")
+    h.add_argument("--out", required=True,
+                   help="directory for the history report (history.html, history.md, trends.png)")
     h.add_argument("--window", type=int, default=5, help="how many earlier runs form the baseline")
     h.add_argument("--threshold", action="append", default=[], metavar="METRIC=VALUE",
                    help="as for compare: time=5%% or time=0.05")

@@ -103,7 +103,9 @@ def add_parser(sub: Any) -> None:
     """The command's arguments, on the ``tebench`` parser's subcommands."""
     p = sub.add_parser("run", help="run a matrix and write results (and a report)")
     add_matrix_args(p)
-    p.add_argument("--out", required=True, help="run directory (results.jsonl, logs/, report/)")
+    p.add_argument("--out", required=True,
+                   help="run directory (results.jsonl, logs/, report/); a finished run already there is kept, "
+                        "moved to OUT/previous/<run id>/")
     p.add_argument("--rounds", type=int, default=1, help="repeat the matrix R times, interleaved")
     p.add_argument("--resume", action="store_true", help="continue a killed run in --out")
     p.add_argument("--timeout", type=float, help="per-case wall-clock limit in seconds (overrides the matrix)")

@@ -25,12 +25,18 @@ class Progress(Protocol):
 
 
 class Display:
-    """Progress on stderr: a live line on a terminal, one line per finished case always."""
+    """Progress on stderr: a live line on a terminal, one line per finished case always.
 
-    def __init__(self, total: int, live: bool | None, stream=None):
+    Each line starts ``[i/n]``, ``i`` padded to the width of ``n`` (``[ 9/19]``, ``[10/19]``), so the
+    lines of a run stay in one column. With ``rounds`` above 1 a case's line names its round as
+    ``round k/N`` (1-based), as ``tebench ab`` does.
+    """
+
+    def __init__(self, total: int, live: bool | None, stream=None, rounds: int = 1):
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty() if live is None else live
         self.total = total
+        self.rounds = rounds
         self.done = 0
         self.lock = threading.Lock()
         self.started: dict[str, float] = {}
@@ -48,9 +54,13 @@ class Display:
             if phase in ("warmup", "measure") and step > 0:
                 eta = f" ETA {elapsed / step * (steps - step):.0f}s"
             self._clear()
-            line = f"[{self.done + 1}/{self.total}] {for_terminal(label)} {phase} {step}/{steps}{eta}"
+            line = f"{self._count(self.done + 1)} {for_terminal(label)} {phase} {step}/{steps}{eta}"
             self.stream.write(line[:160])
             self.stream.flush()
+
+    def _count(self, index: int) -> str:
+        """``[i/n]``, ``i`` right-aligned to the width of ``n``."""
+        return f"[{index:>{len(str(self.total))}}/{self.total}]"
 
     def start(self, key: str) -> None:
         with self.lock:
@@ -61,8 +71,8 @@ class Display:
             self.done += 1
             self._clear()
             # A case's reason may quote a worker's or a plugin's output: shown, not obeyed.
-            line = summary_line(record, show_round)
-            self.stream.write(f"[{self.done}/{self.total}] {prefix}{for_terminal(line)}\n")
+            line = summary_line(record, self.rounds if show_round else 1)
+            self.stream.write(f"{self._count(self.done)} {prefix}{for_terminal(line)}\n")
             self.stream.flush()
 
 
@@ -74,7 +84,7 @@ class SideDisplay:
         self.display, self.side, self.rounds = display, side, rounds
 
     def _prefix(self, round_: int | None) -> str:
-        return f"{self.side}, round {(round_ or 0) + 1}/{self.rounds}: "
+        return f"{self.side}, {round_label(round_, self.rounds)}: "
 
     def start(self, key: str) -> None:
         self.display.start(key)
@@ -87,9 +97,14 @@ class SideDisplay:
         self.display.finish(record, prefix=self._prefix(record.round), show_round=False)
 
 
-def summary_line(r: CaseResult, show_round: bool = True) -> str:
-    """One human-readable line for a finished case (``show_round``: its round too, when not the first)."""
-    head = f"{r.status:<8} {r.case_id}" + (f" (round {r.round})" if r.round and show_round else "")
+def round_label(round_: int | None, rounds: int) -> str:
+    """A round as a person counts it: ``round k/N``, 1-based (a record's ``round`` is 0-based)."""
+    return f"round {(round_ or 0) + 1}/{rounds}"
+
+
+def summary_line(r: CaseResult, rounds: int = 1) -> str:
+    """One human-readable line for a finished case; with ``rounds`` above 1 it names its round (``round k/N``)."""
+    head = f"{r.status:<8} {r.case_id}" + (f" ({round_label(r.round, rounds)})" if rounds > 1 else "")
     summary = r.summary
     if r.status in ("ok", "diverged") and summary.median is not None:
         tp = r.throughput or Throughput()

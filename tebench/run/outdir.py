@@ -6,9 +6,11 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import socket
 import time
 import uuid
+import warnings
 from pathlib import Path
 from typing import Iterator
 from tebench.store import reader as results
@@ -16,6 +18,11 @@ from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, c
 
 
 LOCK_NAME = ".lock"
+PREVIOUS_NAME = "previous"
+"""``OUT/previous/<run id>/``: where a finished run goes when another run is started into its OUT."""
+RUN_ENTRIES = ("logs", "report", results.RESULTS_NAME)
+"""What a run writes into OUT and takes along when it is kept aside: the results file moves last, so
+until it has, OUT still holds the run."""
 MIN_FREE_BYTES = 1 << 20
 """Below this much free space in OUT, a worker that left no result is taken to have hit a full disk."""
 
@@ -159,3 +166,43 @@ def out_of_space(directory: Path) -> bool:
         return False
     except OSError:
         return True
+
+
+_SAFE_NAME = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]{0,99}")
+
+
+def keep_earlier_run(out: Path) -> Path:
+    """Move the finished run in ``out`` (its results file, ``logs/`` and ``report/``) to
+    ``out/previous/<run id>/``, so that a new run can be written to ``out`` beside it; returns where it went.
+
+    A second ``tebench run --out OUT`` keeps the first run, as pytest-benchmark and asv keep earlier
+    results, and ``OUT`` itself always holds the newest run (``tebench report OUT`` reports it). A run
+    that did not finish (a case and round of its header unrecorded: it was killed) is not moved:
+    RunError says to continue it with ``--resume``. The caller holds OUT's lock.
+    """
+    path = out / results.RESULTS_NAME
+    with warnings.catch_warnings():  # damaged lines of the earlier run are its report's business
+        warnings.simplefilter("ignore")
+        run = results.read(path)
+    header = run.header
+    planned = {(case_id, r) for case_id in header.case_ids or [] for r in range(header.rounds or 1)}
+    missing = planned - set(run.latest())
+    if missing:
+        raise RunError(f"{out} already holds results of a run that did not finish (run {run.run_id or 'unknown'}: "
+                       f"{len(planned) - len(missing)} of {len(planned)} case rounds recorded); pass --resume to "
+                       "continue that run, or choose another --out")
+    name = run.run_id if _SAFE_NAME.fullmatch(run.run_id) else time.strftime(
+        "%Y%m%dT%H%M%S", time.localtime(path.stat().st_mtime))
+    dest, n = out / PREVIOUS_NAME / name, 2
+    # A move cut short (a signal between two renames) left a folder without results: it is completed.
+    while dest.exists() and ((dest / results.RESULTS_NAME).exists()
+                             or any((dest / e).exists() and (out / e).exists() for e in RUN_ENTRIES)):
+        dest, n = out / PREVIOUS_NAME / f"{name}-{n}", n + 1
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        for entry in RUN_ENTRIES:
+            if (out / entry).exists():
+                os.rename(out / entry, dest / entry)
+    except OSError as exc:
+        raise storage_error(f"cannot keep the earlier run of {out} in {dest}", exc, out) from None
+    return dest

@@ -30,7 +30,7 @@ from tebench.plan.matrix import Case, Matrix, expand
 from tebench.plan.schedule import Planned, plan, select_cases
 from tebench.run.display import Display
 from tebench.run.executor import Executor
-from tebench.run.outdir import check_out_dir, lock_out, storage_error
+from tebench.run.outdir import check_out_dir, keep_earlier_run, lock_out, storage_error
 from tebench.run.options import RunOptions, launch_method, resolve_options
 from tebench.run.prestart import upcoming_cases
 from tebench.run.resume import resume_state
@@ -100,12 +100,13 @@ def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[
     planned = plan(cases, env, opts.rounds)
     done: set[tuple[str, int]] = set()
     previous: list[CaseResult] = []
-    if path.exists() and path.stat().st_size > 0:
-        if not opts.resume:
-            raise RunError(f"{opts.out} already holds results; pass --resume to continue that run, "
-                           "or choose another --out")
+    if path.exists() and path.stat().st_size > 0 and opts.resume:
         run_id, done, previous = resume_state(path, matrix, opts)
     else:
+        if path.exists() and path.stat().st_size > 0:  # a finished run: kept, and this one written beside it
+            kept = keep_earlier_run(opts.out)
+            sys.stderr.write(f"kept the earlier run of {for_terminal(opts.out)} in {for_terminal(kept)}; "
+                             f"this run writes {for_terminal(path)}\n")
         run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
     todo = [p for p in planned if (p.case.id, p.round) not in done]
     header = run_header(run_id, matrix, cases, env, opts, resumed=bool(done))
@@ -113,7 +114,7 @@ def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[
         caches.prepare(opts.compile_cache)
     except OSError as exc:
         raise RunError(f"--compile-cache {opts.compile_cache}: cannot create it ({exc.strerror})") from None
-    display = Display(len(todo), opts.live)
+    display = Display(len(todo), opts.live, rounds=opts.rounds)
     if done:
         sys.stderr.write(f"resuming run {for_terminal(run_id)}: {len(done)} case-round(s) already recorded, {len(todo)} to go\n")
     try:

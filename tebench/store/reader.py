@@ -24,6 +24,7 @@ from typing import Any
 from pydantic_core import from_json
 from tebench.schema.records import CaseInfo, CaseResult, RunHeader
 from tebench import bounded
+from tebench.escape import short_repr
 from tebench.heap import collector_off
 from tebench.plan import record_checks
 from tebench.schema.text import check_text
@@ -31,6 +32,12 @@ from tebench.schema.version import SCHEMA, RecordError, SchemaError, check_versi
 
 
 RESULTS_NAME = "results.jsonl"
+
+READABLE = (f"tebench reads a tebench results file (JSON Lines whose first record is a header of schema "
+            f"\"{SCHEMA}\", as 'tebench run' writes it), a run folder holding {RESULTS_NAME} or {RESULTS_NAME}.gz, "
+            f"a {RESULTS_NAME}.gz, or (report only) a pytest-benchmark JSON file")
+"""What a file refused as not tebench's says tebench reads: an asv or optimum-benchmark JSON given to
+report or compare is told what would have worked."""
 
 
 @dataclass
@@ -295,10 +302,10 @@ def _read(path: str | Path) -> Run:
             problems.append(f"{where}: {'not UTF-8 text' if isinstance(exc, UnicodeDecodeError) else 'not JSON'}")
             continue
         if not isinstance(record, dict) or record.get("schema") != SCHEMA:
-            if not seen_record:
-                if isinstance(record, dict):
-                    check_version(record, where)  # raises: names the foreign schema
-                raise SchemaError(f"{where}: not a tebench results record (a JSON {type(record).__name__})")
+            if not seen_record:  # the file is not tebench's: say what it is, and what tebench reads
+                what = (f"schema={short_repr(record.get('schema'), 80)}" if isinstance(record, dict)
+                        else f"a JSON {type(record).__name__}")
+                raise SchemaError(f"{where}: not a tebench results record ({what}); {READABLE}")
             what = f"[schema] = {record.get('schema')!r}" if isinstance(record, dict) else f"a JSON {type(record).__name__}"
             problems.append(f"{where}: not a tebench results record ({what})")
             continue
@@ -334,5 +341,5 @@ def _read(path: str | Path) -> Run:
                       stacklevel=2)
     if not run.headers:
         why = f" ({len(problems)} line(s) unreadable, first {problems[0]})" if problems else ""
-        raise SchemaError(f"{file}: no header record{why}; not a tebench results file")
+        raise SchemaError(f"{file}: no header record{why}; not a tebench results file; {READABLE}")
     return run

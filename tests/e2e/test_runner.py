@@ -279,11 +279,41 @@ def test_broken_matrix_file_exits_2_and_runs_nothing(tmp_path, tebench_cli):
     assert not (tmp_path / "out").exists()
 
 
-def test_existing_results_need_resume_and_the_same_matrix(tiny, tmp_path, stub_cli):
+def test_a_second_run_into_one_out_keeps_the_first_beside_it(tiny, tmp_path, stub_cli):
+    """The README's main command run twice: both exit 0, the first run moves to OUT/previous/<run id>/ with
+    its logs and report, and OUT (its results, its report, ``tebench report OUT``) is the newest run."""
+    out = tmp_path / "run"
+    only = ["--only", "gpt/micro/PT-*"]
+    first = stub_cli("run", str(tiny), "--out", str(out), *only, check=True)
+    first_id = records(out)[0]["run_id"]
+    first_results = (out / "results.jsonl").read_bytes()
+    second = stub_cli("run", str(tiny), "--out", str(out), *only, check=True)
+    assert first.returncode == second.returncode == 0
+    second_id = records(out)[0]["run_id"]
+    kept = out / "previous" / first_id
+    assert second_id != first_id and (kept / "results.jsonl").read_bytes() == first_results
+    assert (kept / "report" / "index.html").is_file() and sorted(p.name for p in (kept / "logs").iterdir())
+    assert unsaid(second.stderr, kept, out / "results.jsonl") == [], second.stderr
+    assert {r["run_id"] for r in records(out)} == {second_id}
+    assert second_id in (out / "report" / "report.md").read_text()
+    # OUT reports the newest run; the kept one still opens by its folder.
+    assert stub_cli("report", str(out), "--out", str(tmp_path / "r"), check=True).returncode == 0
+    assert second_id in (tmp_path / "r" / "report.md").read_text()
+    assert stub_cli("compare", str(kept), str(out), "--format", "json").returncode in (0, 1)
+    # A third run keeps the second beside the first.
+    stub_cli("run", str(tiny), "--out", str(out), *only, "--no-report", check=True)
+    assert sorted(p.name for p in (out / "previous").iterdir()) == sorted([first_id, second_id])
+
+
+def test_an_unfinished_run_needs_resume_and_the_same_matrix(tiny, tmp_path, stub_cli):
     out = tmp_path / "run"
     stub_cli("run", str(tiny), "--out", str(out), "--only", "gpt/micro/PT-FP32", "--no-report", check=True)
+    # As a run killed before its first case finished leaves it: its header, no case.
+    header = (out / "results.jsonl").read_text().splitlines()[0]
+    (out / "results.jsonl").write_text(header + "\n")
     again = stub_cli("run", str(tiny), "--out", str(out), "--no-report")
-    assert again.returncode == 2 and "--resume" in again.stderr
+    assert again.returncode == 2 and "--resume" in again.stderr and "did not finish" in again.stderr, again.stderr
+    assert not (out / "previous").exists() and (out / "results.jsonl").read_text() == header + "\n"
     other = tmp_path / "other.toml"
     other.write_text(TINY.replace("steps = 6", "steps = 7"))
     mismatch = stub_cli("run", str(other), "--out", str(out), "--resume", "--no-report")

@@ -1,0 +1,67 @@
+"""The progress lines of a run: ``[i/n]`` in one column, and rounds counted as a person counts them (k/N)."""
+
+from __future__ import annotations
+
+import io
+import re
+import textwrap
+
+from conftest import MICRO_GPT
+from tebench.run.display import Display, summary_line
+from tebench.schema.records import CaseResult
+
+
+def _record(round_: int) -> CaseResult:
+    return CaseResult.from_dict({"type": "case", "status": "skipped", "case_id": "gpt/micro/PT-FP32", "round": round_,
+                                 "reason": "test", "case": {"workload": "gpt", "size": "micro", "mode": "PT-FP32",
+                                                            "dims": {}}})
+
+
+def _lines(total: int, rounds: int = 1, records: list[CaseResult] | None = None) -> list[str]:
+    stream = io.StringIO()
+    display = Display(total, live=False, stream=stream, rounds=rounds)
+    for record in records or [_record(0)] * total:
+        display.finish(record)
+    return stream.getvalue().splitlines()
+
+
+def test_the_index_is_padded_to_the_width_of_the_total():
+    lines = _lines(19)
+    assert lines[8].startswith("[ 9/19] ") and lines[9].startswith("[10/19] "), lines
+    assert len({line.index("] ") for line in lines}) == 1, lines
+
+
+def test_the_live_line_is_padded_too():
+    stream = io.StringIO()
+    display = Display(19, live=True, stream=stream)
+    display.update("k", "gpt/micro/PT-FP32", "measure", 1, 5)
+    assert "[ 1/19] gpt/micro/PT-FP32" in stream.getvalue()
+
+
+def test_rounds_are_counted_from_one_of_all():
+    lines = _lines(3, rounds=3, records=[_record(r) for r in range(3)])
+    assert [re.findall(r"\(round [^)]*\)", line) for line in lines] == [
+        ["(round 1/3)"], ["(round 2/3)"], ["(round 3/3)"]], lines
+
+
+def test_one_round_is_not_named():
+    assert "round" not in summary_line(_record(0)) and "round" not in _lines(1)[0]
+
+
+def test_a_run_of_several_rounds_prints_them_as_ab_does(tmp_path, stub_cli):
+    matrix = tmp_path / "m.toml"
+    matrix.write_text(textwrap.dedent("""
+        name = "rounds"
+        [settings]
+        steps = 3
+        warmup = 1
+        [axes]
+        modes = ["PT-FP32", "PT-AMP"]
+        """) + MICRO_GPT)
+    proc = stub_cli("run", str(matrix), "--out", str(tmp_path / "run"), "--rounds", "5", "--no-report", "--quiet",
+                    check=True)
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("[")]
+    assert len(lines) == 10 and lines[0].startswith("[ 1/10] ") and lines[-1].startswith("[10/10] "), proc.stderr
+    assert len({line.index("] ") for line in lines}) == 1, lines
+    for k in range(1, 6):
+        assert sum(f"(round {k}/5)" in line for line in lines) == 2, lines
