@@ -1,5 +1,5 @@
 """A Python without tebench's packages gets what to do and exit 2, not a traceback; ``--help`` works without
-the heavy ones; :mod:`tebench.installed` names what the parent side imports."""
+the heavy ones; :mod:`tebench.installed` and the reporting box's recipe name what the parent side imports."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+import reporting_box
 from conftest import ROOT
 from tebench import installed
 
@@ -98,6 +99,22 @@ def test_required_packages_are_pyprojects_dependencies_but_the_workers():
     listed = set(installed.PACKAGES.values()) | {"tomli>=2.0"}  # tomli: listed on Python 3.10 only
     # numpy: pandas' and matplotlib's dependency, not tebench's own; every other one with pyproject's range.
     assert listed - {"numpy"} == wanted
+
+
+def test_the_reporting_box_recipe_installs_what_the_parent_needs():
+    first, second = reporting_box.recipe()
+    assert first == ["--no-deps", "-e", "."]
+    # Exactly the parent's requirements with pyproject's ranges; tomli is the guide's note for Python 3.10.
+    assert set(second) == set(installed.PACKAGES.values()) - {"numpy", reporting_box.PY310_EXTRA}
+    assert f'"{reporting_box.PY310_EXTRA}"' in reporting_box.INSTALL_GUIDE.read_text(encoding="utf-8")
+
+
+def test_no_page_keeps_another_recipe_of_the_reporting_box():
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    for page in pages:
+        for line in page.read_text(encoding="utf-8").splitlines():
+            if "pip install --no-deps" in line and page != reporting_box.INSTALL_GUIDE:
+                raise AssertionError(f"{page}: a recipe of its own ({line.strip()!r}); link to the install guide")
 
 
 # ---- --help without the heavy packages, the check when a command runs -------------------------------------
