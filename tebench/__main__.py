@@ -1,9 +1,9 @@
-"""Allow ``python -m tebench``."""
+"""Allow ``python -m tebench``.
 
-from tebench.installed import require
+:func:`tebench.cli.main` checks that the parent side's packages are installed (:mod:`tebench.installed`):
+``--help`` needs only what the parser imports, a command everything.
+"""
 
-require()  # before the CLI imports anything: a Python without tebench's packages gets a message, exit 2
-
-from tebench.cli import main  # noqa: E402
+from tebench.cli import main
 
 raise SystemExit(main())

@@ -72,9 +72,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from tebench.cli import guard
 
+    from tebench import installed
+
     guard.safe_streams()  # before --help, which prints preset and mode names
+    installed.require(installed.PARSER)  # what the parser imports (numpy): missing, a message and exit 2
     parser = build_parser()
     args = parser.parse_args(argv)  # --help and usage errors end here, before any other import
+    # Every other package the parent side needs, checked once a command is to run: a reporting box
+    # without one gets the remedy and exit 2, not a ModuleNotFoundError and the guard's exit 70.
+    installed.require()
 
     # What _run's except clauses name, imported before the signal handlers are: a SIGTERM during an
     # import there would escape the guard.
