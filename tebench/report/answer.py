@@ -154,7 +154,11 @@ def groups(df: pd.DataFrame, multi: bool) -> list[dict[str, Any]]:
     energy = bool(picked["mj_per_token"].notna().any())
     out = []
     for (source, workload), rows in picked.groupby(["source", "workload"], sort=False):
+        timing_only = bool(rows["parity"].eq("timing only").all())
         out.append({"title": f"{workload} on {source}" if multi else str(workload),
+                    "subtitle": ("the fastest configuration, per size (timing only: no loss curve was recorded, so "
+                                 "no parity verdict)" if timing_only else
+                                 "the fastest configuration that passed loss parity, per size"),
                     "table": display(rows, energy),
                     "passed_over": [f"{r['size']}: {r['passed_over']}" for _, r in rows.iterrows()
                                     if r["passed_over"]]})

@@ -155,6 +155,9 @@ def parity_context(df: pd.DataFrame, multi: bool) -> dict[str, Any]:
         "fp8_ran": bool(fp8_ran),
         **_fp8_words(tables.has_torchao(df)),
         "fp8_cases": int(df["mode"].isin(FP8_MODES).sum()) if not df.empty else 0,
+        # Cases that ran (not skipped): where every FP8 case was skipped (no GPU), "no case finished with a
+        # baseline" would blame the baseline.
+        "fp8_attempted": int((df["mode"].isin(FP8_MODES) & (df["status"] != "skipped")).sum()) if not df.empty else 0,
         "speedup_text": speedup_bars(df, multi),
         "energy_sentences": tables.energy_sentences(df),
         "power_limits": tables.power_limits(df),
@@ -165,7 +168,8 @@ def answer_context(df: pd.DataFrame, multi: bool) -> dict[str, Any]:
     """The first screen's tables (one per workload) for both templates, and the legend under them."""
     groups = answer.groups(df, multi)
     energy = any("mJ/token" in g["table"].columns for g in groups)
-    return {"answer": [{"title": g["title"], "html": html_table(g["table"], "answer"), "md": md_table(g["table"]),
+    return {"answer": [{"title": g["title"], "subtitle": g["subtitle"], "html": html_table(g["table"], "answer"),
+                        "md": md_table(g["table"]),
                         "passed_over": g["passed_over"]} for g in groups],
             "answer_legend": answer.legend(energy)}
 
@@ -266,6 +270,8 @@ def build_context(sources: list[Source], out: Path, assets_url: str | None = Non
                      "reproduce": reproduce(s), "matrix": s.header.matrix.data if s.header.matrix is not None else None}
                     for s in sources],
         "multi": multi,
+        "cpu_loads": [f"{s.label}: {s.header.load_average[0]:.2f}" for s in sources
+                      if s.kind == "tebench" and s.header.load_average],
         "cpu_only": bool(sources) and all(s.env.get("device_type") == "cpu" for s in sources
                                           if s.kind == "tebench") and any(s.kind == "tebench" for s in sources),
         "envs_differ": len({(s.device, s.env.get("torch"), s.env.get("te"), s.env.get("cuda"))

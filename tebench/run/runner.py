@@ -90,6 +90,7 @@ def run_header(run_id: str, matrix: Matrix, cases: list[Case], env: Environment,
         "prestart_pause": opts.pause if launch == "prestarted" else None,
         # The state the cache was in before the run, as the cases' processes will see it.
         "compile_cache": caches.describe(opts.compile_cache, {**os.environ, **opts.env}),
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "env": env.to_dict(),
     })
 

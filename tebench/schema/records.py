@@ -955,6 +955,8 @@ class RunHeader(Part):
     prestart_depth: Int | None = field(None, "Pre-started workers per device when launch is prestarted.", ge=1)
     prestart_pause: Bool | None = field(None, "Whether pre-started workers were stopped during timed steps.")
     compile_cache: CompileCache | None = field(None, "The compile cache the run began with.")
+    load_average: list[Num] | None = field(None, "The machine's load average (1, 5, 15 minutes) when the run "
+                                               "started: step times on a shared CPU follow it.")
     env: dict[str, Any] | None = field(None, "The machine, as the probe found it (plan.environment.Environment).")
     ab: SideInfo | None = field(None, "tebench ab: which side this run was.")
     merged_from: list[ShardSource] | None = field(None, "tebench merge: the shards this run was made from.")

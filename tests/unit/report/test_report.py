@@ -40,7 +40,7 @@ def test_render_cpu_fixture(tmp_path):
     assert html.index('id="answer"') < html.index('id="crossover"') < html.index('id="charts"') < html.index('id="cases"')
     md = (out / "report.md").read_text()
     assert "| workload | size | fastest mode |" in md  # one machine: no machine column
-    assert "**Loss parity: 3 pass**" in md and "**Where FP8 pays**: no TE-FP8 case finished" in md
+    assert "**Loss parity: 3 pass**" in md and "**Where FP8 pays**: every TE-FP8 case was skipped here" in md
     assert "<details><summary>All 11 cases</summary>" in md
     # Complete without image files: no image, no link to a local file.
     assert "![" not in md and ".png" not in md
