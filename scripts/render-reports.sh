@@ -60,3 +60,4 @@ render h200-nightly-warm     reports/h200-nightly-warm/results.jsonl.gz
 render h200-nightly-zipf     reports/h200-nightly-zipf/results.jsonl.gz
 render h200-verdict-mutations reports/h200-verdict-mutations/results.jsonl.gz
 render h200-nightly-energy   reports/h200-nightly-energy/results.jsonl
+render h200-verdict-power      reports/h200-verdict-power/nightly.jsonl.gz reports/h200-verdict-power/tutorial.jsonl.gz
