@@ -324,7 +324,10 @@ def not_counted_text(row: pd.Series) -> str:
     """A case that does not count, as a note: "TE-FP8/x ×1.44 (fail, final loss +6.2%)"."""
     speed = row.get("speedup_vs_amp")
     shown = fmt(speed, "x") if speed is not None and pd.notna(speed) else f"{fmt(row['median_ms'], 'ms')} ms/step"
-    why = [str(row.get("parity") or "not judged")]
+    verdict = str(row.get("parity") or "not judged")
+    # An inconclusive case was not judged different: its reason's first clause says why ("too early on the
+    # curve", "on the edge of the margin"), so that "+126%" beside it does not read as a failure.
+    why = [f"inconclusive: {short_reason(row.get('parity_reason'))}" if verdict == "inconclusive" else verdict]
     diff = row.get("parity_rel_diff")
     if diff is not None and pd.notna(diff):
         why.append(f"final loss {diff * 100:+.1f}%")

@@ -32,7 +32,8 @@ class Display:
     ``round k/N`` (1-based), as ``tebench ab`` does.
     """
 
-    def __init__(self, total: int, live: bool | None, stream=None, rounds: int = 1):
+    def __init__(self, total: int, live: bool | None, stream=None, rounds: int = 1,
+                 costs: dict[tuple[str, int], float] | None = None):
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty() if live is None else live
         self.total = total
@@ -40,6 +41,23 @@ class Display:
         self.done = 0
         self.lock = threading.Lock()
         self.started: dict[str, float] = {}
+        self.costs = costs or {}
+        """Each (case id, round)'s relative cost (plan.shards.estimate_cost, 0 for a skip): what is left of the
+        run is estimated from the pace so far, weighted by them. None: every case weighs the same."""
+        self.begun = time.monotonic()
+        self.cost_done = 0.0
+
+    def _cost(self, case_id: str, round_: int) -> float:
+        return self.costs.get((case_id, round_), 0.0 if self.costs else 1.0)
+
+    def run_progress(self) -> str:
+        """The whole run so far: "run 3m12s, ~5m left" (left at the pace so far); "" before the first cost."""
+        elapsed = time.monotonic() - self.begun
+        total_cost = sum(self.costs.values()) if self.costs else float(self.total)
+        if self.done >= self.total or self.cost_done <= 0 or total_cost <= self.cost_done:
+            return f"run {duration(elapsed)}" if self.done else ""
+        left = elapsed * (total_cost - self.cost_done) / self.cost_done
+        return f"run {duration(elapsed)}, ~{duration(left)} left"
 
     def _clear(self) -> None:
         if self.live:
@@ -54,7 +72,9 @@ class Display:
             if phase in ("warmup", "measure") and step > 0:
                 eta = f" ETA {elapsed / step * (steps - step):.0f}s"
             self._clear()
-            line = f"{self._count(self.done + 1)} {for_terminal(label)} {phase} {step}/{steps}{eta}"
+            run = self.run_progress()
+            line = (f"{self._count(self.done + 1)} {for_terminal(label)} {phase} {step}/{steps}{eta}"
+                    + (f" · {run}" if run else ""))
             self.stream.write(line[:160])
             self.stream.flush()
 
@@ -69,10 +89,13 @@ class Display:
     def finish(self, record: CaseResult, prefix: str = "", show_round: bool = True) -> None:
         with self.lock:
             self.done += 1
+            self.cost_done += self._cost(record.case_id, record.round_no)
             self._clear()
             # A case's reason may quote a worker's or a plugin's output: shown, not obeyed.
             line = summary_line(record, self.rounds if show_round else 1)
-            self.stream.write(f"{self._count(self.done)} {prefix}{for_terminal(line)}\n")
+            run = self.run_progress() if self.total > 1 else ""
+            self.stream.write(f"{self._count(self.done)} {prefix}{for_terminal(line)}"
+                              + (f" · {run}" if run else "") + "\n")
             self.stream.flush()
 
 
@@ -95,6 +118,16 @@ class SideDisplay:
     def finish(self, record: CaseResult) -> None:
         # The round is in the prefix; the summary line would repeat it.
         self.display.finish(record, prefix=self._prefix(record.round), show_round=False)
+
+
+def duration(seconds: float) -> str:
+    """``45s``, ``3m12s``, ``2h05m``."""
+    s = max(0, int(round(seconds)))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 def round_label(round_: int | None, rounds: int) -> str:

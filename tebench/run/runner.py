@@ -28,6 +28,7 @@ from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, c
 from tebench.escape import for_terminal
 from tebench.plan.matrix import Case, Matrix, expand
 from tebench.plan.schedule import Planned, plan, select_cases
+from tebench.plan.shards import estimate_cost
 from tebench.run.display import Display
 from tebench.run.executor import Executor
 from tebench.run.outdir import check_out_dir, keep_earlier_run, lock_out, storage_error
@@ -115,7 +116,9 @@ def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[
         caches.prepare(opts.compile_cache)
     except OSError as exc:
         raise RunError(f"--compile-cache {opts.compile_cache}: cannot create it ({exc.strerror})") from None
-    display = Display(len(todo), opts.live, rounds=opts.rounds)
+    # Relative costs weigh each case's share of the run, so what is left is estimated from the pace so far.
+    costs = {(p.case.id, p.round): 0.0 if p.skip else estimate_cost(p.case) for p in todo}
+    display = Display(len(todo), opts.live, rounds=opts.rounds, costs=costs)
     if done:
         sys.stderr.write(f"resuming run {for_terminal(run_id)}: {len(done)} case-round(s) already recorded, {len(todo)} to go\n")
     try:

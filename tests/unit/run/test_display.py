@@ -65,3 +65,24 @@ def test_a_run_of_several_rounds_prints_them_as_ab_does(tmp_path, stub_cli):
     assert len({line.index("] ") for line in lines}) == 1, lines
     for k in range(1, 6):
         assert sum(f"(round {k}/5)" in line for line in lines) == 2, lines
+
+
+def test_each_finished_case_says_how_far_the_run_is_and_what_is_left(monkeypatch):
+    """The whole run's progress: elapsed, and what is left at the pace so far, weighted by the cases' costs."""
+    clock = iter([0.0, 10.0, 20.0, 30.0])
+    monkeypatch.setattr("tebench.run.display.time.monotonic", lambda: next(clock))
+    stream = io.StringIO()
+    costs = {("gpt/micro/PT-FP32", 0): 1.0, ("gpt/micro/PT-FP32", 1): 3.0, ("gpt/micro/PT-FP32", 2): 0.0}
+    display = Display(3, live=False, stream=stream, rounds=3, costs=costs)
+    for r in range(3):
+        display.finish(_record(r))
+    lines = stream.getvalue().splitlines()
+    # After a case of cost 1 in 10 s, 3 of cost are left: ~30 s.
+    assert lines[0].endswith(" · run 10s, ~30s left"), lines
+    assert lines[1].endswith(" · run 20s"), lines  # all the cost is done: nothing left to estimate
+    assert lines[2].endswith(" · run 30s"), lines
+
+
+def test_durations_read_as_a_person_writes_them():
+    from tebench.run.display import duration
+    assert [duration(s) for s in (4.6, 192, 7500)] == ["5s", "3m12s", "2h05m"]
