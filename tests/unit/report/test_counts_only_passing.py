@@ -64,7 +64,8 @@ def test_an_inconclusive_case_never_enters_even_when_fastest():
     df = _frame(_size(fp8=[_case("d2048", **inconclusive), _case("d2048", **CAL)]))
     row = tables.headline(df).iloc[0]
     assert row["fastest"] == CAL["variant"] and row["best_fp8"] == CAL["variant"]
-    assert row["faster_not_passing"] == "TE-FP8/current.HYBRID ×1.67 (inconclusive, final loss +114.7%)"
+    assert row["faster_not_passing"] == ("TE-FP8/current.HYBRID ×1.67 (inconclusive: inconclusive for the test, "
+                                         "final loss +114.7%)")
     assert tables.fp8_pays(df).iloc[0]["best_fp8"] == CAL["variant"]
 
 
