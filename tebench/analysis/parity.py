@@ -349,8 +349,9 @@ def judge_validation(value_rec: Validation | None, refs: Sequence[Validation | N
     if kind == "accuracy":
         if ref < MIN_ACCURACY:
             return ValidationVerdict.from_dict({**out, "verdict": "inconclusive",
-                                                "reason": f"reference {metric} {ref:.2f}: it has not learned the "
-                                                          "task yet"})
+                                                "reason": f"the reference's {metric} is {ref:.2f}, under "
+                                                          f"{MIN_ACCURACY}: too low to compare the two (the loss "
+                                                          "curve alone decides)"})
         count = int(value_rec.count or 16)
         p = min(max((value + ref) / 2.0, 0.0), 1.0)
         tol = max(ACCURACY_ATOL, 3.0 * math.sqrt(p * (1.0 - p) / count))

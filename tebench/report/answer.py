@@ -38,9 +38,10 @@ def legend(energy: bool) -> str:
             + (f"mJ/token: its energy per token (NVML, timed steps) and the change against {tables.BASELINE}'s; "
                if energy else "")
             + "(noise): its lead over that baseline is smaller than the steps' spread or the bootstrap interval of "
-            "its speedup includes ×1, so this run cannot tell the two apart; verdict: loss parity, and what a pass "
-            "certifies: ±1.0% is the largest loss difference from the reference it allows, as a share of the "
-            "reference's final loss (the equivalence margin, or the band's half-width).")
+            "its speedup includes ×1, or its samples spread further than the ratio is from ×1, so this run cannot "
+            "tell the two apart; verdict: loss parity, with what a pass certifies: in \"pass ±X%\", X is the "
+            "largest loss difference from the reference the pass allows, as a share of the reference's final "
+            "loss (the equivalence margin, or the band's half-width).")
 
 
 def lead_is_noise(best: pd.Series, base: pd.Series | None) -> bool:

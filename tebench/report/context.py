@@ -270,8 +270,9 @@ def build_context(sources: list[Source], out: Path, assets_url: str | None = Non
                      "reproduce": reproduce(s), "matrix": s.header.matrix.data if s.header.matrix is not None else None}
                     for s in sources],
         "multi": multi,
-        "cpu_loads": [f"{s.label}: {s.header.load_average[0]:.2f}" for s in sources
-                      if s.kind == "tebench" and s.header.load_average],
+        "cpu_loads": [f"{s.label}: {s.header.load_average[0]:.2f}"
+                      + (f" on {n} CPUs" if isinstance(n := s.env.get("cpu_count"), int) and n > 0 else "")
+                      for s in sources if s.kind == "tebench" and s.header.load_average],
         "cpu_only": bool(sources) and all(s.env.get("device_type") == "cpu" for s in sources
                                           if s.kind == "tebench") and any(s.kind == "tebench" for s in sources),
         "envs_differ": len({(s.device, s.env.get("torch"), s.env.get("te"), s.env.get("cuda"))

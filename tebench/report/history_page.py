@@ -115,7 +115,9 @@ def context(db: str | Path, df: pd.DataFrame, series: list[Series], deltas: list
                              "verdict": compare.verdict_text(d),
                              "step time": "–" if d.time_ratio is None else f"{d.time_ratio - 1:+.1%}",
                              "why": "; ".join(d.why + d.flags)}
-                            for d in deltas if d.verdict not in ("inconclusive", "unchanged")])
+                            # Inconclusive cases stay listed: the headline counts them, and a reader must
+                            # see which cases the history could not judge.
+                            for d in deltas if d.verdict != "unchanged"])
     runs = df.drop_duplicates("run_id")[["run_id", "created", "device", "git_commit"]] if not df.empty else df
     steps = pd.DataFrame(change_rows(series))
     if not steps.empty:
@@ -124,6 +126,7 @@ def context(db: str | Path, df: pd.DataFrame, series: list[Series], deltas: list
     earlier = [len(v["baseline_runs"]) for v in info.values()]
     return {
         "db": str(db), "window": window, "info": info, "chart": chart,
+        "window_used": max(earlier, default=0),
         "headline": history_headline(deltas, earlier),
         "n_regressions": sum(d.failing and d.counted for d in deltas),
         "regressions": {"html": html_table(regress), "md": md_table(regress)},

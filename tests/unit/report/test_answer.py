@@ -113,3 +113,23 @@ def test_a_timing_with_no_loss_curve_says_timing_only():
     df = tables.case_frame(load.load_all([FIXTURES / "h200-modules-benchmark.json"]))
     shown = answer.display(answer.frame(df), energy=False)
     assert set(shown["verdict"]) == {"timing only"} and "nan" not in shown.to_string()
+
+
+def test_a_ratio_inside_its_samples_spread_is_flagged_whatever_its_size():
+    """A loaded CPU: PT-AMP's steps ranged 12-532 ms around a 428 ms median; x43.55 must not stand unflagged."""
+    amp = _case("s", "PT-AMP", 428.0, "pass")
+    amp["samples_ms"] = [[11.0, 12.0] + [428.0] * 26 + [532.0, 540.0]]
+    amp["iqr_ms"] = 222.0
+    compiled = _case("s", "PT-AMP+compile", 428.0 / 43.55, "pass")
+    df = _frame([amp, compiled])
+    best = df[df["variant"] == "PT-AMP+compile"].iloc[0]
+    base = df[df["variant"] == "PT-AMP"].iloc[0]
+    assert tables._sample_spread(base) > abs(__import__("math").log(43.55))
+    assert tables.within_noise(best, base) == "within noise"
+    assert answer.display(answer.frame(df), energy=False).iloc[0]["vs AMP"].endswith("(noise)")
+    # A quiet pair keeps its ratio unflagged: one stray slow step does not make the lead noise.
+    quiet = _case("s", "PT-AMP", 100.0, "pass")
+    quiet["samples_ms"] = [[100.0] * 29 + [400.0]]  # one collector pause among 30 steps
+    fast = _case("s", "TE-BF16", 70.0, "pass")
+    df = _frame([quiet, fast])
+    assert not tables.within_noise(df[df["variant"] == "TE-BF16"].iloc[0], df[df["variant"] == "PT-AMP"].iloc[0])
