@@ -207,3 +207,28 @@ def read(path: str | Path, judge: bool = True) -> RunRecords:
     for w in caught:
         warnings.warn(w.message, w.category, stacklevel=2)
     return from_run(run, judge)
+
+
+def runs_in(path: str | Path) -> list[RunRecords]:
+    """Each run a results file holds, apart (runs appended to one file, as ``reports/h200-nightly``), each read
+    as :func:`read` reads a file of one run: its own headers and the last record of each of its cases and
+    rounds, parity judged among them. A file of one run gives one."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = results.read(path)
+    ids = run.run_ids
+    # The warning that one run's records replace another's says nothing once the runs are taken apart.
+    for w in caught:
+        if len(ids) <= 1 or "replaced by another" not in str(w.message):
+            warnings.warn(w.message, w.category, stacklevel=2)
+    if len(ids) <= 1:
+        return [from_run(run)]
+    out = []
+    for run_id in ids:
+        headers = [h for h in run.headers if h.run_id == run_id]
+        latest = {(r.case_id, r.round_no): r for r in run.cases if (r.run_id or run_id) == run_id}
+        cases = list(latest.values())
+        judge_parity(cases)
+        out.append(RunRecords(run.path, headers[0], headers, cases, list(run.problems)))
+    return out
+

@@ -64,13 +64,15 @@ def cmd_history_add(args: argparse.Namespace) -> int:
     from tebench.store import history  # pandas and the rest: only for input known to be good
 
     for path in args.results:
-        try:
-            added = history.add(args.db, run_records.read(path))
-        except history.HistoryError as exc:
-            raise UsageError(str(exc)) from None
-        state = "added" if added.new_run else ("updated" if added.new_cases else "already stored")
-        print(for_terminal(f"{path}: run {added.run_id} {state} ({added.new_cases} new case record(s), "
-                           f"{added.total_cases} in all)"))
+        # A file of several runs (runs appended to one file) is stored as its runs, one by one.
+        for run in run_records.runs_in(path):
+            try:
+                added = history.add(args.db, run)
+            except history.HistoryError as exc:
+                raise UsageError(str(exc)) from None
+            state = "added" if added.new_run else ("updated" if added.new_cases else "already stored")
+            print(for_terminal(f"{path}: run {added.run_id} {state} ({added.new_cases} new case record(s), "
+                               f"{added.total_cases} in all)"))
     return 0
 
 
