@@ -128,5 +128,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"tebench {args.command}: error: {for_terminal(where)}{for_terminal(exc.strerror or exc)}",
               file=sys.stderr)
         return EXIT_BAD_INPUT
-    except Exception as exc:  # noqa: BLE001  (the guard: anything no command expected)
+    except SystemExit:  # its own exit status, as Python gives it
+        raise
+    except BaseException as exc:  # noqa: BLE001  (the guard: anything no command expected, asyncio.CancelledError too)
         return guard.report_crash(args, exc)
