@@ -36,6 +36,7 @@ import typing
 from importlib import metadata
 from typing import Any, Iterator
 
+from tebench import envvars
 from tebench.workloads.spec import KINDS
 
 ENTRY_POINT_GROUP = "tebench.workloads"
@@ -91,8 +92,9 @@ def _import_path(spec: str) -> tuple[Any, str]:
     # worker (python -m) has the current directory on it. Make both agree.
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.append(os.getcwd())
+    limit = import_limit_s()  # a bad TEBENCH_PLUGIN_IMPORT_TIMEOUT is named as such, not as the plugin's failure
     try:
-        with isolated(), time_limit(import_limit_s()):
+        with isolated(), time_limit(limit):
             module = importlib.import_module(module_name)
     except KeyboardInterrupt:  # Ctrl-C or a termination signal (guard.Terminated): the command's to map
         raise
@@ -172,12 +174,11 @@ class ImportTimeout(Exception):
 
 
 def import_limit_s() -> float:
-    """The plugin import's time limit in seconds (``TEBENCH_PLUGIN_IMPORT_TIMEOUT``; 0 or less: none)."""
-    raw = os.environ.get("TEBENCH_PLUGIN_IMPORT_TIMEOUT", "")
-    try:
-        return float(raw) if raw.strip() else IMPORT_LIMIT_S
-    except ValueError:
-        return IMPORT_LIMIT_S
+    """The plugin import's time limit in seconds (``TEBENCH_PLUGIN_IMPORT_TIMEOUT``, 0 to a day; 0: none).
+
+    A value that is not such a number is :class:`tebench.envvars.EnvError` naming the variable, raised
+    before the import: nan, inf or 1e300 made a good plugin "cannot import" with the variable unnamed."""
+    return envvars.plugin_import_timeout(IMPORT_LIMIT_S)
 
 
 @contextlib.contextmanager
