@@ -93,4 +93,4 @@ def test_foreign_first_benchmark_env_is_checked(tmp_path, capsys, env):
         d["benchmarks"].insert(0, foreign)
     path = _bench_file(tmp_path, change)
     code, err = _report(capsys, tmp_path, path)
-    assert code == 2 and path in err and "benchmarks[0].extra_info.env" in err, err
+    assert code == 2 and path in err and "benchmarks[0].extra_info" in err and "env" in err, err
