@@ -17,3 +17,8 @@ class StorageError(RunError):
     Raised before a case's record would be lost or mislabelled: the run stops,
     every finished case stays in results.jsonl, and ``--resume`` re-runs the rest.
     """
+
+
+class OutputPathError(RunError):
+    """An output path that names something other than a regular file (a FIFO, a device, a socket): it is
+    refused (exit status 2), never replaced by a regular file nor written into."""

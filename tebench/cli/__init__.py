@@ -100,6 +100,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     """The command, its expected refusals turned into exit 2 and anything else into the guard's exit."""
     from tebench.cli import guard
+
+    try:
+        code: int = args.func(args)
+    except KeyboardInterrupt as exc:  # SIGINT, or SIGTERM/SIGHUP (guard.Terminated): cleanup has run
+        return guard.signal_exit(exc)
+    except SystemExit:  # its own exit status, as Python gives it
+        raise
+    except BaseException as exc:  # noqa: BLE001  (the guard: asyncio.CancelledError too)
+        # A signal whose interrupt some code turned into another error (bad input, a cleanup's own
+        # failure) still ends the command with 128+N: an interrupt is never a verdict on the input.
+        signalled = guard.interrupted(exc)
+        return signalled if signalled is not None else _refused(args, exc)
+    return code
+
+
+def _refused(args: argparse.Namespace, exc: BaseException) -> int:
+    """The exit status of a command that raised ``exc``, not an interrupt: 2 with a message for an
+    expected refusal, 0 for a closed pipe, else the guard's crash report (70)."""
+    from tebench.cli import guard
     from tebench.errors import RunError
     from tebench.escape import for_terminal
     from tebench.plan.environment import ProbeError
@@ -107,26 +126,18 @@ def _run(args: argparse.Namespace) -> int:
     from tebench.plan.shards import ShardError
     from tebench.schema.version import SchemaError
 
-    try:
-        return args.func(args)
     # Messages quote matrices, records and paths: their control characters are shown, not obeyed.
-    except (UsageError, MatrixError, SchemaError, RunError, ShardError, FileNotFoundError) as exc:
+    if isinstance(exc, (UsageError, MatrixError, SchemaError, RunError, ShardError, FileNotFoundError, ProbeError)):
         print(f"tebench {args.command}: error: {for_terminal(exc, keep_newlines=True)}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except ProbeError as exc:
-        print(f"tebench {args.command}: error: {for_terminal(exc, keep_newlines=True)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except KeyboardInterrupt as exc:  # SIGINT, or SIGTERM/SIGHUP (guard.Terminated): cleanup has run
-        return guard.signal_exit(exc)
-    except BrokenPipeError:  # e.g. `tebench list | head`
+    if isinstance(exc, BrokenPipeError):  # e.g. `tebench list | head`
         sys.stderr.close()
         return 0
-    except OSError as exc:
+    if isinstance(exc, OSError):
         # A file that cannot be read or written (a full disk, a read-only
         # file system, a directory where a file is expected): say which.
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"tebench {args.command}: error: {for_terminal(where)}{for_terminal(exc.strerror or exc)}",
               file=sys.stderr)
         return EXIT_BAD_INPUT
-    except Exception as exc:  # noqa: BLE001  (the guard: anything no command expected)
-        return guard.report_crash(args, exc)
+    return guard.report_crash(args, exc)  # anything no command expected

@@ -43,6 +43,12 @@ _INSTALLED_IN: list[int] = []
 """The pid that installed the handlers: a forked child (the report's drawing pool) inherits them."""
 
 
+_RECEIVED: list[int] = []
+"""The signals that ended (or are ending) the command, in the order they came: whatever a library
+makes of the exception they raise (a reader that turns it into "bad input", a cleanup whose own
+error replaces it), the command's exit status is 128+N (:func:`interrupted`)."""
+
+
 def _raise_terminated(signum: int, frame: Any) -> None:
     if os.getpid() not in _INSTALLED_IN:
         # A forked helper (multiprocessing's pool, ended by SIGTERM when its work is done) dies as
@@ -50,7 +56,34 @@ def _raise_terminated(signum: int, frame: Any) -> None:
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         return
+    _RECEIVED.append(signum)
     raise Terminated(signum)
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    """SIGINT as Python's own handler takes it (KeyboardInterrupt), remembered for :func:`interrupted`."""
+    if os.getpid() not in _INSTALLED_IN:
+        signal.default_int_handler(signum, frame)
+    _RECEIVED.append(signum)
+    raise KeyboardInterrupt
+
+
+def interrupted(exc: BaseException | None = None) -> int | None:
+    """128+N when the command is ending because of signal N, else None.
+
+    A signal came while the command ran (its handler remembered it), or ``exc`` is, or was raised
+    while handling, a KeyboardInterrupt (Ctrl-C, :class:`Terminated`): a command whose reading code
+    turned the interrupt into another error still exits 128+N, never 2 (bad input) or 70.
+    """
+    if _RECEIVED:
+        return 128 + _RECEIVED[0]
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, KeyboardInterrupt):
+            return signal_exit(exc)
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def install_signals() -> dict[int, Any]:
@@ -64,10 +97,13 @@ def install_signals() -> dict[int, Any]:
     if threading.current_thread() is not threading.main_thread():
         return {}
     _INSTALLED_IN[:] = [os.getpid()]
+    _RECEIVED.clear()
     replaced: dict[int, Any] = {}
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) is signal.SIG_DFL:  # an ignored SIGHUP (nohup) stays ignored
             replaced[sig] = signal.signal(sig, _raise_terminated)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # an ignored SIGINT stays ignored
+        replaced[signal.SIGINT] = signal.signal(signal.SIGINT, _raise_interrupt)
     return replaced
 
 
@@ -75,6 +111,7 @@ def restore_signals(replaced: dict[int, Any]) -> None:
     """Put back the handlers :func:`install_signals` replaced."""
     for sig, handler in replaced.items():
         signal.signal(sig, handler)
+    _RECEIVED.clear()
 
 
 def signal_exit(exc: KeyboardInterrupt) -> int:

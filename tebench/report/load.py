@@ -19,7 +19,7 @@ from tebench import bounded
 from tebench.analysis import run_records
 from tebench.store import reader as results
 from tebench.schema.version import RecordError
-from tebench.schema.records import CaseResult, RunHeader, Summary, Throughput
+from tebench.schema.records import MAX_STEP_MS, CaseResult, RunHeader, Summary, Throughput
 from tebench.schema.version import SchemaError
 from tebench.plan.matrix import Case
 from tebench.plan.recipes import FP8Options
@@ -75,7 +75,9 @@ def _pytest_benchmark(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and "benchmarks" in data and "machine_info" in data else None
 
 
-_PB_STATS = ("median", "mean", "min", "max", "q1", "q3", "iqr")
+_PB_MAX_S = MAX_STEP_MS / 1000.0
+"""The longest time a pytest-benchmark round may have (s): a record's longest step time; longer is damage
+(1e306 s overflowed to inf as milliseconds)."""
 
 
 def _check_benchmark(bench: Any, where: str) -> None:
@@ -110,15 +112,31 @@ def _check_benchmark(bench: Any, where: str) -> None:
     stats_ = bench.get("stats")
     if not isinstance(stats_, dict):
         raise bad("stats", stats_, "must be an object")
-    data = stats_.get("data", [])
+    data = stats_.get("data")
     if not isinstance(data, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                             and math.isfinite(v) and v >= 0 for v in data):
-        raise bad("stats.data", data, "must be an array of finite times >= 0")
+                                             and math.isfinite(v) and 0 <= v <= _PB_MAX_S for v in data):
+        raise bad("stats.data", data, f"must be an array of times in seconds, each from 0 to {_PB_MAX_S:g}")
     if not data:
-        for key in _PB_STATS:
-            value = stats_.get(key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise bad(f"stats.{key}", value, "must be a finite number (stats.data is empty)")
+        raise SchemaError(f"{where} ({bench.get('name')!r:.80}): stats.data is empty: no step times to report "
+                          "(run pytest with --benchmark-json from pytest-benchmark 3.1 or later, which "
+                          "stores every round's time)")
+
+
+def _first_env(path: Path, benchmarks: list[Any]) -> dict[str, Any]:
+    """The first benchmark's ``extra_info.env`` (the machine the file was timed on), checked where it is
+    read: tebench's own benchmarks were checked by :func:`_check_benchmark`, but a foreign first entry
+    (no ``extra_info.module``) was not. Not an object, or a ``gpus`` that is not an array: SchemaError
+    naming the file and key."""
+    if not benchmarks:
+        return {}
+    info = benchmarks[0].get("extra_info", {})
+    env = info.get("env", {}) if isinstance(info, dict) else {}
+    where = f"{path}: benchmarks[0].extra_info.env"
+    if not isinstance(env, dict):
+        raise SchemaError(f"{where} = {env!r:.80}: must be an object")
+    if not isinstance(env.get("gpus", []), list):
+        raise SchemaError(f"{where}.gpus = {env.get('gpus')!r:.80}: must be an array")
+    return env  # each GPU is checked with the header built from it (benchmarks[0].extra_info: [env.gpus[0]] …)
 
 
 def _from_pytest_benchmark(path: Path, data: dict[str, Any]) -> Source:
@@ -135,7 +153,7 @@ def _from_pytest_benchmark(path: Path, data: dict[str, Any]) -> Source:
     if not isinstance(data["machine_info"].get("cpu", {}), dict):
         raise SchemaError(f"{path}: machine_info.cpu must be an object")
     machine = data.get("machine_info", {})
-    extra_env = data.get("benchmarks", [{}])[0].get("extra_info", {}).get("env", {}) if data.get("benchmarks") else {}
+    extra_env = _first_env(path, data["benchmarks"])
     env = {
         "device_type": extra_env.get("device_type", "cpu"),
         "gpus": extra_env.get("gpus", []),
@@ -157,14 +175,8 @@ def _from_pytest_benchmark(path: Path, data: dict[str, Any]) -> Source:
         info = bench.get("extra_info", {})
         if "module" not in info:
             continue
-        st = bench["stats"]
-        samples = [v * 1000.0 for v in bench.get("stats", {}).get("data", [])]
-        summary = Summary.of(samples).to_dict() if samples else {
-            "n": st.get("rounds"), "median": st["median"] * 1000, "mean": st["mean"] * 1000,
-            "stdev": st.get("stddev", 0) * 1000, "min": st["min"] * 1000, "max": st["max"] * 1000,
-            "p25": st["q1"] * 1000, "p75": st["q3"] * 1000, "iqr": st["iqr"] * 1000,
-            "iqr_rel": st["iqr"] / st["median"] if st["median"] else None,
-        }
+        samples = [v * 1000.0 for v in bench["stats"]["data"]]
+        summary = Summary.of(samples).to_dict()
         tokens, flops = info.get("tokens", 0), info.get("flops", 0.0)
         case = {
             "workload": ModuleSpec.name, "size": f"{info['module']}.h{info.get('hidden')}.t{tokens}",

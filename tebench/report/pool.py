@@ -18,11 +18,11 @@ from __future__ import annotations
 import gc
 import io
 import multiprocessing as mp
-import os
 import signal
 import sys
 from typing import Any, Callable, Sequence
 
+from tebench import envvars
 from tebench.heap import collector_off, frozen_heap
 from tebench.plan.environment import usable_cpus
 from tebench.report import charts
@@ -84,9 +84,7 @@ def _start_child(jobs: Sequence[Draw]) -> None:
 def processes(count: int) -> int:
     """How many drawing processes for ``count`` figures: ``TEBENCH_REPORT_PROCESSES``, else the usable
     CPUs, at most 4 (:func:`tebench.plan.environment.usable_cpus`); never more than the jobs."""
-    wanted = os.environ.get("TEBENCH_REPORT_PROCESSES", "")
-    # isascii: str.isdigit() accepts '²', which int() refuses; any other value means the default.
-    chosen = int(wanted) if wanted.isascii() and wanted.isdigit() and len(wanted) <= 6 else 0
+    chosen = envvars.report_processes()  # a value that is not a plain count: the default
     return min(count, chosen or min(4, usable_cpus()))
 
 

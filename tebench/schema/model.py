@@ -73,8 +73,10 @@ class Limits:
             for key, bound in self._bounds().items():
                 schema[key] = bound if schema.get(key) is None else self._NARROWER[key](schema[key], bound)
             return True
-        if kind_ == "nullable":
+        if kind_ in ("nullable", "function-after"):
             return self._push(schema["schema"])
+        if kind_ == "chain":  # a float member (_FloatOnly): the limits go on its float step
+            return any([self._push(step) for step in schema["steps"] if step.get("type") != "is-instance"])
         if kind_ == "union":
             return all(self._push(c[0] if isinstance(c, tuple) else c) for c in schema["choices"])
         return False
@@ -87,15 +89,45 @@ class Limits:
         return handler(Annotated[source, Interval(**self._bounds())])  # pydantic's own check
 
 
+class _FloatOnly:
+    """The float member of a number union takes floats only: pydantic's strict float also takes an
+    integer and rounds it to the nearest float (9007199254740993 read as 9007199254740992.0). Checked
+    natively (an is-instance step before the float's own checks)."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> core_schema.CoreSchema:
+        return core_schema.chain_schema([core_schema.is_instance_schema(float), handler(source)])
+
+
+def _exact_float(value: int) -> float:
+    """An integer past ±2**53 given where a number belongs: the float it is exactly, else refused."""
+    try:
+        as_float = float(value)
+    except OverflowError:
+        as_float = math.inf
+    if not math.isfinite(as_float) or int(as_float) != value:
+        raise PydanticCustomError("inexact_integer", "an integer past 2**53 that a number (a 64-bit float) "
+                                  "cannot hold exactly: refused, not rounded")
+    return as_float
+
+
+class _ExactFloat:
+    """The member of a number union for integers past ±2**53 (a call into Python for those only)."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(_exact_float, handler(source))
+
+
 # The types' ranges are pydantic-core's own checks, run without a call into Python (a file of 10,000
 # records holds millions of numbers). A field's limits (``ge=0``) merge with its type's, the narrower
 # of each pair winning.
 Int = Annotated[int, Strict(), Limits(ge=-MAX_INT, le=MAX_INT)]
 """An integer of a record (a boolean is not one; at most 64 bits)."""
 _NUMBER_INT = Annotated[int, Strict(), Limits(ge=-MAX_EXACT, le=MAX_EXACT)]
-Num = Annotated[Union[_NUMBER_INT, Annotated[float, Strict(), AllowInfNan(False)]], "number"]
-"""A finite number of a record, kept as stored: an integer stays an integer."""
-AnyNum = Annotated[Union[_NUMBER_INT, Annotated[float, Strict()]], "number"]
+_BIG_INT = Annotated[int, Strict(), _ExactFloat()]
+Num = Annotated[Union[_NUMBER_INT, _BIG_INT, Annotated[float, Strict(), AllowInfNan(False), _FloatOnly()]], "number"]
+"""A finite number of a record, kept as stored: an integer stays an integer (past 2**53, a float it
+converts to exactly; one that does not is refused, never rounded)."""
+AnyNum = Annotated[Union[_NUMBER_INT, _BIG_INT, Annotated[float, Strict(), _FloatOnly()]], "number"]
 """A number that may be NaN or ±inf: a diverged run's loss, an overflowed FP8 scale (data, not damage)."""
 Bool = Annotated[bool, Strict()]
 """True or false, never 0 or 1."""
@@ -320,7 +352,8 @@ _KIND_WANTED = {"int_type": "an integer", "int_parsing": "an integer", "int_from
                 "float_type": "a number", "float_parsing": "a number", "string_type": "a string",
                 "bool_type": "true or false", "bool_parsing": "true or false", "list_type": "an array",
                 "tuple_type": "an array", "dict_type": "an object", "model_type": "an object",
-                "model_attributes_type": "an object", "finite_number": "a number"}
+                "model_attributes_type": "an object", "finite_number": "a number",
+                "is_instance_of": "a number"}  # only the float member of a number union (_FloatOnly) checks a class
 
 
 def kind(v: Any) -> str:
@@ -388,6 +421,9 @@ def record_error(exc: ValidationError, data: Any, base: str = "",
     if first["type"] == "missing":  # an absent key: the loc's last step names it
         key = first["loc"][-1]
         return RecordError(f"{path}.{key}" if path else str(key), None, "missing")
+    for e in same:  # an integer past 2**53 in a number field: its own words, not the int member's range
+        if e["type"] == "inexact_integer":
+            return RecordError(path, value, e["msg"])
     for e in same:
         if e["type"] in ("choice", "unknown_key"):
             return RecordError(path, value, e["msg"])

@@ -24,6 +24,7 @@ the plan's pass over a record (:mod:`tebench.plan.record_checks`).
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Any, Callable, Sequence
 
@@ -63,6 +64,44 @@ class Device(Part):
     visible_devices: Str | None = field(None, "CUDA_VISIBLE_DEVICES in the worker.")
 
 
+MAX_STEP_MS = 1e12
+"""The longest step time a record may hold (ms): about 32 years. Longer is damage, and is refused where
+it is read (the line skipped, naming the field): every statistic of finite step times within it stays
+finite (sums, squares, ratios of medians), where a sample near the float maximum (1e308 ms) made a mean
+or a spread inf and the record model then refused its own summary."""
+
+
+def _mean_stdev(a: Any) -> tuple[float, float]:
+    """Mean and sample standard deviation of a non-empty numpy array, finite for finite samples.
+
+    Samples near the float maximum (1e308) overflow a sum or a square to inf; then both are computed
+    on the samples divided by their largest magnitude and scaled back. Other samples are computed
+    directly, so every stored number stays what it was to the last bit.
+    """
+    import numpy as np
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean = float(a.mean())
+        stdev = float(a.std(ddof=1)) if a.size > 1 else 0.0
+    if (math.isfinite(mean) and math.isfinite(stdev)) or not np.isfinite(a).all():
+        return mean, stdev
+    scale = float(np.abs(a).max())
+    unit = a / scale
+    return float(unit.mean()) * scale, (float(unit.std(ddof=1)) * scale if a.size > 1 else 0.0)
+
+
+def _ratio(num: float, den: float) -> float | None:
+    """``num / den``, or None where ``den`` is 0 or the quotient is not a finite float (a median of
+    1e-300 ms under a spread of 1e10 ms): no relative spread can be stated."""
+    if not den:
+        return None
+    try:
+        value = num / den
+    except (OverflowError, ZeroDivisionError):
+        return None
+    return value if math.isfinite(value) else None
+
+
 class Summary(Part):
     """Median, its interquartile interval (``p25`` … ``p75``), spread and extremes of step times (ms).
 
@@ -92,10 +131,10 @@ class Summary(Part):
             values: dict[str, Any] = {"n": 0}
         else:
             p10, p25, p50, p75, p90 = (float(x) for x in np.percentile(a, [10, 25, 50, 75, 90]))
-            values = {"n": int(a.size), "median": p50, "mean": float(a.mean()),
-                      "stdev": float(a.std(ddof=1)) if a.size > 1 else 0.0, "min": float(a.min()),
+            mean, stdev = _mean_stdev(a)
+            values = {"n": int(a.size), "median": p50, "mean": mean, "stdev": stdev, "min": float(a.min()),
                       "max": float(a.max()), "p10": p10, "p25": p25, "p75": p75, "p90": p90,
-                      "iqr": p75 - p25, "iqr_rel": (p75 - p25) / p50 if p50 else None}
+                      "iqr": p75 - p25, "iqr_rel": _ratio(p75 - p25, p50)}
         summary: Summary = cls.from_dict(values)  # written as computed: a null iqr_rel too
         return summary
 
@@ -103,7 +142,7 @@ class Summary(Part):
 class Timing(Part):
     """Per-step times of one round, as measured (milliseconds), and the summary stored with them."""
 
-    samples_ms: list[Annotated[Num, Limits(ge=0)]] = field(list, "Each timed step's milliseconds, in order.",
+    samples_ms: list[Annotated[Num, Limits(ge=0, le=MAX_STEP_MS)]] = field(list, "Each timed step's milliseconds, in order.",
                                                              min_length=1, required=True)
     timer: Str | None = field(None, "cuda_events (GPU timeline) or perf_counter (CPU).")
     wall_ms_per_step: Num | None = field(None, "Wall-clock milliseconds per timed step, host included.", ge=0)

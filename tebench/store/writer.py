@@ -151,7 +151,11 @@ def _jsonable(obj: Any) -> Any:
 
 
 def write_all(path: Path, records: Iterable[Part | dict[str, Any]]) -> None:
-    """Write a complete results file atomically (used by merge): a temp file, then a rename."""
+    """Write a complete results file atomically (used by merge): a temp file, then a rename; only a
+    regular file is replaced (:func:`tebench.store.atomic.target`)."""
+    from tebench.store.atomic import target
+
+    path = target(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with Writer(tmp, durable=False) as w:

@@ -25,14 +25,15 @@ import time
 import traceback
 from pathlib import Path
 from typing import Any, TextIO
+from tebench import envvars
 from tebench.worker.hooks.faults import fault_for
-from tebench.schema.protocol import EXIT_STORAGE, PARENT_ENV, PROTOCOL_FD_ENV, progress_line, ready_line
+from tebench.schema.protocol import EXIT_STORAGE, PROTOCOL_FD_ENV, progress_line, ready_line
 from tebench.schema.records import Device, Launch, Measurements, Memory, Phases
 from tebench.workloads.plugins import failure_reason
 
 
 def _watch_parent() -> None:
-    pid = int(os.environ.get(PARENT_ENV, "0") or 0)
+    pid = envvars.parent_pid()
     if not pid:
         return
 

@@ -9,13 +9,13 @@ compilation, CUDA graphs and the optimizer. The timing loop in
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, cast
 
 import torch
 
+from tebench import envvars
 from tebench.worker.hooks import mutations
 from tebench.worker import ao_fp8, te_compat
 from tebench.worker.te_recipe import build_recipe
@@ -28,7 +28,7 @@ from tebench.workloads import Workload
 
 # Test hook (documented in the README): milliseconds of sleep added inside
 # every timed step, so a regression can be produced on purpose.
-STEP_SLEEP_ENV = "TEBENCH_TEST_STEP_SLEEP_MS"
+STEP_SLEEP_ENV = envvars.TEST_STEP_SLEEP_MS
 
 
 @dataclass
@@ -321,7 +321,7 @@ def build_trainer(case: Case, device: torch.device, batches: list[Batch],
         _capture_graphs(trainer, batches[0])
         setup["graphs"] = ("te.make_graphed_callables(model.blocks)" if mode.family == "te"
                            else "torch.cuda.make_graphed_callables(model.blocks)")
-    sleep_ms = float(os.environ.get(STEP_SLEEP_ENV, "0") or 0)
+    sleep_ms = envvars.step_sleep_ms()  # EnvError naming the variable, its range and the value
     if sleep_ms:
         trainer.sleep_s = sleep_ms / 1000.0
         setup["test_step_sleep_ms"] = sleep_ms

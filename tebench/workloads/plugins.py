@@ -36,6 +36,7 @@ import typing
 from importlib import metadata
 from typing import Any, Iterator
 
+from tebench import envvars
 from tebench.workloads.spec import KINDS
 
 ENTRY_POINT_GROUP = "tebench.workloads"
@@ -91,10 +92,13 @@ def _import_path(spec: str) -> tuple[Any, str]:
     # worker (python -m) has the current directory on it. Make both agree.
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.append(os.getcwd())
+    limit = import_limit_s()  # a bad TEBENCH_PLUGIN_IMPORT_TIMEOUT is named as such, not as the plugin's failure
     try:
-        with isolated(), time_limit(import_limit_s()):
+        with isolated(), time_limit(limit):
             module = importlib.import_module(module_name)
-    except (Exception, SystemExit) as exc:  # a plugin's import can fail in any way: report it, never a traceback
+    except KeyboardInterrupt:  # Ctrl-C or a termination signal (guard.Terminated): the command's to map
+        raise
+    except BaseException as exc:  # a plugin's import can fail in any way (SystemExit, asyncio.CancelledError…)
         where = _origin(module_name)
         where = f"from {where}" if where else f"searched the current directory {os.getcwd()} and PYTHONPATH"
         raise PluginError(f"workload '{spec}': cannot import module '{module_name}' ({where}): "
@@ -112,7 +116,9 @@ def _origin(module_name: str) -> str | None:
     """The file a module would be imported from, if it can be found at all."""
     try:
         spec = importlib.util.find_spec(module_name)
-    except Exception:  # a parent package that fails to import, or does not exist
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # a parent package that fails to import (in any way), or does not exist
         return None
     return spec.origin if spec is not None else None
 
@@ -131,7 +137,9 @@ def _entry_point(name: str) -> tuple[Any, str]:
     try:
         with isolated():
             return ep.load(), origin
-    except (Exception, SystemExit) as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # SystemExit, asyncio.CancelledError…: a bad plugin, never a traceback
         raise PluginError(f"workload '{name}': cannot load {origin}: {_what(exc)}") from exc
 
 
@@ -141,7 +149,9 @@ def _instantiate(obj: Any, name: str, origin: str) -> Any:
     try:
         with isolated():
             return obj()
-    except (Exception, SystemExit) as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # SystemExit, asyncio.CancelledError…: a bad plugin, never a traceback
         raise PluginError(f"workload '{name}' ({origin}): {obj.__name__}() failed: {_what(exc)}") from exc
 
 
@@ -164,12 +174,11 @@ class ImportTimeout(Exception):
 
 
 def import_limit_s() -> float:
-    """The plugin import's time limit in seconds (``TEBENCH_PLUGIN_IMPORT_TIMEOUT``; 0 or less: none)."""
-    raw = os.environ.get("TEBENCH_PLUGIN_IMPORT_TIMEOUT", "")
-    try:
-        return float(raw) if raw.strip() else IMPORT_LIMIT_S
-    except ValueError:
-        return IMPORT_LIMIT_S
+    """The plugin import's time limit in seconds (``TEBENCH_PLUGIN_IMPORT_TIMEOUT``, 0 to a day; 0: none).
+
+    A value that is not such a number is :class:`tebench.envvars.EnvError` naming the variable, raised
+    before the import: nan, inf or 1e300 made a good plugin "cannot import" with the variable unnamed."""
+    return envvars.plugin_import_timeout(IMPORT_LIMIT_S)
 
 
 @contextlib.contextmanager
@@ -269,7 +278,9 @@ def check_protocol(workload: Any, name: str, origin: str) -> None:
     if not problems:
         try:
             typing.get_type_hints(size_type)  # what every size table is checked against
-        except Exception as exc:  # a string annotation naming what its module does not define
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a string annotation naming what its module does not define
             problems.append(f"'size_type' {getattr(size_type, '__name__', size_type)} has annotations that cannot be resolved "
                             f"({type(exc).__name__}: {exc})")
     kind = getattr(workload, "kind", "model")

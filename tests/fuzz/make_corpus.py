@@ -311,7 +311,7 @@ def write_results() -> int:
     pb_file("pb_data_strings.json", lambda d: d["benchmarks"][0]["stats"].update(data=["a"]), "stats.data")
     pb_file("pb_empty_data_no_median.json",
             lambda d: (d["benchmarks"][0]["stats"].update(data=[]), d["benchmarks"][0]["stats"].pop("median")),
-            "stats.median")
+            "stats.data is empty")
     pb_file("pb_extra_info_list.json", lambda d: d["benchmarks"][0].update(extra_info=[1]), "extra_info")
     pb_file("pb_tokens_nan.json", lambda d: d["benchmarks"][0]["extra_info"].update(tokens=float("nan")),
             "extra_info.tokens")

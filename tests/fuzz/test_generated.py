@@ -301,8 +301,9 @@ def test_history_rows_of_any_value_are_charted_or_skipped_by_rowid(tmp_path_fact
 
 # --- command lines ---------------------------------------------------------------------------------------
 
-class ReachedProbe(BaseException):
-    """The input was accepted: the command went on to probe the hardware (nothing runs here)."""
+class ReachedProbe(SystemExit):
+    """The input was accepted: the command went on to probe the hardware (nothing runs here). A SystemExit:
+    the guard turns any other BaseException into exit 70, and lets SystemExit through."""
 
 
 def _options(command: str) -> list[argparse.Action]:
@@ -336,10 +337,10 @@ def test_any_option_value_is_accepted_or_refused_with_exit_2(tmp_path_factory, c
         argv = [command, action.option_strings[-1], value] + argv[3:]
     try:
         code = cli.main(argv)
-    except SystemExit as exc:  # argparse's own refusal
-        code = exc.code
     except ReachedProbe:
         code = 0
+    except SystemExit as exc:  # argparse's own refusal
+        code = exc.code
     err = capsys.readouterr().err
     assert code in (0, 2), f"{argv}: {code}: {err}"
     assert "Traceback" not in err and "internal error" not in err

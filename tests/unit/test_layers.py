@@ -55,7 +55,7 @@ def _package(tmp_path: Path, imports: dict[str, str]) -> Path:
         (pkg / name).mkdir(parents=True)
         (pkg / name / "__init__.py").write_text("")
         (pkg / name / "mod.py").write_text(imports.get(name, ""))
-    for leaf in ("__init__", "errors", "escape", "installed"):
+    for leaf in ("__init__", "envvars", "errors", "escape", "installed"):
         (pkg / f"{leaf}.py").write_text("")
     lines = ['[tool.importlinter]', 'root_package = "layered"', 'exclude_type_checking_imports = true']
     for contract in _contracts().values():

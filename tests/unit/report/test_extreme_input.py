@@ -1,0 +1,96 @@
+"""Finite but extreme step times, and foreign parts of a pytest-benchmark file: a refusal (exit 2, or the
+line skipped naming the field), never a statistic that overflows into the guard's exit 70."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import pytest
+
+from conftest import FIXTURES
+from conftest import read_jsonl as lines
+from conftest import write_jsonl as write
+from tebench import cli
+from tebench.schema.records import MAX_STEP_MS, Summary
+
+CPU = FIXTURES / "cpu-smoke.jsonl"
+MODULES = FIXTURES / "h200-modules-benchmark.json"
+
+
+def _report(capsys, tmp_path, path) -> tuple[int, str]:
+    code = cli.main(["report", str(path), "--out", str(tmp_path / "rep")])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err, err
+    return code, err
+
+
+@pytest.mark.parametrize("samples", [[1e308] * 5, [1.0, 2.0, 3.0, 1e300], [1.7e308, 0.0]],
+                         ids=["all-1e308", "one-1e300", "max-and-zero"])
+def test_summary_of_finite_samples_is_finite(samples):
+    s = Summary.of(samples)
+    for name in ("mean", "stdev", "median", "min", "max", "iqr"):
+        assert math.isfinite(getattr(s, name)), (name, s)
+    assert s.mean == pytest.approx(sum(x / len(samples) for x in samples))
+
+
+def test_summary_of_ordinary_samples_is_unchanged():
+    import numpy as np
+
+    a = [3.0, 1.5, 2.25, 9.0]
+    s = Summary.of(a)
+    assert s.mean == float(np.mean(a)) and s.stdev == float(np.std(a, ddof=1))
+
+
+def test_iqr_rel_under_a_tiny_median_is_null_not_inf():
+    assert Summary.of([0.0, 1e-320, 1e-320, 1e10, 1e10]).iqr_rel is None
+
+
+@pytest.mark.parametrize("value", [1e308, 1e300, MAX_STEP_MS * 2])
+def test_huge_step_time_skips_the_line_naming_the_field(tmp_path, capsys, value):
+    records = lines(CPU)
+    for r in records:
+        if r.get("type") == "case" and r.get("timing"):
+            r["timing"]["samples_ms"][-1] = value
+    path = tmp_path / "huge.jsonl"
+    write(path, records)
+    code, err = _report(capsys, tmp_path, path)
+    assert code == 0 and "timing.samples_ms[" in err and "must be at most" in err, err
+
+
+def _bench_file(tmp_path, change) -> str:
+    data = json.loads(MODULES.read_text())
+    change(data)
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+@pytest.mark.parametrize("seconds", [1e305, 1e306, 1e300])
+def test_pytest_benchmark_huge_times_are_refused(tmp_path, capsys, seconds):
+    def change(d):
+        d["benchmarks"][0]["stats"]["data"][0] = seconds
+    code, err = _report(capsys, tmp_path, _bench_file(tmp_path, change))
+    assert code == 2 and "benchmarks[0].stats.data" in err, err
+
+
+def test_pytest_benchmark_empty_data_names_file_and_benchmark(tmp_path, capsys):
+    def change(d):
+        d["benchmarks"][1]["stats"]["data"] = []
+    path = _bench_file(tmp_path, change)
+    code, err = _report(capsys, tmp_path, path)
+    assert code == 2 and path in err and "benchmarks[1]" in err and "stats.data is empty" in err, err
+    assert "test_module[" in err, err
+
+
+@pytest.mark.parametrize("env", ["a string", ["a", "list"], 7, {"gpus": "one"}, {"gpus": ["H200"]}],
+                         ids=["str", "list", "int", "gpus-str", "gpus-of-str"])
+def test_foreign_first_benchmark_env_is_checked(tmp_path, capsys, env):
+    def change(d):
+        foreign = copy.deepcopy(d["benchmarks"][0])
+        foreign["extra_info"] = {"env": env}  # not one of tebench's: no 'module'
+        d["benchmarks"].insert(0, foreign)
+    path = _bench_file(tmp_path, change)
+    code, err = _report(capsys, tmp_path, path)
+    assert code == 2 and path in err and "benchmarks[0].extra_info" in err and "env" in err, err
