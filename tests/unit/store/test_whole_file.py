@@ -10,6 +10,7 @@ import pytest
 from conftest import FIXTURES, unsaid
 from tebench import cli
 from tebench.run import merge
+from tebench.analysis import run_records
 from tebench.store import history, reader
 
 CPU = FIXTURES / "cpu-smoke.jsonl"
@@ -43,14 +44,20 @@ def test_two_runs_concatenated_warn_that_one_replaces_the_other(tmp_path):
     assert run.run_ids == ["run-A", "run-B"] and len(run.replaced) == 11
 
 
-def test_history_refuses_a_file_of_two_runs_and_stores_nothing(tmp_path, capsys):
+def test_history_stores_a_file_of_two_runs_as_two_runs_each_with_its_own_records(tmp_path, capsys):
+    """Runs appended to one file are stored apart: neither's records stand in for the other's."""
     both = _as_run(_records(), "run-A") + _as_run(_records(), "run-B", status="failed")
     path = _write(tmp_path / "both.jsonl", both)
     db = tmp_path / "h.db"
-    assert cli.main(["history", "add", path, "--db", str(db)]) == 2
-    err = capsys.readouterr().err
-    assert "holds 2 runs (run-A, run-B)" in err and "split it" in err
-    assert not db.exists() or history.frame(db).empty
+    assert cli.main(["history", "add", path, "--db", str(db)]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "run run-A added" in out and "run run-B added" in out
+    stored = history.frame(db)
+    statuses = stored.groupby("run_id")["status"].agg(set)
+    assert "ok" in statuses["run-A"] and "failed" not in statuses["run-A"]
+    assert "failed" in statuses["run-B"] and "ok" not in statuses["run-B"]
+    with pytest.raises(history.HistoryError, match="holds 2 runs"):  # the store itself still takes one run
+        history.add(db, run_records.read(path))
 
 
 def test_history_refuses_a_run_without_a_run_id(tmp_path, capsys):
