@@ -136,6 +136,11 @@ def damage_values(meta: dict) -> st.SearchStrategy:
         st.sampled_from(around or [0]),
         st.sampled_from([None, True, "", "²", "\u202e", [], {}, [[[]]], {"x": {"y": None}}, -1, 0, 2**63, 2**64,
                          1e308, -0.0, "NaN"]),
+        # The float's and the integer's edges, and lists of them: a field's own value, and what a summary
+        # derived from it (mean, sd, rates) computes (the fifth corpus: 1e308-ms samples overflowed the mean).
+        st.sampled_from([sys.float_info.max, -sys.float_info.max, 5e-324, 1e300, 1e306, 2**53 + 1, -(2**53 + 1),
+                         2**63 - 1, [sys.float_info.max] * 3, [1.0, 1e300, 2.0], [1e-300, 1e300], [5e-324] * 4,
+                         [2**53 + 1, 1]]),
         st.sampled_from([("raw", b"9" * 5000), ("raw", b"-" + b"1" * 4400), ("raw", b'"\\ud800"'),
                          ("raw", b'"\xff\xfe"'), ("raw", b"1e999999"), ("raw", b"NaN"), ("raw", b"[" * 2000)]),
         st.text(max_size=20), st.integers(), st.floats(allow_nan=True, allow_infinity=True),
@@ -375,3 +380,82 @@ def test_the_environment_changes_no_outcome(tmp_path, extra):
                           env=env, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert b"Traceback" not in proc.stderr and b"skipped 1 unreadable line" in proc.stderr
+
+
+# --- special files where a path is named, numbers where a variable holds one ----------------------------
+
+PATH_COMMANDS = [
+    ["report", "{p}", "--out", "{tmp}/r"],
+    ["report", "{fixture}", "--out", "{p}"],
+    ["compare", "{p}", "{fixture}"],
+    ["compare", "{fixture}", "{fixture}", "--out", "{p}"],
+    ["merge", "{p}", "--out", "{tmp}/m"],
+    ["history", "add", "{p}", "--db", "{tmp}/h.db"],
+    ["history", "add", "{fixture}", "--db", "{p}"],
+    ["history", "report", "--db", "{p}", "--out", "{tmp}/hr"],
+    ["run", "{p}", "--out", "{tmp}/o"],
+    ["run", "--preset", "smoke", "--only", "gpt/tiny/PT-FP32", "--out", "{p}", "--no-report"],
+    ["list", "{p}"],
+]
+"""Every command with each of its path arguments, ``{p}`` standing for the special file."""
+
+
+def _special(kind: str, tmp) -> str:
+    path = tmp / f"special-{kind}"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "fifo.jsonl.gz":
+        os.mkfifo(path)
+    elif kind == "dir":
+        path.mkdir()
+    elif kind == "dangling-link":
+        path.symlink_to(tmp / "nowhere")
+    elif kind == "fifo-in-dir":
+        path.mkdir()
+        os.mkfifo(path / "results.jsonl")
+    return str(path)
+
+
+@profile(25)
+@given(st.sampled_from(PATH_COMMANDS), st.sampled_from(["fifo", "fifo.jsonl.gz", "dir", "dangling-link", "fifo-in-dir"]))
+def test_a_special_file_for_any_path_is_refused_or_read_and_never_blocks(tmp_path_factory, argv, kind):
+    """A FIFO, a folder, a dangling link, or a folder whose results file is a FIFO, named as any path: the
+    command answers (exit 0 or 2) within a minute, without a traceback, and never replaces the special file."""
+    import subprocess
+    tmp = tmp_path_factory.mktemp("special")
+    p = _special(kind, tmp)
+    args = [a.format(p=p, tmp=tmp, fixture=FIXTURES / "cpu-smoke.jsonl") for a in argv]
+    env = {**os.environ, "TEBENCH_CACHE_DIR": str(tmp / "cache")}
+    try:
+        done = subprocess.run([sys.executable, "-m", "tebench", *args], capture_output=True, text=True, timeout=60,
+                              env=env, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"tebench {' '.join(args)}: blocked on a {kind}")
+    assert done.returncode in (0, 2), f"{args}: {done.returncode}: {done.stderr[-2000:]}"
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    if kind.startswith("fifo") and "-in-dir" not in kind:
+        import stat
+        assert stat.S_ISFIFO(os.lstat(p).st_mode), f"{args}: the FIFO was replaced"
+
+
+NUMERIC_VARIABLES = ["TEBENCH_PLUGIN_IMPORT_TIMEOUT", "TEBENCH_TEST_SLOWDOWN", "TEBENCH_TEST_STEP_SLEEP_MS",
+                     "TEBENCH_REPORT_PROCESSES", "TEBENCH_PARENT_PID"]
+"""The variables that hold a number (tebench/envvars.py)."""
+
+
+@profile(20)
+@given(st.sampled_from(NUMERIC_VARIABLES),
+       st.sampled_from(["nan", "inf", "-inf", "1e300", "-1", "0", "²", "1,5", "", " 7 ", "9" * 400, "0x10", "1e-320"]))
+def test_a_numeric_variable_of_any_value_is_used_or_refused_naming_it(tmp_path_factory, variable, value):
+    """The variable is named in any refusal; nothing ends in a traceback or exit 70."""
+    import subprocess
+    tmp = tmp_path_factory.mktemp("var")
+    env = {**os.environ, variable: value, "TEBENCH_CACHE_DIR": str(tmp / "cache")}
+    done = subprocess.run([sys.executable, "-m", "tebench", "report", str(FIXTURES / "cpu-smoke.jsonl"), "--out",
+                           str(tmp / "r")], capture_output=True, text=True, timeout=300, env=env,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode in (0, 2), f"{variable}={value!r}: {done.returncode}: {done.stderr[-2000:]}"
+    assert "Traceback" not in done.stderr
+    if done.returncode == 2:
+        assert variable in done.stderr, done.stderr[-2000:]
+

@@ -251,5 +251,10 @@ def test_the_import_limit_puts_back_the_previous_alarm_handler(monkeypatch):
         assert signal.getitimer(signal.ITIMER_REAL)[0] == 0
     finally:
         signal.signal(signal.SIGALRM, previous)
+    # A value that is no number is refused naming the variable (it was once taken as the default silently).
+    from tebench.envvars import EnvError
     monkeypatch.setenv("TEBENCH_PLUGIN_IMPORT_TIMEOUT", "nonsense")
+    with pytest.raises(EnvError, match="TEBENCH_PLUGIN_IMPORT_TIMEOUT='nonsense'"):
+        import_limit_s()
+    monkeypatch.delenv("TEBENCH_PLUGIN_IMPORT_TIMEOUT")
     assert import_limit_s() == 120.0
