@@ -35,6 +35,9 @@ RESULTS_LINE_MAX_BYTES = 64 * MiB
 skipped unread (its file:line named), so one damaged line cannot take the memory of the rest."""
 BENCHMARK_JSON_MAX_BYTES = 256 * MiB
 """A pytest-benchmark JSON file, parsed whole: the H200 module suite's, every round's times in it, is 66 KB."""
+PROBE_CACHE_MAX_BYTES = 1 * MiB
+"""A cached probe answer (``~/.cache/tebench/env-*.json``): an H200's is about 5 KB. A larger one, or one that
+is not a regular file (a FIFO would block ``tebench list`` forever), is no usable cache: the machine is probed."""
 SNIFF_BYTES = 64 * KiB
 """How much of a ``*.json`` file is looked at to tell pytest-benchmark output from a results file."""
 

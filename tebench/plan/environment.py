@@ -19,6 +19,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
+from tebench import bounded
 from tebench import __version__
 from tebench.plan.peak_tflops import PeakRates
 
@@ -341,9 +342,10 @@ def probe(timeout: float = 180.0, python: str | None = None, cached: bool = Fals
     cache = _cache_dir(environ) / f"env-{key}.json"
     if cached:
         try:
-            return _refresh(Environment.from_dict(json.loads(cache.read_text())), environ)
-        except (OSError, ValueError, TypeError, KeyError, AttributeError):
-            pass  # no usable cached answer: probe
+            raw = bounded.read_bytes(cache, "cached probe answer", bounded.PROBE_CACHE_MAX_BYTES)
+            return _refresh(Environment.from_dict(json.loads(raw)), environ)
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, bounded.InputError):
+            pass  # no usable cached answer (missing, damaged, too large, not a regular file): probe
     env, complete = _run_probe(timeout, python, environ)
     if complete:
         try:

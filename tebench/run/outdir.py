@@ -6,6 +6,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import stat
 import re
 import socket
 import time
@@ -42,6 +43,28 @@ def check_out_dir(out: Path) -> None:
     except OSError as exc:
         raise StorageError(f"--out {out}: cannot create the run directory: "
                            f"{errno.errorcode.get(exc.errno or 0, 'OSError')} ({exc.strerror or exc})") from None
+    # What a run reads and appends to must be a regular file: a FIFO there would block the run forever
+    # (opened for reading by --resume, for appending by the writer), a device would take the records.
+    for name in (results.RESULTS_NAME, LOCK_NAME):
+        try:
+            st = os.lstat(out / name)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise StorageError(f"--out {out}: cannot look at {name} ({exc.strerror or exc})") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise StorageError(f"--out {out}: {name} there is {_kind(st.st_mode)}, not a regular file; "
+                               "tebench writes its run into regular files only (move it away)")
+
+
+def _kind(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    for test, word in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"),
+                       (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return word
+    return "not a regular file"
 
 
 HOLDER_MAX_BYTES = 400

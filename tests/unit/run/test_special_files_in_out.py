@@ -1,0 +1,51 @@
+"""Reads and writes a run makes in OUT and in the probe cache touch regular files only: a FIFO there never
+blocks a command."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tebench.errors import StorageError
+from tebench.plan import environment
+from tebench.run.outdir import check_out_dir
+
+
+@pytest.mark.parametrize("name", ["results.jsonl", ".lock"])
+def test_a_fifo_in_out_is_refused_before_anything_opens_it(tmp_path, name):
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / name)
+    with pytest.raises(StorageError, match=f"{name} there is a FIFO, not a regular file"):
+        check_out_dir(out)
+
+
+def test_a_regular_results_file_in_out_is_fine(tmp_path):
+    (tmp_path / "results.jsonl").write_text("")
+    check_out_dir(tmp_path)
+
+
+def test_a_fifo_as_the_probe_cache_is_no_cache_and_never_blocks(tmp_path, monkeypatch):
+    """tebench list reads the cached probe answer: a FIFO there used to block it forever."""
+    monkeypatch.setenv("TEBENCH_CACHE_DIR", str(tmp_path))
+    key = environment.machine_key(None, None)
+    os.mkfifo(tmp_path / f"env-{key}.json")
+    probed = []
+
+    def fake_probe(timeout, python, environ):
+        probed.append(True)
+        return environment.Environment(device_type="cpu"), False
+
+    monkeypatch.setattr(environment, "_run_probe", fake_probe)
+    env = environment.probe(cached=True)
+    assert probed and env.device_type == "cpu"
+
+
+def test_a_usable_probe_cache_is_still_read(tmp_path, monkeypatch):
+    monkeypatch.setenv("TEBENCH_CACHE_DIR", str(tmp_path))
+    key = environment.machine_key(None, None)
+    (tmp_path / f"env-{key}.json").write_text(json.dumps(environment.Environment(device_type="cpu").to_dict()))
+    monkeypatch.setattr(environment, "_run_probe", lambda *a: pytest.fail("probed although the cache was usable"))
+    assert environment.probe(cached=True).device_type == "cpu"
