@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 import tebench
+from tebench import envvars
 from tebench.run import caches
 from tebench.analysis import parity
 from tebench.store import reader as results
@@ -135,9 +136,11 @@ class Executor:
         # PYTHONSAFEPATH (Python >= 3.11): `python -m` would put the working directory first on the
         # import path, and a folder named tebench there would stand in for tebench. A workload named
         # by import path is still found there: plugin resolution appends the working directory.
+        # The runner's own pid comes last: a user's --env/--head-env naming TEBENCH_PARENT_PID (a dead pid) would
+        # otherwise make every worker watch the wrong process and end itself.
         child_env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": child_pythonpath(), "PYTHONSAFEPATH": "1",
-                     "TEBENCH_PARENT_PID": str(os.getpid()),
-                     **caches.child_env(self.opts.compile_cache, {**os.environ, **self.opts.env}), **self.opts.env}
+                     **caches.child_env(self.opts.compile_cache, {**os.environ, **self.opts.env}), **self.opts.env,
+                     envvars.PARENT_PID: str(os.getpid())}
         if device is not None:
             # Several GPUs: a multi-process case gets a contiguous group starting here.
             child_env["CUDA_VISIBLE_DEVICES"] = device

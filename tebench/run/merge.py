@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tebench import bounded
 from tebench.analysis import run_records
 from tebench.store import reader as results
 from tebench.store.atomic import same_file
@@ -65,11 +66,13 @@ def check_target(paths: list[str | Path], out: str | Path) -> None:
         if same_file(results.results_path(path), target):
             raise MergeError(f"--out {out}: {target} is the shard {path} itself; merging would replace it "
                              "(and drop what the merge leaves out of it): choose another --out")
-    if not target.is_file() or target.stat().st_size == 0:
+    if not target.exists() or (target.is_file() and target.stat().st_size == 0):
         return
     try:
-        with target.open(encoding="utf-8", errors="replace") as fh:
-            first = json.loads(fh.readline())
+        # Bounded, and only a regular file: a FIFO or a one-line multi-GB file there must not hang or fill memory.
+        lines = bounded.iter_lines(target, line_limit=bounded.RESULTS_LINE_MAX_BYTES)
+        first_line = next((line for _, line in lines), None)
+        first = json.loads(first_line) if first_line else None
     except (OSError, ValueError):
         first = None
     if not (isinstance(first, dict) and "merged_from" in first):

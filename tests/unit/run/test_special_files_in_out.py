@@ -49,3 +49,37 @@ def test_a_usable_probe_cache_is_still_read(tmp_path, monkeypatch):
     (tmp_path / f"env-{key}.json").write_text(json.dumps(environment.Environment(device_type="cpu").to_dict()))
     monkeypatch.setattr(environment, "_run_probe", lambda *a: pytest.fail("probed although the cache was usable"))
     assert environment.probe(cached=True).device_type == "cpu"
+
+
+def test_merge_into_an_out_whose_results_file_is_a_fifo_is_refused_without_blocking(tmp_path):
+    """merge read the first line of OUT/results.jsonl with an unbounded readline(): a FIFO there blocked it."""
+    from tebench.bounded import InputError
+    from tebench.run.merge import check_target
+
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / "results.jsonl")
+    with pytest.raises(InputError, match="FIFO"):
+        check_target([tmp_path / "shard1"], out)
+
+
+def test_merge_into_an_out_whose_first_line_is_huge_is_refused_without_holding_it(tmp_path, monkeypatch):
+    from tebench import bounded
+    from tebench.run.merge import MergeError, check_target
+
+    monkeypatch.setattr(bounded, "RESULTS_LINE_MAX_BYTES", 1024)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.jsonl").write_text(json.dumps({"merged_from": ["x" * 4096]}) + "\n")
+    with pytest.raises(MergeError, match="not of a merge"):
+        check_target([tmp_path / "shard1"], out)
+
+
+def test_a_users_parent_pid_never_reaches_a_worker():
+    """ab --head-env TEBENCH_PARENT_PID=<dead pid> would have every worker watch a dead process and end itself."""
+    from tebench.run.executor import Executor
+
+    class Stub:  # what _child_env reads of an Executor
+        opts = type("O", (), {"compile_cache": None, "env": {"TEBENCH_PARENT_PID": "999999"}})()
+
+    assert Executor._child_env(Stub(), None)["TEBENCH_PARENT_PID"] == str(os.getpid())
