@@ -243,7 +243,7 @@ class Loss(Part):
         None, "The seed of each of the replicas, in order.")
     twins: list[list[AnyNum]] | None = field(
         None, "A reference mode's extra training runs at its own seed, weights and batches, each from the weights "
-              "moved by 1 +- 2**-9 (the reference_twins setting), untimed: the loss of every step of each. How far "
+              "moved by 1 +- twin_scale (the reference_twins setting), untimed: the loss of every step of each. How far "
               "they land from the reference is the paired noise floor that parity's equivalence verdict is judged "
               "against.")
 

@@ -545,3 +545,55 @@ def test_partial_fp8_is_kept_out(monkeypatch):
     print("\npartial FP8:", record.fp8_proof.note)
     assert record.status == "ok" and record.fp8_proof.verdict == "partial", record.fp8_proof.note
     assert "partial FP8" in record.reason and record.fp8_proof.outside_recipe
+
+
+# --- "same structure, different training" with twins: the margin, not a gross failure, catches them ---------
+# As tests/unit/worker/test_mutations.py on the CPU (PT-AMP there), with TE modes: the 1% margin, twins at fp32's last bit.
+
+
+@pytest.fixture(scope="module")
+def subtle_judged():
+    """PT-FP32 with two twins; TE-BF16 and TE-FP8 current unmutated; each mutation of the class on TE-BF16."""
+    import dataclasses
+
+    from tebench.analysis import parity
+    from tebench.worker.hooks import faults
+
+    mp = pytest.MonkeyPatch()
+
+    def record(mode: str, fp8: FP8Options | None, mutation: str | None, twins: int = 0):
+        case = Case("gpt", "tiny-zm", mode, tuple(dataclasses.asdict(ZIPF_SIZE).items()), fp8=fp8,
+                    settings=Settings(steps=ZIPF_STEPS, warmup=0, lr=3e-3, profile_steps=0, reference_twins=twins))
+        return run_built(case, mutation, mp)
+
+    try:
+        out = {"reference": record("PT-FP32", None, None, twins=2), "TE-BF16": record("TE-BF16", None, None),
+               "TE-FP8 current": record("TE-FP8", FP8Options("current", "HYBRID"), None)}
+        for m in faults.SUBTLE:
+            out[f"TE-BF16 {m}"] = record("TE-BF16", None, m)
+    finally:
+        mp.undo()
+    parity.attach(list(out.values()))
+    print("\nsame-structure mutation verdicts (twins):")
+    for name, r in out.items():
+        print(f"  {name:<22} {r.parity.verdict:<12} {(r.parity.reason or '')[:240]}")
+    return out
+
+
+def test_subtle_reference_twins_set_a_paired_floor(subtle_judged):
+    ref = subtle_judged["reference"]
+    assert ref.parity.verdict == "reference" and len(ref.loss.twins) == 2
+
+
+@pytest.mark.parametrize("name", ["TE-BF16", "TE-FP8 current"])
+def test_subtle_unmutated_te_modes_pass_or_are_honestly_inconclusive(subtle_judged, name):
+    p = subtle_judged[name].parity
+    assert p.verdict in ("pass", "inconclusive"), p.reason
+    assert p.noise_paired is True and p.margin_share == pytest.approx(0.01)
+
+
+@pytest.mark.parametrize("mutation", ["norm-eps", "dropout-on", "leak-small", "lr-quarter"])
+def test_subtle_mutations_fail_on_te(subtle_judged, mutation):
+    r = subtle_judged[f"TE-BF16 {mutation}"]
+    assert r.setup.test_mutation, "the mutation was not applied"
+    assert r.parity.verdict == "fail", r.parity.reason
