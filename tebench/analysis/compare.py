@@ -59,6 +59,7 @@ from tebench.schema import records as record
 
 from tebench.analysis import run_records
 from tebench.store import reader as results
+from tebench.errors import EXIT_BAD_INPUT, TebenchError
 from tebench.schema.version import SchemaError
 from tebench.analysis import stats
 from tebench.analysis.parity import counts_for_speed
@@ -93,7 +94,7 @@ def _setting_defaults() -> dict[str, Any]:
     return {f.name: f.default for f in dataclasses.fields(Settings) if f.default is not dataclasses.MISSING}
 
 
-class CompareError(ValueError):
+class CompareError(TebenchError, ValueError):
     """Inputs that cannot be compared (exit status 2)."""
 
 
@@ -702,8 +703,8 @@ class Comparison:
         """1 on a counted failure; 2 when no case was measured on both sides (a gate must not pass on nothing),
         or when every failure is damage in the base run: bad input, not a regression of the head."""
         if self.failures and self.counted:
-            return 2 if self.base_damaged else 1
-        return 0 if self.measured else 2
+            return EXIT_BAD_INPUT if self.base_damaged else 1
+        return 0 if self.measured else EXIT_BAD_INPUT
 
     @property
     def base_damaged(self) -> list[Delta]:

@@ -12,15 +12,14 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from tebench.analysis.defaults import DEFAULT_THRESHOLDS  # numpy-free: --help stays fast
-
-EXIT_BAD_INPUT = 2
+from tebench.errors import EXIT_BAD_INPUT, TebenchError  # noqa: F401  (EXIT_BAD_INPUT: the commands' name for it)
 
 
 # Far beyond any real use; it bounds what a typo (an extra zero or ten) can allocate.
 MAX_ROUNDS = 1000
 
 
-class UsageError(Exception):
+class UsageError(TebenchError):
     """Bad input: reported on stderr, exit status 2."""
 
 
