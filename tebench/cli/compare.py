@@ -7,18 +7,10 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from tebench.cli.common import (
-    UsageError,
-    add_gate_args,
-    check_out_arg,
-    check_results_paths,
-    command_line,
-    compare_options,
-    emit,
-    nothing_measured,
-    refuse_inputs,
-    strict_json,
-)
+from tebench.cli.gate_args import add_gate_args, compare_options, nothing_measured
+from tebench.cli.output import emit, strict_json
+from tebench.cli.paths import check_out_arg, check_results_paths, refuse_inputs
+from tebench.cli.usage import UsageError, command_line
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Compare BASE and HEAD; exit 1 on a regression beyond threshold and noise."""

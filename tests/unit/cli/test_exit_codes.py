@@ -44,7 +44,7 @@ def _exception_classes() -> dict[str, type[BaseException]]:
 
 def test_every_tebench_exception_derives_from_the_one_base():
     classes = _exception_classes()
-    assert "tebench.cli.common.UsageError" in classes and len(classes) > len(OUTSIDE) + 15  # the walk found them
+    assert "tebench.cli.usage.UsageError" in classes and len(classes) > len(OUTSIDE) + 15  # the walk found them
     outside = {name for name, cls in classes.items() if not issubclass(cls, TebenchError)}
     assert outside == OUTSIDE, sorted(outside ^ OUTSIDE)
 
@@ -85,7 +85,7 @@ def test_an_interrupt_maps_to_128_plus_n(exc, code):
 
 
 def test_an_error_raised_while_an_interrupt_was_handled_maps_to_the_signal():
-    from tebench.cli.common import UsageError
+    from tebench.cli.usage import UsageError
 
     try:
         try:
