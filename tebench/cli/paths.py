@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Iterable
 
 from tebench.cli.usage import UsageError
+from tebench.errors import OutputPathError
 
 
 def _writable_dir(path: Path) -> bool:
@@ -43,7 +44,8 @@ def _try_create_file_in(parent: Path, flag: str, value: str) -> None:
 def check_out_arg(value: str, flag: str = "--out", kind: str = "dir") -> Path:
     """The path of an output option, refused (UsageError) before any probe or heavy import when it
     cannot be written: empty, a file where a directory is wanted (``kind="dir"``) or the reverse
-    (``kind="file"``), or under a directory this process cannot write."""
+    (``kind="file"``: a directory, or a FIFO, a device or a socket), or under a directory this process
+    cannot write."""
     if not value.strip():
         raise UsageError(f"{flag} {value!r}: empty; give a {'directory' if kind == 'dir' else 'file'} "
                          "(an empty path would write into the current directory)")
@@ -66,6 +68,12 @@ def check_out_arg(value: str, flag: str = "--out", kind: str = "dir") -> Path:
         return path
     if path.is_dir():
         raise UsageError(f"{flag} {value}: is a directory; give the file to write")
+    from tebench.store import atomic  # light: the atomic writer's own check, before the work
+
+    try:
+        atomic.target(path)  # a FIFO, a device or a socket is never written (it would block, or be replaced)
+    except OutputPathError as exc:
+        raise UsageError(f"{flag} {exc}") from None
     parent = path.parent
     if not parent.is_dir():
         raise UsageError(f"{flag} {value}: no such directory {parent}")
