@@ -34,6 +34,8 @@ def step_summary() -> Path | None:
         raise OutputPathError(f"{STEP_SUMMARY}={value}: is a directory; {_NOT_REGULAR}") from None
     except OutputPathError as exc:
         raise OutputPathError(f"{STEP_SUMMARY}={exc}") from None
+    except OSError as exc:  # a file where a directory is expected, a loop of links: said about the variable
+        raise OutputPathError(f"{STEP_SUMMARY}={value}: {exc.strerror or exc}") from None
 
 
 def append_step_summary(path: Path, text: str) -> None:

@@ -68,15 +68,17 @@ def check_out_arg(value: str, flag: str = "--out", kind: str = "dir") -> Path:
         return path
     if path.is_dir():
         raise UsageError(f"{flag} {value}: is a directory; give the file to write")
+    parent = path.parent
+    if not parent.is_dir():
+        raise UsageError(f"{flag} {value}: no such directory {parent}")
     from tebench.store import atomic  # light: the atomic writer's own check, before the work
 
     try:
         atomic.target(path)  # a FIFO, a device or a socket is never written (it would block, or be replaced)
     except OutputPathError as exc:
         raise UsageError(f"{flag} {exc}") from None
-    parent = path.parent
-    if not parent.is_dir():
-        raise UsageError(f"{flag} {value}: no such directory {parent}")
+    except OSError as exc:  # a loop of links, a name too long: said about the option
+        raise UsageError(f"{flag} {value}: {exc.strerror or exc}") from None
     if not _writable_dir(parent):
         raise UsageError(f"{flag} {value}: the directory {parent} is not writable")
     _try_create_file_in(parent, flag, value)

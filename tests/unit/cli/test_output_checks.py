@@ -29,7 +29,7 @@ def _fifo(path):
     return path
 
 
-@pytest.mark.parametrize("kind", ["fifo", "directory", "device"])
+@pytest.mark.parametrize("kind", ["fifo", "directory", "device", "link loop"])
 def test_compare_out_in_the_way_is_refused_before_the_comparison(tmp_path, monkeypatch, capsys, kind):
     _no_comparison(monkeypatch)
     if kind == "fifo":
@@ -37,6 +37,9 @@ def test_compare_out_in_the_way_is_refused_before_the_comparison(tmp_path, monke
     elif kind == "directory":
         out = tmp_path / "cmp.md"
         out.mkdir()
+    elif kind == "link loop":
+        out = tmp_path / "cmp.md"
+        out.symlink_to(out)
     else:
         out = "/dev/null"
     assert cli.main(["compare", str(CPU), str(CPU), "--out", str(out)]) == 2
@@ -53,7 +56,7 @@ def test_compare_out_a_new_file_is_written(tmp_path, monkeypatch):
     assert "tebench compare" in out.read_text()
 
 
-@pytest.mark.parametrize("kind", ["fifo", "directory", "device", "link to a fifo"])
+@pytest.mark.parametrize("kind", ["fifo", "directory", "device", "link to a fifo", "under a file"])
 def test_a_special_step_summary_is_refused_naming_the_variable(tmp_path, monkeypatch, capsys, kind):
     _no_comparison(monkeypatch)
     if kind == "fifo":
@@ -63,6 +66,9 @@ def test_a_special_step_summary_is_refused_naming_the_variable(tmp_path, monkeyp
         summary.mkdir()
     elif kind == "device":
         summary = "/dev/null"
+    elif kind == "under a file":
+        (tmp_path / "a-file").write_text("x")
+        summary = tmp_path / "a-file" / "summary.md"
     else:
         summary = tmp_path / "link.md"
         summary.symlink_to(_fifo(tmp_path / "summary.md"))
