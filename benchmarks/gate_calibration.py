@@ -45,7 +45,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tebench.analysis import compare  # noqa: E402
-from tebench.cli.common import UsageError, parse_thresholds  # noqa: E402
+from tebench.cli.thresholds import parse_thresholds  # noqa: E402
+from tebench.cli.usage import UsageError  # noqa: E402
 from tebench.run import ab  # noqa: E402
 from tebench.analysis import run_records
 from tebench.store import reader as results

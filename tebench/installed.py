@@ -13,6 +13,8 @@ from __future__ import annotations
 import importlib.util
 import sys
 
+from tebench.errors import EXIT_BAD_INPUT  # a leaf that imports nothing: it works where a package is missing
+
 PACKAGES: dict[str, str] = {
     # numpy comes with pandas and matplotlib; the parser needs it too (the presets' list imports the
     # workload specs, whose zipf-markov task is numpy).
@@ -36,9 +38,6 @@ REQUIRED = tuple(PACKAGES)
 """The import names :func:`require` checks by default."""
 PARSER = ("numpy",)
 """What building the argument parser (``--help``) imports beyond the standard library."""
-EXIT_BAD_INPUT = 2
-"""The CLI's exit status for bad input (``tebench.cli.common.EXIT_BAD_INPUT``, not imported: that package
-may need what is missing)."""
 
 
 def missing(names: tuple[str, ...] = REQUIRED) -> list[str]:

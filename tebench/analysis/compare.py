@@ -59,6 +59,7 @@ from tebench.schema import records as record
 
 from tebench.analysis import run_records
 from tebench.store import reader as results
+from tebench.errors import EXIT_BAD_INPUT, TebenchError
 from tebench.schema.version import SchemaError
 from tebench.analysis import stats
 from tebench.analysis.parity import counts_for_speed
@@ -93,7 +94,7 @@ def _setting_defaults() -> dict[str, Any]:
     return {f.name: f.default for f in dataclasses.fields(Settings) if f.default is not dataclasses.MISSING}
 
 
-class CompareError(ValueError):
+class CompareError(TebenchError, ValueError):
     """Inputs that cannot be compared (exit status 2)."""
 
 
@@ -487,7 +488,8 @@ def _judge_time(b: Side, h: Side, opts: Options, d: Delta, found: _Findings, tim
         elif not (1 - thr["time"] <= lo and hi <= 1 + thr["time"]):
             found.uncertain.append(change + ": the interval reaches beyond the threshold")
     if b.tokens_per_s and h.tokens_per_s:
-        d.tokens_ratio = h.tokens_per_s / b.tokens_per_s
+        ratio = h.tokens_per_s / b.tokens_per_s
+        d.tokens_ratio = ratio if math.isfinite(ratio) and ratio > 0 else None  # beyond a float: not comparable
 
 
 def _judge_level(metric: str, words: str, base: list[float], head: list[float], opts: Options,
@@ -500,6 +502,10 @@ def _judge_level(metric: str, words: str, base: list[float], head: list[float], 
     if not bm > 0:
         return None
     ratio = hm / bm
+    if not (math.isfinite(ratio) and ratio > 0) and hm > 0:
+        # Medians of such different sizes (a damaged 5e-324 on one side) have no ratio: not a verdict.
+        found.uncertain.append(f"{words}: not comparable (base {bm:.3g}, head {hm:.3g}: their ratio is beyond a float)")
+        return None
     spread = max(np.ptp(base) if len(base) > 1 else 0.0, np.ptp(head) if len(head) > 1 else 0.0)
     change = f"{words} {ratio - 1:+.1%}"
     if hm > bm * (1 + opts.thresholds[metric]) and hm - bm > spread:
@@ -702,8 +708,8 @@ class Comparison:
         """1 on a counted failure; 2 when no case was measured on both sides (a gate must not pass on nothing),
         or when every failure is damage in the base run: bad input, not a regression of the head."""
         if self.failures and self.counted:
-            return 2 if self.base_damaged else 1
-        return 0 if self.measured else 2
+            return EXIT_BAD_INPUT if self.base_damaged else 1
+        return 0 if self.measured else EXIT_BAD_INPUT
 
     @property
     def base_damaged(self) -> list[Delta]:

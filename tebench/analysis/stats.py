@@ -195,6 +195,16 @@ class TimeTest:
         return self.p is not None
 
 
+LOG_RATIO_MAX = 700.0
+"""The largest log of a step-time ratio, or of its interval's ends, that is compared: e**709 is a float's
+limit, and a factor of e**700 (1e304) is no measurement but a damaged side (a median of 5e-324 ms). Beyond
+it the case is not comparable (:func:`compare_rounds`' note), never an overflow or an infinite ratio."""
+
+
+def _not_comparable(what: str, log: float) -> str:
+    return f"not comparable: {what} e^{abs(log):.0f}, beyond what a ratio can hold"
+
+
 def _levels(rounds: Sequence[Sequence[float]], min_steps: int) -> tuple[np.ndarray, np.ndarray]:
     kept = [np.asarray(r, dtype=float) for r in rounds if len(r) >= min_steps]
     levels = np.array([math.log(float(np.median(r))) for r in kept])
@@ -229,6 +239,9 @@ def compare_rounds(base: Sequence[Sequence[float]], head: Sequence[Sequence[floa
         return TimeTest(math.nan, None, None, None, None, (nb, nh), paired,
                         f"no round with at least {min_steps} timed steps on one side")
     log_ratio = float(lh.mean() - lb.mean())
+    if not abs(log_ratio) <= LOG_RATIO_MAX:
+        return TimeTest(math.nan, None, None, None, None, (nb, nh), paired,
+                        _not_comparable("the step times differ by a factor of", log_ratio))
     ratio = math.exp(log_ratio)
     if min(nb, nh) < min_rounds:
         return TimeTest(ratio, None, None, None, None, (nb, nh), paired,
@@ -249,6 +262,9 @@ def compare_rounds(base: Sequence[Sequence[float]], head: Sequence[Sequence[floa
         p = 1.0 if log_ratio == 0 else 0.0
         return TimeTest(ratio, ratio, ratio, p, df, (nb, nh), paired)
     half = t_quantile(0.5 + confidence / 2, df) * se
+    if not abs(log_ratio) + half <= LOG_RATIO_MAX:  # the interval's ends would overflow (or reach 0)
+        return TimeTest(ratio, None, None, None, None, (nb, nh), paired,
+                        _not_comparable("the interval of their ratio reaches a factor of", abs(log_ratio) + half))
     return TimeTest(ratio, math.exp(log_ratio - half), math.exp(log_ratio + half),
                     t_sf2(log_ratio / se, df), df, (nb, nh), paired)
 

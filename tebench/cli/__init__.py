@@ -1,8 +1,10 @@
 """The ``tebench`` command line: a thin layer over plain functions, one module per command.
 
-Every command runs inside one guard (:mod:`tebench.cli.guard`): an unexpected
-exception exits with ``guard.EXIT_INTERNAL`` (70) and a one-line message, its
-traceback kept in a log file; a signal exits 128+N after the usual cleanup.
+Every command runs inside one guard (:mod:`tebench.cli.guard`), and one function maps the
+exception that ends it to its exit status (:func:`tebench.cli.exit_codes.for_exception`): a
+:class:`tebench.errors.TebenchError` exits with its ``exit_code`` (2) and its message; an unexpected
+exception exits with ``exit_codes.EXIT_INTERNAL`` (70) and a one-line message, its traceback kept in
+a log file; a signal exits 128+N after the usual cleanup.
 
 Each command module has ``add_parser(sub)`` and a ``cmd_*`` function that calls
 plain functions tests call directly. Bad input (a broken matrix, an unknown
@@ -19,7 +21,9 @@ import sys
 from typing import Sequence
 
 from tebench import __version__
-from tebench.cli.common import EXIT_BAD_INPUT, UsageError, strict_json  # noqa: F401  (the CLI's public names)
+from tebench.cli.output import strict_json  # noqa: F401  (the CLI's public names, here and below)
+from tebench.cli.usage import UsageError  # noqa: F401
+from tebench.errors import EXIT_BAD_INPUT  # noqa: F401
 
 COMMANDS = ("env", "list_cases", "run", "report", "compare", "ab", "merge", "history")
 """The command modules of ``tebench.cli``, in the order ``--help`` lists them."""
@@ -82,11 +86,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # without one gets the remedy and exit 2, not a ModuleNotFoundError and the guard's exit 70.
     installed.require()
 
-    # What _run's except clauses name, imported before the signal handlers are: a SIGTERM during an
-    # import there would escape the guard.
+    # What _ended imports, imported before the signal handlers are: a SIGTERM during an import there
+    # would escape the guard.
     from tebench import errors, escape  # noqa: F401
-    from tebench.plan import environment, matrix, shards  # noqa: F401
-    from tebench.schema import version  # noqa: F401
+    from tebench.cli import exit_codes  # noqa: F401
 
     warnings.showwarning = _warn
     guard.tolerate_warning_errors()
@@ -98,46 +101,35 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    """The command, its expected refusals turned into exit 2 and anything else into the guard's exit."""
-    from tebench.cli import guard
-
+    """The command; an exception it raises becomes the exit status :mod:`tebench.cli.exit_codes` maps it to."""
     try:
         code: int = args.func(args)
-    except KeyboardInterrupt as exc:  # SIGINT, or SIGTERM/SIGHUP (guard.Terminated): cleanup has run
-        return guard.signal_exit(exc)
     except SystemExit:  # its own exit status, as Python gives it
         raise
     except BaseException as exc:  # noqa: BLE001  (the guard: asyncio.CancelledError too)
-        # A signal whose interrupt some code turned into another error (bad input, a cleanup's own
-        # failure) still ends the command with 128+N: an interrupt is never a verdict on the input.
-        signalled = guard.interrupted(exc)
-        return signalled if signalled is not None else _refused(args, exc)
+        return _ended(args, exc)
     return code
 
 
-def _refused(args: argparse.Namespace, exc: BaseException) -> int:
-    """The exit status of a command that raised ``exc``, not an interrupt: 2 with a message for an
-    expected refusal, 0 for a closed pipe, else the guard's crash report (70)."""
-    from tebench.cli import guard
-    from tebench.errors import RunError
+def _ended(args: argparse.Namespace, exc: BaseException) -> int:
+    """Say why the command ended by ``exc`` (as its exit status asks) and return that status."""
+    from tebench.cli import exit_codes, guard
     from tebench.escape import for_terminal
-    from tebench.plan.environment import ProbeError
-    from tebench.plan.matrix import MatrixError
-    from tebench.plan.shards import ShardError
-    from tebench.schema.version import SchemaError
 
-    # Messages quote matrices, records and paths: their control characters are shown, not obeyed.
-    if isinstance(exc, (UsageError, MatrixError, SchemaError, RunError, ShardError, FileNotFoundError, ProbeError)):
-        print(f"tebench {args.command}: error: {for_terminal(exc, keep_newlines=True)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    code = exit_codes.for_exception(exc)
+    if code == exit_codes.EXIT_INTERNAL:
+        return guard.report_crash(args, exc)  # anything no command expected
+    if code > 128:  # a signal (the shell's 128+N): its cleanup has said what the command left
+        return code
     if isinstance(exc, BrokenPipeError):  # e.g. `tebench list | head`
         sys.stderr.close()
-        return 0
-    if isinstance(exc, OSError):
+    elif isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError):
         # A file that cannot be read or written (a full disk, a read-only
         # file system, a directory where a file is expected): say which.
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"tebench {args.command}: error: {for_terminal(where)}{for_terminal(exc.strerror or exc)}",
               file=sys.stderr)
-        return EXIT_BAD_INPUT
-    return guard.report_crash(args, exc)  # anything no command expected
+    else:
+        # Messages quote matrices, records and paths: their control characters are shown, not obeyed.
+        print(f"tebench {args.command}: error: {for_terminal(exc, keep_newlines=True)}", file=sys.stderr)
+    return code

@@ -9,24 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tebench.cli.common import (
-    MAX_ROUNDS,
-    UsageError,
-    add_cost_args,
-    add_gate_args,
-    check_launch_args,
-    check_out_arg,
-    check_timeout,
-    compare_options,
-    compile_cache_dir,
-    emit,
-    load_matrix,
-    nonempty,
-    nothing_measured,
-    parse_devices,
-    select,
-    strict_json,
-)
+from tebench.cli.gate_args import add_gate_args, compare_options, nothing_measured
+from tebench.cli.matrix_args import load_matrix, select
+from tebench.cli.output import emit, step_summary, strict_json
+from tebench.cli.paths import check_out_arg
+from tebench.cli.run_args import add_cost_args, check_launch_args, check_timeout, compile_cache_dir
+from tebench.cli.usage import MAX_ROUNDS, UsageError, nonempty, parse_devices
 
 
 def _check_python(python: str | None, flag: str) -> None:
@@ -67,6 +55,8 @@ def cmd_ab(args: argparse.Namespace) -> int:
     _check_python(args.base_python, "--base-python")
     _check_python(args.head_python, "--head-python")
     _check_out(Path(args.out))
+    if args.format == "markdown":
+        step_summary()  # $GITHUB_STEP_SUMMARY: a FIFO or a device there is refused before hours of rounds
     prestart_depth = check_launch_args(args)
     gate = compare_options(args, True)
     gate.drop_throttled = args.drop_throttled

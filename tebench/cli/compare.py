@@ -7,28 +7,24 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from tebench.cli.common import (
-    UsageError,
-    add_gate_args,
-    check_out_arg,
-    check_results_paths,
-    command_line,
-    compare_options,
-    emit,
-    nothing_measured,
-    refuse_inputs,
-    strict_json,
-)
+from tebench.cli.gate_args import add_gate_args, compare_options, nothing_measured
+from tebench.cli.output import emit, step_summary, strict_json
+from tebench.cli.paths import check_out_arg, check_results_paths, refuse_inputs
+from tebench.cli.usage import UsageError, command_line
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Compare BASE and HEAD; exit 1 on a regression beyond threshold and noise."""
     check_results_paths([args.base, args.head])
+    # --out is checked before the comparison's modules are imported, as run's and report's are: a
+    # directory, a FIFO or a device in the way is refused at once.
+    if args.out is not None:
+        refuse_inputs([check_out_arg(args.out, kind="file")], [args.base, args.head], "--out", args.out)
+    if args.format == "markdown":
+        step_summary()  # $GITHUB_STEP_SUMMARY: a FIFO or a device there is refused now, not after the work
     from tebench.analysis.compare import CompareError, compare
     from tebench.report.compare_markdown import to_markdown
     from tebench.run.outdir import lock_target
 
-    if args.out is not None:
-        refuse_inputs([check_out_arg(args.out, kind="file")], [args.base, args.head], "--out", args.out)
     opts = compare_options(args, args.count_env_changes)
     opts.drop_throttled = args.drop_throttled
     # A file in a run directory (OUT/compare.md) is written under that directory's lock, atomically.

@@ -21,8 +21,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-EXIT_INTERNAL = 70
-"""An unexpected exception inside tebench (sysexits' EX_SOFTWARE): a bug to report, never a verdict."""
+from tebench.cli.exit_codes import EXIT_INTERNAL
 
 INPUT_ARGS = ("matrix", "preset", "results", "base", "head", "shards", "db")
 """The arguments that name a command's input, in the order the crash line quotes them."""

@@ -14,7 +14,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tebench.cli.common import MAX_ROUNDS, UsageError, check_out_arg, check_results_paths, command_line, thresholds
+from tebench.cli.paths import check_out_arg, check_results_paths
+from tebench.cli.thresholds import thresholds
+from tebench.cli.usage import MAX_ROUNDS, UsageError, command_line
 from tebench.escape import for_terminal
 
 

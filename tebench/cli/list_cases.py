@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from tebench.cli.common import add_matrix_args, is_auto, load_matrix, parse_shard, select
+from tebench.cli.matrix_args import add_matrix_args, is_auto, load_matrix, parse_shard, select
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -6,7 +6,9 @@ import argparse
 import sys
 from typing import Any
 
-from tebench.cli.common import EXIT_BAD_INPUT, UsageError, check_out_arg, check_results_paths, command_line
+from tebench.cli.paths import check_out_arg, check_results_paths
+from tebench.cli.usage import UsageError, command_line
+from tebench.errors import EXIT_BAD_INPUT
 
 
 def cmd_merge(args: argparse.Namespace) -> int:

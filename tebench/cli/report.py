@@ -6,7 +6,8 @@ import argparse
 import re
 from typing import Any
 
-from tebench.cli.common import UsageError, check_out_arg, check_results_paths, command_line, refuse_inputs
+from tebench.cli.paths import check_out_arg, check_results_paths, refuse_inputs
+from tebench.cli.usage import UsageError, command_line
 
 WRITTEN = ("index.html", "report.md", "cases.csv")
 """The report's files besides its chart PNGs (inputs are never PNGs): none may be one of its inputs."""

@@ -7,22 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tebench.cli.common import (
-    MAX_ROUNDS,
-    UsageError,
-    add_cost_args,
-    add_matrix_args,
-    check_launch_args,
-    check_out_arg,
-    check_timeout,
-    command_line,
-    compile_cache_dir,
-    is_auto,
-    load_matrix,
-    parse_devices,
-    parse_shard,
-    select,
-)
+from tebench.cli.matrix_args import add_matrix_args, is_auto, load_matrix, parse_shard, select
+from tebench.cli.paths import check_out_arg
+from tebench.cli.run_args import add_cost_args, check_launch_args, check_timeout, compile_cache_dir
+from tebench.cli.usage import MAX_ROUNDS, UsageError, command_line, parse_devices
 
 
 def _check_run_args(args: argparse.Namespace) -> tuple[list[str] | None, tuple[int, int] | None]:

@@ -22,6 +22,7 @@ from typing import Any, Mapping
 from tebench import bounded
 from tebench import __version__
 from tebench.plan.peak_tflops import PeakRates
+from tebench.errors import TebenchError
 
 
 # Environment variables that change what TE or CUDA does; recorded so that a
@@ -197,7 +198,7 @@ def _git_state(environ: Mapping[str, str] | None = None) -> tuple[str | None, bo
         return None, None
 
 
-class ProbeError(RuntimeError):
+class ProbeError(TebenchError, RuntimeError):
     """Hardware detection itself failed (the child crashed or printed no answer)."""
 
 

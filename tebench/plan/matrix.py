@@ -36,6 +36,7 @@ from tebench.plan.recipes import DEFAULT_RECIPE, RECIPES, FP8Options
 from tebench.workloads import BUILT_IN, SPECS, SizeError
 from tebench.workloads.plugins import PluginError
 from tebench.workloads.spec import size_from_dict
+from tebench.errors import TebenchError
 
 NAME_MAX = 64
 """Longest workload or size name (they become parts of case ids and file names)."""
@@ -45,7 +46,7 @@ MAX_NESTING = 32
 """Deepest nesting of tables and arrays in a matrix file; a matrix needs 4."""
 
 
-class MatrixError(ValueError):
+class MatrixError(TebenchError, ValueError):
     """A matrix file that cannot be used; the message names file, key and value."""
 
     def __init__(self, source: str, key: str, value: Any, message: str):
@@ -61,6 +62,8 @@ def _show(value: Any) -> str:
     return short_repr(value, 120)  # safe for a hexadecimal integer past the decimal digit limit
 
 
+# Outside TebenchError on purpose: internal control flow that never leaves this module (:func:`expand`
+# turns it into a MatrixError naming the file).
 class _Bad(ValueError):
     """A bad value found while expanding; :func:`iter_cases` adds the file that holds it."""
 

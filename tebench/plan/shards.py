@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from tebench.plan.matrix import Case
 from tebench.plan.modes import MODES
 from tebench.workloads import SPECS
+from tebench.errors import TebenchError
 
 if TYPE_CHECKING:
     from tebench.plan.environment import Environment
@@ -28,7 +29,7 @@ MAX_SHARDS = 10_000
 it bounds what a typo, or a damaged header's shard count, can make tebench allocate."""
 
 
-class ShardError(ValueError):
+class ShardError(TebenchError, ValueError):
     """A --shard value that is not I/N with 1 <= I <= N."""
 
 

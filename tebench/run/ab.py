@@ -43,12 +43,13 @@ from tebench.analysis import run_records
 from tebench.store import atomic
 from tebench.store import reader as results
 from tebench.store.writer import Writer
+from tebench.errors import TebenchError
 
 SIDES = ("base", "head")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class ABError(ValueError):
+class ABError(TebenchError, ValueError):
     """Bad ``ab`` input (exit status 2)."""
 
 

@@ -23,13 +23,14 @@ from tebench.store.atomic import same_file
 from tebench.store.writer import write_all
 from tebench.plan.shards import MAX_SHARDS
 from tebench.schema.records import RunHeader
+from tebench.errors import TebenchError
 
 
 MAX_ROUNDS = 1000
 """The most rounds a run may have (the CLI's --rounds limit): a damaged header's count bounds no loop."""
 
 
-class MergeError(ValueError):
+class MergeError(TebenchError, ValueError):
     """Shards that cannot be merged (exit status 2)."""
 
 

@@ -19,12 +19,14 @@ import typing
 from functools import lru_cache
 from typing import Any
 
+from tebench.errors import TebenchError
+
 # Far beyond any real run, small enough that products of dimensions stay
 # exact in Python ints and reasonable in float64 FLOP counts.
 MAX_DIM = 2**20
 
 
-class FieldError(ValueError):
+class FieldError(TebenchError, ValueError):
     """One bad field: ``key`` names it, ``value`` is what was given."""
 
     def __init__(self, key: str, value: Any, message: str):

@@ -158,6 +158,12 @@ class Timing(Part):
         return self.stats or Summary()
 
 
+def _rate(value: float) -> float | None:
+    """A rate, or None where it overflows a float: a step time so short (a damaged median of 5e-324 ms)
+    that its rate is infinite has no rate, rather than a record that fails its own check."""
+    return value if math.isfinite(value) else None
+
+
 class Throughput(Part):
     """What one step does (tokens, FLOPs) and the rates stored at the median step time."""
 
@@ -178,13 +184,13 @@ class Throughput(Part):
         workload has no meaningful FLOP count.
         """
         seconds = median_ms / 1000.0
-        tflops = flops / seconds / 1e12 if seconds > 0 and flops > 0 else None
+        tflops = _rate(flops / seconds / 1e12) if seconds > 0 and flops > 0 else None
         peak_bf16 = peak.get("bf16") if peak else None
         mfu = tflops / (peak_bf16 * nproc) if (tflops is not None and peak_bf16) else None
         # Every key is stored, a null rate included, in this order: from an object.
         throughput: Throughput = cls.from_dict({
             "tokens_per_step": tokens,
-            "tokens_per_s": tokens / seconds if seconds > 0 else None,
+            "tokens_per_s": _rate(tokens / seconds) if seconds > 0 else None,
             "flops_per_step": flops,
             "tflops": tflops,
             "mfu": mfu,

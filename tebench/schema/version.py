@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tebench.errors import TebenchError
+
 
 SCHEMA = "tebench.results"
 SCHEMA_VERSION = 1
@@ -26,7 +28,7 @@ MIN_READABLE_VERSION = 1
 STATUSES = ("ok", "skipped", "failed", "oom", "timeout", "diverged")
 
 
-class SchemaError(ValueError):
+class SchemaError(TebenchError, ValueError):
     """A results file this tebench cannot read."""
 
 
@@ -49,7 +51,7 @@ def check_version(record: dict[str, Any], where: str) -> None:
         )
 
 
-class RecordError(ValueError):
+class RecordError(TebenchError, ValueError):
     """One record that does not have the shape readers rely on; ``key`` names the field."""
 
     def __init__(self, key: str, value: Any, message: str):

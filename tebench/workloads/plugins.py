@@ -38,6 +38,7 @@ from typing import Any, Iterator
 
 from tebench import envvars
 from tebench.workloads.spec import KINDS
+from tebench.errors import TebenchError
 
 ENTRY_POINT_GROUP = "tebench.workloads"
 
@@ -47,7 +48,7 @@ REQUIRED_METHODS = ("check", "fp8_problem", "tokens_per_step", "flops_per_step",
 cases with ``graphs = true``, ``params`` and ``description`` only by people."""
 
 
-class PluginError(ValueError):
+class PluginError(TebenchError, ValueError):
     """A user workload that cannot be used; the message names it and says why."""
 
 
@@ -169,6 +170,8 @@ IMPORT_LIMIT_S = 120.0
 imports Transformer Engine takes tens of seconds, but finite: an import that blocks must not hang a nightly."""
 
 
+# Outside TebenchError on purpose: raised inside the guarded import only, and turned there into the
+# PluginError that names the plugin (:func:`_what` gives its message).
 class ImportTimeout(Exception):
     """A plugin's import did not finish in its time limit."""
 

@@ -320,12 +320,12 @@ def test_bad_out_is_refused_by_every_command_before_anything_runs(tmp_path, mat_
 
 def test_an_unwritable_out_is_refused_early(tmp_path, mat_file, stub_cli, monkeypatch):
     # As root, permission bits do not refuse anything: the check asks access(), so ask it "no".
-    from tebench.cli import common
+    from tebench.cli import paths
 
     _no_probe(monkeypatch)
     locked = tmp_path / "ro"
     locked.mkdir()
-    monkeypatch.setattr(common.os, "access", lambda path, mode: Path(path) != locked)
+    monkeypatch.setattr(paths.os, "access", lambda path, mode: Path(path) != locked)
     proc = stub_cli("run", str(mat_file), "--out", str(locked / "out"))
     assert proc.returncode == 2, proc.stderr
     assert unsaid(proc.stderr, locked / "out", locked, "not writable") == [], proc.stderr

@@ -18,8 +18,8 @@ from conftest import FIXTURES, MICRO_GPT, unsaid
 from conftest import read_jsonl as lines
 from conftest import write_jsonl as write
 from tebench.analysis.compare import Options, compare
-from tebench.cli.common import UsageError
-from tebench.cli.common import parse_threshold
+from tebench.cli.thresholds import parse_threshold
+from tebench.cli.usage import UsageError
 from tebench.report.compare_markdown import headline as headline_lines
 from tebench.report.compare_markdown import to_markdown
 

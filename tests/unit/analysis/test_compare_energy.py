@@ -13,7 +13,7 @@ import pytest
 from conftest import unsaid
 from tebench import cli
 from tebench.analysis.compare import Options, compare
-from tebench.cli.common import parse_threshold, parse_thresholds
+from tebench.cli.thresholds import parse_threshold, parse_thresholds
 from tebench.report.compare_markdown import to_markdown
 from tests.unit.analysis.test_compare import AMP, delta, multi_round
 
@@ -197,7 +197,7 @@ def test_threshold_parsing_accepts_energy():
     assert parse_thresholds(["memory=5%", "energy=7%"]) == {"memory": pytest.approx(0.05),
                                                              "energy": pytest.approx(0.07)}
     assert Options().thresholds["energy"] == pytest.approx(0.05)
-    from tebench.cli.common import UsageError
+    from tebench.cli.usage import UsageError
 
     with pytest.raises(UsageError, match="ambiguous"):
         parse_threshold("energy=3")

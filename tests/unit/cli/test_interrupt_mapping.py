@@ -13,7 +13,7 @@ from conftest import FIXTURES
 from tebench import cli
 from tebench.cli import guard
 from tebench.cli import merge as merge_cmd
-from tebench.cli.common import UsageError
+from tebench.cli.usage import UsageError
 from tebench.schema.version import SchemaError
 
 CPU = FIXTURES / "cpu-smoke.jsonl"

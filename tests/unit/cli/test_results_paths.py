@@ -8,7 +8,8 @@ import shutil
 import pytest
 
 from conftest import FIXTURES
-from tebench.cli.common import UsageError, check_results_paths
+from tebench.cli.paths import check_results_paths
+from tebench.cli.usage import UsageError
 from tebench.store.reader import results_path
 
 

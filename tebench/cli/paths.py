@@ -1,0 +1,123 @@
+"""The paths a command reads and writes, checked before any probe or heavy import: an output option
+that cannot be written, an output that is one of the inputs, a results path that is not one."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+from tebench.cli.usage import UsageError
+from tebench.errors import OutputPathError
+
+
+def _writable_dir(path: Path) -> bool:
+    # access() also answers EROFS (a read-only mount), which permission bits do not show.
+    return os.access(path, os.W_OK | os.X_OK)
+
+
+def _try_create_under(existing: Path, flag: str, value: str) -> None:
+    """UsageError unless a directory can really be made in ``existing``: access() says yes to root on
+    /proc or a pseudo file system, where the later mkdir fails after the hardware was probed."""
+    import tempfile
+
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".tebench-check-", dir=existing))
+    except OSError as exc:
+        raise UsageError(f"{flag} {value}: cannot create it under {existing} ({exc.strerror or exc})") from None
+
+
+def _try_create_file_in(parent: Path, flag: str, value: str) -> None:
+    """UsageError unless a file can really be made in ``parent`` (the atomic write's temporary file
+    goes there): as for a directory, access() says yes to root on /proc, and the failure would then
+    name the temporary file instead of the option."""
+    import tempfile
+
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".tebench-check-", dir=parent)
+    except OSError as exc:
+        raise UsageError(f"{flag} {value}: cannot create a file in {parent} ({exc.strerror or exc})") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def check_out_arg(value: str, flag: str = "--out", kind: str = "dir") -> Path:
+    """The path of an output option, refused (UsageError) before any probe or heavy import when it
+    cannot be written: empty, a file where a directory is wanted (``kind="dir"``) or the reverse
+    (``kind="file"``: a directory, or a FIFO, a device or a socket), or under a directory this process
+    cannot write."""
+    if not value.strip():
+        raise UsageError(f"{flag} {value!r}: empty; give a {'directory' if kind == 'dir' else 'file'} "
+                         "(an empty path would write into the current directory)")
+    path = Path(value)
+    if kind == "dir":
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"{flag} {value}: is a file, not a directory")
+        if path.is_dir():
+            if not _writable_dir(path):
+                raise UsageError(f"{flag} {value}: the directory is not writable")
+            return path
+        existing = path.parent
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        if not existing.is_dir():
+            raise UsageError(f"{flag} {value}: cannot create it: {existing} is a file, not a directory")
+        if not _writable_dir(existing):
+            raise UsageError(f"{flag} {value}: cannot create it: {existing} is not writable")
+        _try_create_under(existing, flag, value)
+        return path
+    if path.is_dir():
+        raise UsageError(f"{flag} {value}: is a directory; give the file to write")
+    parent = path.parent
+    if not parent.is_dir():
+        raise UsageError(f"{flag} {value}: no such directory {parent}")
+    from tebench.store import atomic  # light: the atomic writer's own check, before the work
+
+    try:
+        atomic.target(path)  # a FIFO, a device or a socket is never written (it would block, or be replaced)
+    except OutputPathError as exc:
+        raise UsageError(f"{flag} {exc}") from None
+    except OSError as exc:  # a loop of links, a name too long: said about the option
+        raise UsageError(f"{flag} {value}: {exc.strerror or exc}") from None
+    if not _writable_dir(parent):
+        raise UsageError(f"{flag} {value}: the directory {parent} is not writable")
+    _try_create_file_in(parent, flag, value)
+    if path.exists() and not os.access(path, os.W_OK):
+        raise UsageError(f"{flag} {value}: the file is not writable")
+    return path
+
+
+def refuse_inputs(targets: Iterable[Path], inputs: Iterable[str], flag: str, value: str) -> None:
+    """UsageError if a file the command would write is one of its inputs (a run directory given as
+    an input stands for its results file)."""
+    from tebench.store.atomic import same_file
+    from tebench.store.reader import results_path
+
+    given = [(item, results_path(item)) for item in inputs]
+    for target in targets:
+        for item, path in given:
+            if same_file(target, path):
+                raise UsageError(f"{flag} {value}: would overwrite the input {item} ({path}); "
+                                 "write somewhere else")
+
+
+def check_results_paths(paths: list[str]) -> None:
+    """Refuse at once (exit 2) a results path that is missing, or is neither a run directory nor a
+    regular file of at most the results-file limit: before the modules that read results are imported.
+
+    A run directory stands for the file the reader reads in it (:func:`tebench.store.reader.results_path`:
+    ``results.jsonl``, else ``results.jsonl.gz``, how a stored run is kept), so every command that
+    takes results accepts the same folders the reader does."""
+    from tebench import bounded
+    from tebench.store.reader import RESULTS_NAME, results_path
+
+    for given in paths:
+        path = Path(given)
+        file = results_path(path)
+        try:
+            bounded.check_file(file, "results file", bounded.RESULTS_MAX_BYTES)
+        except FileNotFoundError:
+            if path.is_dir():
+                raise UsageError(f"{given}: no results file (neither {RESULTS_NAME} nor {RESULTS_NAME}.gz "
+                                 f"in {path})") from None
+            raise UsageError(f"{given}: no results file ({file} does not exist)") from None
