@@ -582,7 +582,7 @@ def _any_invalid(pair: tuple[str, str, Side, Side]) -> bool:
 
 
 def _typed(run: results.Run | RunRecords) -> RunRecords:
-    """The run as typed records, parity judged again (as the report judges it)."""
+    """The run as typed records, parity judged as the report judges it (:func:`run_records.from_run`)."""
     return run if isinstance(run, RunRecords) else run_records.from_run(run)
 
 
@@ -785,12 +785,13 @@ def _run_limits(run: RunRecords) -> Side:
 
 
 def compare(base_path: str | Path, head_path: str | Path, thresholds: dict[str, float] | None = None,
-            count_env_changes: bool = False, opts: Options | None = None) -> Comparison:
-    """Compare two results files or run directories."""
+            count_env_changes: bool = False, opts: Options | None = None, rejudge: bool = False) -> Comparison:
+    """Compare two results files or run directories (``rejudge``: judge every parity verdict again,
+    :func:`run_records.judge_parity`)."""
     if opts is None:
         opts = Options(thresholds=dict(thresholds or {}), count_env_changes=count_env_changes)
     try:
-        base, head = run_records.read(base_path), run_records.read(head_path)
+        base, head = run_records.read(base_path, rejudge=rejudge), run_records.read(head_path, rejudge=rejudge)
     except (OSError, SchemaError) as exc:
         raise CompareError(str(exc)) from None
     return compare_runs(base, head, opts, str(base_path), str(head_path))

@@ -308,6 +308,13 @@ def add_gate_args(p: argparse.ArgumentParser) -> None:
                    help="markdown (a PR comment; the default) or json (every case's numbers, for a script)")
 
 
+def add_rejudge_arg(p: argparse.ArgumentParser) -> None:
+    """``--rejudge``, on every command that reads judged runs (report, compare, merge, history add)."""
+    p.add_argument("--rejudge", action="store_true",
+                   help="judge every loss-parity verdict again from the stored curves; without it a verdict "
+                   "stored with this tebench's parity rules is taken as it is, and only older ones are judged")
+
+
 def emit(text: str, out: str | None, markdown: bool) -> None:
     import os
 

@@ -14,7 +14,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tebench.cli.common import MAX_ROUNDS, UsageError, check_out_arg, check_results_paths, command_line, thresholds
+from tebench.cli.common import (
+    MAX_ROUNDS,
+    UsageError,
+    add_rejudge_arg,
+    check_out_arg,
+    check_results_paths,
+    command_line,
+    thresholds,
+)
 from tebench.escape import for_terminal
 
 
@@ -65,7 +73,7 @@ def cmd_history_add(args: argparse.Namespace) -> int:
 
     for path in args.results:
         # A file of several runs (runs appended to one file) is stored as its runs, one by one.
-        for run in run_records.runs_in(path):
+        for run in run_records.runs_in(path, args.rejudge):
             try:
                 added = history.add(args.db, run)
             except history.HistoryError as exc:
@@ -102,6 +110,7 @@ def add_parser(sub: Any) -> None:
     h = hsub.add_parser("add", help="store results in the database (idempotent, safe concurrently)")
     h.add_argument("results", nargs="+", help="results files or run directories")
     h.add_argument("--db", required=True, help="SQLite database file (created if missing)")
+    add_rejudge_arg(h)
     h.set_defaults(func=cmd_history_add)
     h = hsub.add_parser("report", help="trend charts, step changes, latest run vs recent baseline")
     h.add_argument("--db", required=True, help="the SQLite database that history add wrote")

@@ -6,7 +6,14 @@ import argparse
 import sys
 from typing import Any
 
-from tebench.cli.common import EXIT_BAD_INPUT, UsageError, check_out_arg, check_results_paths, command_line
+from tebench.cli.common import (
+    EXIT_BAD_INPUT,
+    UsageError,
+    add_rejudge_arg,
+    check_out_arg,
+    check_results_paths,
+    command_line,
+)
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -20,7 +27,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     # and nothing writes it while the merged file and its report are written.
     with OutLock(out, command_line()) as lock:
         try:
-            merged = join(args.shards, out)
+            merged = join(args.shards, out, args.rejudge)
         except MergeError as exc:
             raise UsageError(str(exc)) from None
         lock.hold()
@@ -38,6 +45,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
         if not args.no_report:
             from tebench.report import render
 
+            # Judged just now over the merged records: the report takes those verdicts.
             report = render([path], out / "report")
             print(f"report: {report / 'index.html'}")
     incomplete = merged.missing or merged.missing_cases
@@ -53,4 +61,5 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--require-complete", action="store_true",
                    help="exit 2 when a shard, or a case of a shard, is missing")
     p.add_argument("--no-report", action="store_true", help="write the merged results.jsonl only, no report/")
+    add_rejudge_arg(p)
     p.set_defaults(func=cmd_merge)
