@@ -177,8 +177,7 @@ def judge_parity(records: Sequence[CaseResult], rejudge: bool = False, where: st
         first, old = changed[0]
         new = first.parity.verdict if first.parity is not None else None
         cause = ("--rejudge" if rejudge else
-                 f"stored without this tebench's rules ({parity_rules.PARITY_RULES}): from before the rules were "
-                 "recorded, or judged by other rules")
+                 f"stored without rules or by other rules than this tebench's {parity_rules.PARITY_RULES}")
         warnings.warn(f"{where + ': ' if where else ''}{REJUDGED} ({cause}): {len(changed)} of {len(stale)} "
                       f"verdict(s) changed from the stored one (first: {first.case_id} round {first.round_no}: "
                       f"{old} -> {new})", stacklevel=2)
