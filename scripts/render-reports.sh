@@ -2,8 +2,9 @@
 # Re-render every shipped report in reports/ from the results stored in this
 # repository (no GPU, no re-run), then screenshot the top of each HTML page
 # when a Chromium is installed. One command after a change to the report
-# layout or to the verdict rules (parity is always re-judged from the stored
-# curves):
+# layout or to the verdict rules (the stored records name no parity rules, or
+# older ones after a change of parity.PARITY_RULES, so parity is judged again
+# from the stored curves):
 #
 #   bash scripts/render-reports.sh              # into reports/<run>/
 #   bash scripts/render-reports.sh --out DIR    # into DIR/<run>/, leaving reports/ as it is

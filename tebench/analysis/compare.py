@@ -381,10 +381,17 @@ class _Findings:
     """("slower" | "faster", text): significant, within the threshold."""
 
 
+def _damage(b: Side, h: Side) -> list[str]:
+    """``base: why`` and ``head: why`` for each side whose measurements are damaged (:func:`_invalid`)."""
+    return [f"{name}: {why}" for name, s in (("base", b), ("head", h)) if (why := _invalid(s))]
+
+
 def judge(case_id: str, device: str, b: Side, h: Side, opts: Options | None = None,
-          time: stats.TimeTest | None = None, p_adjusted: float | None = None) -> Delta:
+          time: stats.TimeTest | None = None, p_adjusted: float | None = None,
+          damage: list[str] | None = None) -> Delta:
     """Judge one case. ``time`` is its step-time test (computed here, unpaired, when not given);
-    ``p_adjusted`` its p-value after correction across cases (the raw p-value when not given)."""
+    ``p_adjusted`` its p-value after correction across cases (the raw p-value when not given);
+    ``damage``: :func:`_damage` of the sides when already found (found here when not given)."""
     opts = opts or Options()
     d = Delta(case_id, device, "unchanged", base=_summary(b), head=_summary(h))
     diff = _settings_diff(b.settings, h.settings) if (b.settings and h.settings) else []
@@ -392,7 +399,8 @@ def judge(case_id: str, device: str, b: Side, h: Side, opts: Options | None = No
         d.verdict = "not-comparable"
         d.why.append("case settings differ: " + "; ".join(diff))
         return d
-    bad = [f"{name}: {why}" for name, s in (("base", b), ("head", h)) if (why := _invalid(s))]
+    # Every step of every round is checked: found once per case when judge_cases gives it.
+    bad = _damage(b, h) if damage is None else damage
     if bad:
         d.verdict = "invalid"
         d.why.extend(bad)
@@ -577,18 +585,15 @@ def _weigh(d: Delta, found: _Findings, advisory: list[str]) -> None:
 
 def judge_cases(pairs: list[tuple[str, str, Side, Side]], opts: Options, paired: bool = False) -> list[Delta]:
     """Judge many cases together: step-time p-values are adjusted across them."""
-    tests = [None if _any_invalid(p) else time_test(p[2], p[3], opts, paired) for p in pairs]
+    damage = [_damage(b, h) for _, _, b, h in pairs]
+    tests = [None if damage[i] else time_test(p[2], p[3], opts, paired) for i, p in enumerate(pairs)]
     family = [(i, t.p) for i, t in enumerate(tests) if t is not None and t.p is not None]  # t.enough
     adjusted = dict(zip([i for i, _ in family], stats.adjust_pvalues([p for _, p in family], opts.correction)))
-    return [judge(c, dev, b, h, opts, tests[i], adjusted.get(i)) for i, (c, dev, b, h) in enumerate(pairs)]
-
-
-def _any_invalid(pair: tuple[str, str, Side, Side]) -> bool:
-    return bool(_invalid(pair[2]) or _invalid(pair[3]))
+    return [judge(c, dev, b, h, opts, tests[i], adjusted.get(i), damage[i]) for i, (c, dev, b, h) in enumerate(pairs)]
 
 
 def _typed(run: results.Run | RunRecords) -> RunRecords:
-    """The run as typed records, parity judged again (as the report judges it)."""
+    """The run as typed records, parity judged as the report judges it (:func:`run_records.from_run`)."""
     return run if isinstance(run, RunRecords) else run_records.from_run(run)
 
 
@@ -791,12 +796,13 @@ def _run_limits(run: RunRecords) -> Side:
 
 
 def compare(base_path: str | Path, head_path: str | Path, thresholds: dict[str, float] | None = None,
-            count_env_changes: bool = False, opts: Options | None = None) -> Comparison:
-    """Compare two results files or run directories."""
+            count_env_changes: bool = False, opts: Options | None = None, rejudge: bool = False) -> Comparison:
+    """Compare two results files or run directories (``rejudge``: judge every parity verdict again,
+    :func:`run_records.judge_parity`)."""
     if opts is None:
         opts = Options(thresholds=dict(thresholds or {}), count_env_changes=count_env_changes)
     try:
-        base, head = run_records.read(base_path), run_records.read(head_path)
+        base, head = run_records.read(base_path, rejudge=rejudge), run_records.read(head_path, rejudge=rejudge)
     except (OSError, SchemaError) as exc:
         raise CompareError(str(exc)) from None
     return compare_runs(base, head, opts, str(base_path), str(head_path))

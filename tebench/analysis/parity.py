@@ -50,6 +50,14 @@ from tebench.schema.vocabulary import JUDGED
 from tebench.workloads import SPECS
 from tebench.workloads.zipf_markov import progress as zipf_progress
 
+PARITY_RULES = "parity-1"
+"""The name of the rules this tebench judges parity by, stored with every verdict judged over a whole run
+(``Parity.rules``): the band rule here, the equivalence rule of :mod:`tebench.analysis.equivalence`, the
+checks folded into both, and all their constants. A reader takes a stored verdict of these rules as it is
+and judges again one of other rules or of none (records from before the field). Bump the number whenever
+any of them changes so that a stored verdict could come out otherwise: the stored verdicts then count as
+another rules' and are judged again on reading."""
+
 # A loss that ends this many times above where it started has diverged.
 DIVERGED_FACTOR = 1.5
 NOISE_K = 3.0
@@ -460,19 +468,34 @@ def reference_for(records: Sequence[CaseResult], record: CaseResult) -> tuple[st
     return mode, [_curve(r) for r in runs]
 
 
-def attach(records: Sequence[CaseResult]) -> None:
-    """Judge (again) every record that has a loss curve, against the references among ``records``.
+def judgeable(record: CaseResult) -> bool:
+    """Whether ``record`` gets a verdict: it has a loss curve and finished ok or diverged."""
+    return record.loss is not None and record.status in ("ok", "diverged")
 
-    Parity is always recomputed from the stored curves, so a report or merge
-    judges with all the references it has (a shard may have lacked one) and
-    with this tebench's rules.
+
+def current(record: CaseResult) -> bool:
+    """Whether ``record``'s stored verdict was judged by this tebench's rules (:data:`PARITY_RULES`)."""
+    return record.parity is not None and record.parity.rules == PARITY_RULES
+
+
+def attach(records: Sequence[CaseResult], only: Sequence[CaseResult] | None = None) -> None:
+    """Judge (again) every record of ``only`` (default: all of ``records``) that has a loss curve,
+    against the references among ``records``; each verdict names :data:`PARITY_RULES`.
+
+    Parity is recomputed from the stored curves, so a report or merge judges
+    with all the references it has (a shard may have lacked one) and with this
+    tebench's rules.
     """
     # Grouped once here; judge stays the one entry point (and the one a test may wrap).
     grouped = _Grouped(records)
     cache: dict = {}
-    for record in records:
-        if record.loss is not None and record.status in ("ok", "diverged"):
-            record.parity = judge(grouped, record, cache)
+    for record in records if only is None else only:
+        if judgeable(record):
+            verdict = judge(grouped, record, cache)
+            # Stamped here, not in judge: the executor's judge sees only the records before it (a
+            # reference's later rounds are missing), so only a judgement over the whole run is final.
+            verdict.rules = PARITY_RULES
+            record.parity = verdict
 
 
 def judge(records: Sequence[CaseResult], record: CaseResult, cache: dict | None = None) -> Parity:

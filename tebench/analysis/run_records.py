@@ -1,4 +1,4 @@
-"""A run read for reporting: typed records, the last of each (case, round), parity judged again.
+"""A run read for reporting: typed records, the last of each (case, round), parity judged where it must be.
 
 :class:`CaseRounds` holds every round of one case in one run, where the values
 over rounds (pooled median, its interquartile interval, tokens/s, TFLOP/s, MFU,
@@ -153,12 +153,35 @@ def by_case(records: Iterable[CaseResult], peak_tflops: dict[str, Any] | None = 
 # --- a run ---------------------------------------------------------------------------------------
 
 
-def judge_parity(records: Sequence[CaseResult]) -> None:
-    """Judge (again) every record with a loss curve against the references among ``records``.
+REJUDGED = "parity judged again"
+"""What the notice of :func:`judge_parity` starts with (after the file), when a verdict changed."""
 
-    The one judgement every reader uses (report, ``--strict``, compare, merge): :func:`parity.attach`.
+
+def judge_parity(records: Sequence[CaseResult], rejudge: bool = False, where: str = "") -> int:
+    """Judge the records whose stored verdict is not of this tebench's rules (all of them with ``rejudge``),
+    against the references among ``records``; returns how many verdicts changed.
+
+    A verdict stored with :data:`parity.PARITY_RULES` is taken as it is: it was judged over the whole run
+    by the same rules. One without (written before the field, or by a run's executor, which sees only the
+    records before it) or with other rules is judged again (:func:`parity.attach`). When that changes
+    a verdict, one warning for the run (``where``: its file) says how many and why.
     """
-    parity_rules.attach(records)
+    stale = [r for r in records if parity_rules.judgeable(r) and (rejudge or not parity_rules.current(r))]
+    if not stale:
+        return 0
+    before = [r.parity.verdict if r.parity is not None else None for r in stale]
+    parity_rules.attach(records, stale)
+    changed = [(r, old) for r, old in zip(stale, before)
+               if old is not None and (r.parity.verdict if r.parity is not None else None) != old]
+    if changed:
+        first, old = changed[0]
+        new = first.parity.verdict if first.parity is not None else None
+        cause = ("--rejudge" if rejudge else
+                 f"stored without rules or by other rules than this tebench's {parity_rules.PARITY_RULES}")
+        warnings.warn(f"{where + ': ' if where else ''}{REJUDGED} ({cause}): {len(changed)} of {len(stale)} "
+                      f"verdict(s) changed from the stored one (first: {first.case_id} round {first.round_no}: "
+                      f"{old} -> {new})", stacklevel=2)
+    return len(changed)
 
 
 @dataclass
@@ -189,16 +212,18 @@ class RunRecords:
         return [r for r in self.cases if r.problem]
 
 
-def from_run(run: results.Run, judge: bool = True) -> RunRecords:
-    """Typed records of a run read by :func:`results.read`; parity judged again unless ``judge`` is False."""
+def from_run(run: results.Run, judge: bool = True, rejudge: bool = False) -> RunRecords:
+    """Typed records of a run read by :func:`results.read`; parity judged where the stored verdict is not of
+    this tebench's rules (every verdict with ``rejudge``; none when ``judge`` is False): :func:`judge_parity`."""
     cases = list(run.latest().values())
     if judge:
-        judge_parity(cases)
+        judge_parity(cases, rejudge, run.path)
     return RunRecords(run.path, run.header, run.headers, cases, list(run.problems))
 
 
-def read(path: str | Path, judge: bool = True) -> RunRecords:
-    """Read a results file or run directory (see :func:`results.read`) into typed records."""
+def read(path: str | Path, judge: bool = True, rejudge: bool = False) -> RunRecords:
+    """Read a results file or run directory (see :func:`results.read`) into typed records (parity: see
+    :func:`from_run`)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         run = results.read(path)
@@ -206,13 +231,13 @@ def read(path: str | Path, judge: bool = True) -> RunRecords:
     # for every reader would let Python show a file's skipped-lines warning only once per process.
     for w in caught:
         warnings.warn(w.message, w.category, stacklevel=2)
-    return from_run(run, judge)
+    return from_run(run, judge, rejudge)
 
 
-def runs_in(path: str | Path) -> list[RunRecords]:
+def runs_in(path: str | Path, rejudge: bool = False) -> list[RunRecords]:
     """Each run a results file holds, apart (runs appended to one file, as ``reports/h200-nightly``), each read
     as :func:`read` reads a file of one run: its own headers and the last record of each of its cases and
-    rounds, parity judged among them. A file of one run gives one."""
+    rounds, parity judged among them as :func:`judge_parity` does. A file of one run gives one."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         run = results.read(path)
@@ -222,13 +247,13 @@ def runs_in(path: str | Path) -> list[RunRecords]:
         if len(ids) <= 1 or "replaced by another" not in str(w.message):
             warnings.warn(w.message, w.category, stacklevel=2)
     if len(ids) <= 1:
-        return [from_run(run)]
+        return [from_run(run, rejudge=rejudge)]
     out = []
     for run_id in ids:
         headers = [h for h in run.headers if h.run_id == run_id]
         latest = {(r.case_id, r.round_no): r for r in run.cases if (r.run_id or run_id) == run_id}
         cases = list(latest.values())
-        judge_parity(cases)
+        judge_parity(cases, rejudge, f"{run.path} (run {run_id})")
         out.append(RunRecords(run.path, headers[0], headers, cases, list(run.problems)))
     return out
 

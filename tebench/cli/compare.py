@@ -11,6 +11,7 @@ from tebench.cli.gate_args import add_gate_args, compare_options, nothing_measur
 from tebench.cli.output import emit, step_summary, strict_json
 from tebench.cli.paths import check_out_arg, check_results_paths, refuse_inputs
 from tebench.cli.usage import UsageError, command_line
+from tebench.cli.verdict_args import add_rejudge_arg
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Compare BASE and HEAD; exit 1 on a regression beyond threshold and noise."""
@@ -30,7 +31,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     # A file in a run directory (OUT/compare.md) is written under that directory's lock, atomically.
     with lock_target(Path(args.out), command_line()) if args.out else contextlib.nullcontext():
         try:
-            result = compare(args.base, args.head, opts=opts)
+            result = compare(args.base, args.head, opts=opts, rejudge=args.rejudge)
         except CompareError as exc:
             raise UsageError(str(exc)) from None
         # Strict JSON (null for NaN/inf): what jq, browsers and other languages accept.
@@ -57,6 +58,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("base", help="base results file or run directory")
     p.add_argument("head", help="head results file or run directory")
     add_gate_args(p)
+    add_rejudge_arg(p)
     p.add_argument("--out", help="write to this file instead of stdout")
     p.add_argument("--count-env-changes", action="store_true",
                    help="count regressions even when base and head ran in different environments (or at "

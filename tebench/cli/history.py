@@ -17,6 +17,7 @@ from typing import Any
 from tebench.cli.paths import check_out_arg, check_results_paths
 from tebench.cli.thresholds import thresholds
 from tebench.cli.usage import MAX_ROUNDS, UsageError, command_line
+from tebench.cli.verdict_args import add_rejudge_arg
 from tebench.escape import for_terminal
 
 
@@ -67,7 +68,7 @@ def cmd_history_add(args: argparse.Namespace) -> int:
 
     for path in args.results:
         # A file of several runs (runs appended to one file) is stored as its runs, one by one.
-        for run in run_records.runs_in(path):
+        for run in run_records.runs_in(path, args.rejudge):
             try:
                 added = history.add(args.db, run)
             except history.HistoryError as exc:
@@ -104,6 +105,7 @@ def add_parser(sub: Any) -> None:
     h = hsub.add_parser("add", help="store results in the database (idempotent, safe concurrently)")
     h.add_argument("results", nargs="+", help="results files or run directories")
     h.add_argument("--db", required=True, help="SQLite database file (created if missing)")
+    add_rejudge_arg(h)
     h.set_defaults(func=cmd_history_add)
     h = hsub.add_parser("report", help="trend charts, step changes, latest run vs recent baseline")
     h.add_argument("--db", required=True, help="the SQLite database that history add wrote")

@@ -9,6 +9,7 @@ from typing import Any
 from tebench.cli.paths import check_out_arg, check_results_paths
 from tebench.cli.usage import UsageError, command_line
 from tebench.errors import EXIT_BAD_INPUT
+from tebench.cli.verdict_args import add_rejudge_arg
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -22,7 +23,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     # and nothing writes it while the merged file and its report are written.
     with OutLock(out, command_line()) as lock:
         try:
-            merged = join(args.shards, out)
+            merged = join(args.shards, out, args.rejudge)
         except MergeError as exc:
             raise UsageError(str(exc)) from None
         lock.hold()
@@ -40,6 +41,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
         if not args.no_report:
             from tebench.report import render
 
+            # Judged just now over the merged records: the report takes those verdicts.
             report = render([path], out / "report")
             print(f"report: {report / 'index.html'}")
     incomplete = merged.missing or merged.missing_cases
@@ -55,4 +57,5 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--require-complete", action="store_true",
                    help="exit 2 when a shard, or a case of a shard, is missing")
     p.add_argument("--no-report", action="store_true", help="write the merged results.jsonl only, no report/")
+    add_rejudge_arg(p)
     p.set_defaults(func=cmd_merge)

@@ -8,6 +8,7 @@ from typing import Any
 
 from tebench.cli.paths import check_out_arg, check_results_paths, refuse_inputs
 from tebench.cli.usage import UsageError, command_line
+from tebench.cli.verdict_args import add_rejudge_arg
 
 WRITTEN = ("index.html", "report.md", "cases.csv")
 """The report's files besides its chart PNGs (inputs are never PNGs): none may be one of its inputs."""
@@ -29,7 +30,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     with lock_target(out, command_line()):  # into a run directory (OUT or OUT/report): not while a run writes it
-        out = render(args.results, out, assets_url=url)
+        out = render(args.results, out, assets_url=url, rejudge=args.rejudge)
     print(f"report: {out / 'index.html'}\n        {out / 'report.md'}  ({time.perf_counter() - t0:.1f} s)")
     return 0
 
@@ -44,4 +45,5 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--assets-url", metavar="URL",
                    help="absolute URL the chart PNGs will be published at (a branch, Pages): report.md then shows "
                         "them from there; without it report.md has no images and reads whole as text")
+    add_rejudge_arg(p)
     p.set_defaults(func=cmd_report)

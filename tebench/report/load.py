@@ -199,15 +199,16 @@ def _from_pytest_benchmark(path: Path, data: dict[str, Any]) -> Source:
     return Source(str(path), "pytest-benchmark", RunHeader.from_dict(header), records)
 
 
-def load(path: str | Path) -> Source:
-    """Load one results file, run directory or pytest-benchmark JSON file."""
+def load(path: str | Path, rejudge: bool = False) -> Source:
+    """Load one results file, run directory or pytest-benchmark JSON file (parity: as
+    :func:`run_records.read` judges it; every verdict again with ``rejudge``)."""
     p = Path(path)
     bench = _pytest_benchmark(p)
     if bench is not None:
         return _from_pytest_benchmark(p, bench)
     # Every round of each case (the report pools their samples), but only the
-    # last record of a (case, round) pair; parity judged again over them.
-    run = run_records.read(p)
+    # last record of a (case, round) pair; parity judged over them where not of these rules.
+    run = run_records.read(p, rejudge=rejudge)
     src = Source(run.path, "tebench", run.header, run.cases)
     if run.problems:
         src.notes.append(f"{len(run.problems)} unreadable line(s) skipped (a run killed mid-write?)")
@@ -219,9 +220,9 @@ def load(path: str | Path) -> Source:
     return src
 
 
-def load_all(paths: list[str | Path]) -> list[Source]:
-    """Load several sources and give each a distinct label."""
-    sources = [load(p) for p in paths]
+def load_all(paths: list[str | Path], rejudge: bool = False) -> list[Source]:
+    """Load several sources (see :func:`load`) and give each a distinct label."""
+    sources = [load(p, rejudge) for p in paths]
     counts = Counter(s.device for s in sources)
     for s in sources:
         # Several files from one device model are files, not machines: name each by its file, which the

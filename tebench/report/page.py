@@ -52,12 +52,13 @@ def fit_markdown(render_md: Any, ctx: dict[str, Any], limit: int = MD_LIMIT) -> 
     return text + note
 
 
-def render(paths: list[str | Path], out: str | Path, assets_url: str | None = None) -> Path:
+def render(paths: list[str | Path], out: str | Path, assets_url: str | None = None, rejudge: bool = False) -> Path:
     """Render ``index.html``, ``report.md``, chart PNGs and ``cases.csv`` into ``out``; returns ``out``.
 
     ``assets_url``: the absolute URL the PNGs will be served from (a branch,
     Pages, an artifact store); report.md then shows the charts from there.
     Without it report.md has no images, and reads whole without them.
+    ``rejudge``: judge every parity verdict again, not only those of other rules (:func:`load`).
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -65,7 +66,7 @@ def render(paths: list[str | Path], out: str | Path, assets_url: str | None = No
     # collection of the oldest generation would walk them all again: the collector is off while they
     # are read, and they are frozen while the report is built from them.
     with collector_off():
-        sources = load_all(list(paths))
+        sources = load_all(list(paths), rejudge)
     with frozen_heap():
         ctx = build_context(sources, out, assets_url)
     _write(ctx, out)

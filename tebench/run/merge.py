@@ -4,7 +4,10 @@ Shards of one matrix (``tebench run --shard I/N``) may run on different
 machines or CI jobs. ``merge`` refuses shards of different matrices, commits
 or round counts, refuses a shard given twice, and reports shards that are
 missing. Loss parity is judged again over the merged records, because a
-case's reference may have run in another shard.
+case's reference may have run in another shard; the merged file stores those
+verdicts with the rules that judged them, so that reading it judges nothing
+again. A merge of one file keeps the verdicts of this tebench's rules as they
+are (``rejudge`` judges them all).
 """
 
 from __future__ import annotations
@@ -83,12 +86,12 @@ def check_target(paths: list[str | Path], out: str | Path) -> None:
                          "replace them: choose another --out")
 
 
-def merge(paths: list[str | Path], out: str | Path) -> tuple[Path, list[str]]:
+def merge(paths: list[str | Path], out: str | Path, rejudge: bool = False) -> tuple[Path, list[str]]:
     """Merge shard results into ``out/results.jsonl``; returns the path and the missing shards.
 
     The caller holds ``out``'s lock if other commands may write it (``tebench merge`` does).
     """
-    merged = join(paths, out)
+    merged = join(paths, out, rejudge)
     return write(merged, out), merged.missing
 
 
@@ -127,8 +130,9 @@ def _missing_cases(runs: list[Any]) -> list[str]:
     return missing
 
 
-def join(paths: list[str | Path], out: str | Path) -> Merged:
-    """Read and check the shards and join them into one run to be written to ``out``."""
+def join(paths: list[str | Path], out: str | Path, rejudge: bool = False) -> Merged:
+    """Read and check the shards and join them into one run to be written to ``out``; parity judged over
+    them all (with one file: where not of this tebench's rules, unless ``rejudge``)."""
     if not paths:
         raise MergeError("nothing to merge")
     check_target(paths, out)
@@ -160,8 +164,9 @@ def join(paths: list[str | Path], out: str | Path) -> Merged:
     missing_cases = _missing_cases(runs)
     records = [rec for run in runs for rec in run.cases]
     # A shard may have judged against a fallback reference (PT-AMP) because
-    # PT-FP32 ran in another shard: judge again over all shards.
-    run_records.judge_parity(records)
+    # PT-FP32 ran in another shard: judge again over all shards. One file's verdicts
+    # of these rules were judged over these same records.
+    run_records.judge_parity(records, rejudge or len(runs) > 1, str(paths[0]) if len(paths) == 1 else "merge")
     run_id = "merged-" + time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     header = {
         **{k: v for k, v in ref.to_dict().items() if k not in ("schema", "schema_version")},

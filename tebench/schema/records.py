@@ -700,6 +700,9 @@ class Parity(Part):
     smoothing: Int | None = field(None, "Band rule: the smoothing window in steps.", ge=0)
     validation: ValidationVerdict | None = field(None, "The validation metric against the reference's (folded into "
                                                        "the verdict).")
+    rules: Str | None = field(None, "Which rules judged it: tebench.analysis.parity.PARITY_RULES of the tebench "
+                                    "that judged it over the whole run. A reader takes a verdict of its own rules "
+                                    "as stored and judges again one without (unknown rules) or of other rules.")
 
     @property
     def judged(self) -> bool:

@@ -40,7 +40,7 @@ def _edit(parity: str | None = None, fp8_proof: str | None = None):
 @pytest.fixture
 def pinned(monkeypatch):
     """Parity is judged again from the curves on read; pin the verdicts the records carry."""
-    monkeypatch.setattr(cmp.run_records.parity_rules, "attach", lambda records: None)
+    monkeypatch.setattr(cmp.run_records.parity_rules, "attach", lambda records, only=None: None)
 
 
 def _pair(tmp_path, factor: float, base: dict, head: dict):
