@@ -144,7 +144,9 @@ def _edge_records(seed: int = 0) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     out: list[dict[str, Any]] = []
     for i, extra in enumerate(SETUPS.values()):
-        def rec(mode: str, round_: int = 0, end: float = 1.0, **more: Any) -> dict[str, Any]:
+        # extra is bound as a default: every record of this group must carry this setup, not the last one's.
+        def rec(mode: str, round_: int = 0, end: float = 1.0, extra: dict[str, Any] = extra,
+                **more: Any) -> dict[str, Any]:
             return _record(rng, mode, round_, end, **copy.deepcopy(extra), **more)
         group = [rec("PT-AMP", 0, 1.01), rec("PT-AMP", 1, 1.01), rec("TE-BF16", 0, 1.02),
                  rec("TE-FP8", 0, 1.6, fp8={"recipe": "delayed"}), rec("PT-AMP+compile", 0, 1.0)]

@@ -30,6 +30,6 @@ def test_a_gpu_estimate_uses_its_peak_and_fp32_is_slower():
 def test_list_prints_a_total_and_no_estimate_for_skipped_cases(tebench_cli):
     proc = tebench_cli("list", "--preset", "smoke")
     assert proc.returncode == 0, proc.stderr
-    skipped = [l for l in proc.stdout.splitlines() if l.strip().startswith("skip")]
-    assert skipped and not any("~" in l for l in skipped)
-    assert any(l.endswith("small cases)") and "in all, estimated from" in l for l in proc.stdout.splitlines())
+    skipped = [line for line in proc.stdout.splitlines() if line.strip().startswith("skip")]
+    assert skipped and not any("~" in line for line in skipped)
+    assert any(line.endswith("small cases)") and "in all, estimated from" in line for line in proc.stdout.splitlines())

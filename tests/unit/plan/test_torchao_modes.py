@@ -9,7 +9,7 @@ import pytest
 
 from conftest import unsaid
 from tebench.plan import modes, torchao_support
-from tebench.plan.environment import GPU, Environment, Support
+from tebench.plan.environment import Environment, Support
 from tebench.plan.gates import gate_case
 from tebench.plan.matrix import Case, MatrixError, expand, load
 from tebench.plan.modes import MODES
