@@ -398,7 +398,7 @@ def test_compare_cli_says_why_it_exits_2_on_nothing_measured(tmp_path, tebench_c
 
 # --- headlines that say what is known ------------------------------------------------------------
 
-def _first(md: str) -> str:
+def _first_line(md: str) -> str:
     return md.splitlines()[0]
 
 
@@ -408,14 +408,14 @@ def test_headline_green_only_when_every_judged_case_is_unchanged(tmp_path):
     result = compare(base, head)
     assert set(verdicts(result).values()) <= {"unchanged", "not-measured"}
     md = to_markdown(result)
-    assert _first(md).startswith("### 🟢") and "Nothing changed beyond thresholds and noise" in md
+    assert _first_line(md).startswith("### 🟢") and "Nothing changed beyond thresholds and noise" in md
 
 
 def test_headline_is_neutral_for_cant_tell_and_fail_on_inconclusive_fails(tmp_path):
     # One round each: every step time inconclusive. Not green, says why and what to do.
     result = compare(CPU, CPU)
     md = to_markdown(result)
-    assert _first(md).startswith("### ⚪") and "Can't tell for" in md and "--rounds 5" in md
+    assert _first_line(md).startswith("### ⚪") and "Can't tell for" in md and "--rounds 5" in md
     assert "Nothing changed" not in md and result.exit_code == 0
     strict = compare(CPU, CPU, opts=Options(fail_on_inconclusive=True))
     assert strict.exit_code == 1 and "fail the gate (--fail-on-inconclusive)" in to_markdown(strict)
@@ -431,9 +431,9 @@ def test_a_significant_change_within_the_threshold_is_slower_not_nothing(tmp_pat
     assert d.verdict == "slower" and "within the 5% threshold" in d.why[0]
     assert result.exit_code == 0  # named, not failing by default
     md = to_markdown(result)
-    assert _first(md).startswith("### 🟡") and "1 slower" in _first(md) and AMP in md
+    assert _first_line(md).startswith("### 🟡") and "1 slower" in _first_line(md) and AMP in md
     faster = compare(head, base)
-    assert delta(faster).verdict == "faster" and not _first(to_markdown(faster)).startswith("### 🟡")
+    assert delta(faster).verdict == "faster" and not _first_line(to_markdown(faster)).startswith("### 🟡")
 
 
 def test_a_regression_beyond_the_threshold_is_red(tmp_path):
@@ -442,7 +442,7 @@ def test_a_regression_beyond_the_threshold_is_red(tmp_path):
                        factor={AMP: 1.2})
     result = compare(base, head)
     assert delta(result).verdict == "regressed" and result.exit_code == 1
-    assert _first(to_markdown(result)).startswith("### 🔴")
+    assert _first_line(to_markdown(result)).startswith("### 🔴")
 
 
 def test_a_slowdown_beyond_noise_whose_interval_reaches_past_the_threshold_fails(tmp_path):

@@ -177,7 +177,7 @@ def test_h200_vs_cpu_side_by_side(tmp_path):
     assert "different environments" in (out / "index.html").read_text()
 
 
-def _judged(monkeypatch, verdicts: dict[str, tuple[str, str]]):
+def _judge_as(monkeypatch, verdicts: dict[str, tuple[str, str]]):
     """Make parity judge the named cases as given (the verdict rules themselves are tested in test_parity)."""
     from tebench.analysis import parity
 
@@ -193,7 +193,7 @@ def _judged(monkeypatch, verdicts: dict[str, tuple[str, str]]):
 
 
 def test_inconclusive_is_counted_apart_and_listed_with_reasons(tmp_path, monkeypatch):
-    _judged(monkeypatch, {
+    _judge_as(monkeypatch, {
         "gpt/tiny/PT-AMP": ("inconclusive", "reference did not learn: PT-FP32 went 4.6 -> 4.7"),
         "gpt/tiny/PT-AMP+compile": ("fail", "curve left the reference band at step 12"),
     })

@@ -139,7 +139,7 @@ def _read_end() -> int:
     return read
 
 
-def _case(mode: str, parallel: str = "single"):
+def _case_stub(mode: str, parallel: str = "single"):
     return SimpleNamespace(mode=mode, parallel=parallel)
 
 
@@ -158,7 +158,7 @@ def test_a_prestarted_worker_runs_only_a_case_it_fits(tmp_path, preloaded, mode,
     log = tmp_path / "prestart.log"
     log.write_text("")
     ex.spares = {"0": [prestart.Spare(proc, preloaded, log, _read_end())]}
-    got = ex._take_spare(_case(mode, parallel), "0")
+    got = ex._take_spare(_case_stub(mode, parallel), "0")
     try:
         assert (got is not None) is used
         # A torchrun case leaves the spare for the next single-process case.
@@ -178,7 +178,7 @@ def test_a_dead_prestarted_worker_is_not_used(tmp_path):
     log = tmp_path / "prestart.log"
     log.write_text("boom")
     ex.spares = {None: [prestart.Spare(proc, "torch", log, _read_end())]}
-    assert ex._take_spare(_case("PT-FP32"), None) is None
+    assert ex._take_spare(_case_stub("PT-FP32"), None) is None
     assert not log.exists()
 
 
@@ -193,7 +193,7 @@ def test_prestart_keeps_the_next_cases_workers_started_up_to_the_depth(tmp_path)
         ex.spares.setdefault(device, []).append(case.mode)
 
     ex._spawn = spawn
-    upcoming = [_case("TE-FP8"), _case("PT-AMP", "ddp"), _case("PT-AMP"), _case("TE-BF16")]
+    upcoming = [_case_stub("TE-FP8"), _case_stub("PT-AMP", "ddp"), _case_stub("PT-AMP"), _case_stub("TE-BF16")]
     ex._prestart(upcoming, "0")
     assert started == ["TE-FP8", "PT-AMP"]  # the torchrun case is passed over; two ahead
     ex.spares["0"].pop(0)  # the next case took its worker
@@ -207,8 +207,8 @@ def test_prestart_keeps_the_next_cases_workers_started_up_to_the_depth(tmp_path)
 def test_upcoming_cases_skip_what_takes_no_worker():
     from tebench.plan.schedule import Planned
 
-    planned = [Planned(_case("PT-AMP"), 0, "no GPU"), Planned(_case("TE-FP8", "fsdp2"), 0, None),
-               Planned(_case("TE-BF16"), 0, None)]
+    planned = [Planned(_case_stub("PT-AMP"), 0, "no GPU"), Planned(_case_stub("TE-FP8", "fsdp2"), 0, None),
+               Planned(_case_stub("TE-BF16"), 0, None)]
     assert [c.mode for c in prestart.upcoming_cases(planned)] == ["TE-BF16"]
 
 
@@ -244,7 +244,7 @@ def test_no_worker_is_pre_started_for_a_torchrun_device_group(tmp_path):
     ex.lock, ex.launch, ex.spares = threading.Lock(), "prestarted", {}
     ex.opts = options.RunOptions(out=tmp_path, prestart_depth=2)
     ex._spawn = lambda case, device: pytest.fail("spawned a worker for a device group")
-    ex._prestart([_case("PT-AMP")], "0,1")
+    ex._prestart([_case_stub("PT-AMP")], "0,1")
 
 
 @pytest.mark.parametrize("args, fragment", [
@@ -291,7 +291,7 @@ def test_pre_started_workers_are_stopped_while_a_case_is_timed(tmp_path):
         assert _state(proc.pid) != "T" and spare.stopped_at is None and spare.paused_s > 0
         # A stopped worker handed a case is continued first.
         ex.pause_spares("0", True)
-        assert ex._take_spare(_case("PT-AMP"), "0") is spare and spare.stopped_at is None
+        assert ex._take_spare(_case_stub("PT-AMP"), "0") is spare and spare.stopped_at is None
     finally:
         proc.kill()
         proc.wait()

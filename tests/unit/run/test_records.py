@@ -25,7 +25,7 @@ ENV = Environment(device_type="cpu")
 SIZE = SPECS["gpt"].size_type(vocab=32, d_model=64, heads=4, layers=2, ffn=128, seq=32, batch=16)
 
 
-def _case(mode: str) -> Case:
+def _forty_step_case(mode: str) -> Case:
     return Case("gpt", "tiny", mode, tuple(dataclasses.asdict(SIZE).items()),
                 settings=Settings(steps=40, warmup=0, lr=3e-3, profile_steps=0))
 
@@ -72,10 +72,10 @@ def _as_before(p: Planned, raw: Measurements, judged: list[dict]) -> str:
 def test_the_runner_writes_each_record_as_before(monkeypatch):
     # One clock for both builds: the start time is written as text.
     monkeypatch.setattr(executor.time, "time", lambda: 1.0)
-    planned = [(Planned(_case("PT-FP32"), 0, None), _measured(1.0)),
-               (Planned(_case("PT-AMP"), 0, None), _measured(1.02)),
-               (Planned(_case("TE-BF16"), 0, None), _measured(2.5)),
-               (Planned(_case("PT-AMP"), 1, None), Measurements(status="failed", reason="worker died"))]
+    planned = [(Planned(_forty_step_case("PT-FP32"), 0, None), _measured(1.0)),
+               (Planned(_forty_step_case("PT-AMP"), 0, None), _measured(1.02)),
+               (Planned(_forty_step_case("TE-BF16"), 0, None), _measured(2.5)),
+               (Planned(_forty_step_case("PT-AMP"), 1, None), Measurements(status="failed", reason="worker died"))]
     ex, lines = _executor([])
     before: list[dict] = []
     for p, raw in planned:

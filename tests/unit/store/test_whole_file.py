@@ -66,15 +66,15 @@ def test_appended_runs_of_different_cases_read_without_a_replacement_note(tmp_pa
     assert run.replaced == [] and len(run.cases) == 11 and not recwarn.list
 
 
-def _shard(records: list[dict], i: int, n: int, run_id: str, cases: list[dict]) -> list[dict]:
+def _shard_records(records: list[dict], i: int, n: int, run_id: str, cases: list[dict]) -> list[dict]:
     header = {**records[0], "run_id": run_id, "shard": [i, n], "case_ids": [c["case_id"] for c in cases]}
     return [header, *({**c, "run_id": run_id} for c in cases)]
 
 
 def test_overlapping_shards_are_refused(tmp_path, capsys):
     records = read_jsonl(CPU)
-    one = str(write_jsonl(tmp_path / "s1.jsonl", _shard(records, 1, 2, "s1", records[1:7])))
-    two = str(write_jsonl(tmp_path / "s2.jsonl", _shard(records, 2, 2, "s2", records[6:])))  # records[6] in both
+    one = str(write_jsonl(tmp_path / "s1.jsonl", _shard_records(records, 1, 2, "s1", records[1:7])))
+    two = str(write_jsonl(tmp_path / "s2.jsonl", _shard_records(records, 2, 2, "s2", records[6:])))  # records[6] in both
     assert cli.main(["merge", one, two, "--out", str(tmp_path / "m"), "--no-report"]) == 2
     err = capsys.readouterr().err
     assert "is also in" in err and "overlap" in err and records[6]["case_id"] in err
@@ -83,8 +83,8 @@ def test_overlapping_shards_are_refused(tmp_path, capsys):
 
 def test_merge_names_every_case_that_is_in_no_shard(tmp_path, capsys):
     records = read_jsonl(CPU)
-    one = _shard(records, 1, 2, "s1", records[1:6])
-    two = _shard(records, 2, 2, "s2", records[6:])
+    one = _shard_records(records, 1, 2, "s1", records[1:6])
+    two = _shard_records(records, 2, 2, "s2", records[6:])
     two = two[:-1]  # shard 2 lists its last case but stopped before recording it
     paths = [str(write_jsonl(tmp_path / "s1.jsonl", one)), str(write_jsonl(tmp_path / "s2.jsonl", two))]
     assert cli.main(["merge", *paths, "--out", str(tmp_path / "m"), "--no-report"]) == 0
