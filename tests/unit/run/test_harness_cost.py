@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,7 +20,8 @@ import pytest
 import torch
 
 from conftest import MICRO_GPT
-from tebench.run import caches, executor, options, prestart
+from helpers.executors import build_executor
+from tebench.run import caches, options, prestart
 from tebench.worker import case as measure, timing
 from tebench.plan.environment import Environment
 from tebench.plan.matrix import Settings
@@ -151,8 +151,7 @@ def _case_stub(mode: str, parallel: str = "single"):
     ("torch", "PT-AMP", "ddp", False),       # torchrun cases start cold (the spare waits)
 ])
 def test_a_prestarted_worker_runs_only_a_case_it_fits(tmp_path, preloaded, mode, parallel, used):
-    ex = executor.Executor.__new__(executor.Executor)
-    ex.lock, ex.children = threading.Lock(), set()
+    ex = build_executor(tmp_path)
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE,
                             text=True, start_new_session=True)
     log = tmp_path / "prestart.log"
@@ -171,8 +170,7 @@ def test_a_prestarted_worker_runs_only_a_case_it_fits(tmp_path, preloaded, mode,
 
 
 def test_a_dead_prestarted_worker_is_not_used(tmp_path):
-    ex = executor.Executor.__new__(executor.Executor)
-    ex.lock, ex.children = threading.Lock(), set()
+    ex = build_executor(tmp_path)
     proc = subprocess.Popen([sys.executable, "-c", "raise SystemExit(2)"], stdin=subprocess.PIPE, text=True)
     proc.wait()
     log = tmp_path / "prestart.log"
@@ -183,9 +181,7 @@ def test_a_dead_prestarted_worker_is_not_used(tmp_path):
 
 
 def test_prestart_keeps_the_next_cases_workers_started_up_to_the_depth(tmp_path):
-    ex = executor.Executor.__new__(executor.Executor)
-    ex.lock, ex.launch, ex.spares = threading.Lock(), "prestarted", {}
-    ex.opts = options.RunOptions(out=tmp_path, prestart_depth=2)
+    ex = build_executor(tmp_path, options.RunOptions(out=tmp_path, prestart_depth=2, launch="prestarted"))
     started: list[str] = []
 
     def spawn(case, device):
@@ -240,9 +236,7 @@ def test_a_data_parallel_rank_draws_its_own_tokens_of_the_same_task(with_data_se
 
 
 def test_no_worker_is_pre_started_for_a_torchrun_device_group(tmp_path):
-    ex = executor.Executor.__new__(executor.Executor)
-    ex.lock, ex.launch, ex.spares = threading.Lock(), "prestarted", {}
-    ex.opts = options.RunOptions(out=tmp_path, prestart_depth=2)
+    ex = build_executor(tmp_path, options.RunOptions(out=tmp_path, prestart_depth=2, launch="prestarted"))
     ex._spawn = lambda case, device: pytest.fail("spawned a worker for a device group")
     ex._prestart([_case_stub("PT-AMP")], "0,1")
 
@@ -270,8 +264,7 @@ def _state(pid: int) -> str:
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
 def test_pre_started_workers_are_stopped_while_a_case_is_timed(tmp_path):
-    ex = executor.Executor.__new__(executor.Executor)
-    ex.lock, ex.children, ex.opts = threading.Lock(), set(), options.RunOptions(out=tmp_path)
+    ex = build_executor(tmp_path)
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE, text=True)
     try:
         spare = prestart.Spare(proc, "torch", tmp_path / "log", None)
@@ -299,8 +292,7 @@ def test_pre_started_workers_are_stopped_while_a_case_is_timed(tmp_path):
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
 def test_no_pause_leaves_pre_started_workers_running(tmp_path):
-    ex = executor.Executor.__new__(executor.Executor)
-    ex.lock, ex.children, ex.opts = threading.Lock(), set(), options.RunOptions(out=tmp_path, pause=False)
+    ex = build_executor(tmp_path, options.RunOptions(out=tmp_path, pause=False))
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE, text=True)
     try:
         spare = prestart.Spare(proc, "torch", tmp_path / "log", None)

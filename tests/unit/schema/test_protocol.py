@@ -126,9 +126,8 @@ def test_progress_to_a_closed_pipe_is_silenced_not_raised(monkeypatch):
 def test_workers_of_a_tebench_from_before_the_pipe_keep_stdout(tmp_path, knows):
     # `tebench ab --base-python` may start another checkout's worker; one whose protocol module does
     # not name the pipe is given none and speaks on stdout, as it always did.
-    import threading
-
-    from tebench.run import executor, options
+    from helpers.executors import build_executor
+    from tebench.run import options
 
     root = tmp_path / "other"
     (root / "tebench" / "run").mkdir(parents=True)
@@ -136,9 +135,7 @@ def test_workers_of_a_tebench_from_before_the_pipe_keep_stdout(tmp_path, knows):
         init.write_text("")
     (root / "tebench" / "run" / "protocol.py").write_text(
         f"PROTOCOL_FD_ENV = {protocol.PROTOCOL_FD_ENV!r}\n" if knows else "EXIT_STORAGE = 75\n")
-    ex = executor.Executor.__new__(executor.Executor)
-    ex.lock = threading.Lock()
-    ex.opts = options.RunOptions(out=tmp_path, env={"PYTHONPATH": str(root)})
+    ex = build_executor(tmp_path, options.RunOptions(out=tmp_path, env={"PYTHONPATH": str(root)}))
     assert ex._speaks_pipe() is knows
     proc, channel, on_stdout = ex._popen([sys.executable, "-c", "pass"], None, subprocess.DEVNULL, pipe=knows)
     proc.wait()
