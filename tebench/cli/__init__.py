@@ -19,7 +19,7 @@ import sys
 from typing import Sequence
 
 from tebench import __version__
-from tebench.cli.common import EXIT_BAD_INPUT, UsageError, strict_json  # noqa: F401  (the CLI's public names)
+from tebench.cli.common import EXIT_BAD_INPUT, UsageError
 
 COMMANDS = ("env", "list_cases", "run", "report", "compare", "ab", "merge", "history")
 """The command modules of ``tebench.cli``, in the order ``--help`` lists them."""

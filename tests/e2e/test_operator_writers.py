@@ -27,6 +27,7 @@ from tebench.run import ab
 from tebench.plan import environment as detect
 from tebench.plan import matrix
 from tebench.plan.environment import GPU
+from tebench.errors import RunError
 from tebench.run import runner
 from tebench.run.executor import slug
 from tebench.run.options import RunOptions
@@ -169,7 +170,7 @@ def test_lock_conflicts_between_writers(data, tmp_path_factory):
     with OutLock(out, holders[0]) as first:
         assert first.held
         for other in holders[1:]:
-            with pytest.raises(runner.RunError, match=re.escape(f": {holders[0]})")):
+            with pytest.raises(RunError, match=re.escape(f": {holders[0]})")):
                 with lock_out(out, other):
                     pass
     with lock_out(out, holders[-1]):

@@ -16,7 +16,7 @@ from conftest import FIXTURES, ROOT, unsaid
 from tebench import cli
 from tebench.plan import environment as detect
 from tebench.run import outdir
-from tebench.run.executor import progress_message
+from tebench.schema import protocol
 from tebench.store import reader
 from tebench.store.writer import Writer, valid_text
 
@@ -137,7 +137,9 @@ def test_cli_merge_into_an_out_of_bytes_that_are_not_utf8(tmp_path, capsys):
     ("[" * 100000 + "\n", False),
 ])
 def test_only_a_complete_progress_message_reaches_the_display(line, kept):
-    assert (progress_message(line) is not None) == kept
+    # What the executor does with a worker's line: parse it, and show it only if it is progress.
+    msg = protocol.parse(line)
+    assert (msg is not None and msg["event"] == protocol.PROGRESS) == kept
 
 
 def test_workers_do_not_import_a_tebench_folder_from_the_working_directory():

@@ -13,7 +13,7 @@ from tebench.plan import matrix
 from tebench.store import reader as results
 from tebench.schema.version import RecordError
 from tebench.plan.matrix import Exclusion, exclusion_text, expand
-from tebench.report import _reproduce
+from tebench.report import reproduce
 from tebench.schema.records import RunHeader
 from tebench.report.load import load
 
@@ -93,14 +93,14 @@ def test_run_header_records_them_and_the_report_shows_them(path, tmp_path, stub_
         {"rule": {"recipe": "current"}, "reason": "current scaling runs in another matrix", "cases": 2},
         {"rule": {"mode": "TE-FP8", "format": "HYBRID"}, "reason": None, "cases": 2},
     ]
-    rows = dict(_reproduce(load(tmp_path / "run")))
+    rows = dict(reproduce(load(tmp_path / "run")))
     assert rows["excluded by the matrix"] == (
         "recipe=current: 2 case(s) (current scaling runs in another matrix); "
         "mode=TE-FP8 format=HYBRID: 2 case(s) (no reason given)")
     # A header from before exclusions were recorded has no such row.
     src = load(tmp_path / "run")
     src.header = RunHeader.from_dict({k: v for k, v in header.items() if k != "excluded"})
-    assert "excluded by the matrix" not in dict(_reproduce(src))
+    assert "excluded by the matrix" not in dict(reproduce(src))
 
 
 @pytest.mark.parametrize("bad", [

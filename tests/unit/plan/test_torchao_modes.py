@@ -13,7 +13,7 @@ from tebench.plan.environment import Environment, Support
 from tebench.plan.gates import gate_case
 from tebench.plan.matrix import Case, MatrixError, expand, load
 from tebench.plan.modes import MODES
-from tebench.plan.recipes import DEFAULT_RECIPE, RECIPES, FP8Options, library_recipes
+from tebench.plan.recipes import DEFAULT_RECIPE, RECIPES, FP8Options
 
 from tests.unit.plan.test_gates import GPT, gpu_env
 
@@ -57,6 +57,11 @@ def ao_env(torchao: str | None = "0.18.0", torch: str = "2.11.0+cu130", cc=(9, 0
     return env
 
 
+def _recipes_of(library: str) -> tuple[str, ...]:
+    """The names of ``library``'s recipes, in registry order."""
+    return tuple(name for name, spec in RECIPES.items() if spec.library == library)
+
+
 def ao_case(recipe: str = "tensorwise", **kw) -> Case:
     return Case("gpt", "t", "AO-FP8", GPT, FP8Options.normalized(recipe, None, None, None), **kw)
 
@@ -64,8 +69,8 @@ def ao_case(recipe: str = "tensorwise", **kw) -> Case:
 def test_the_registry_entry():
     ao = MODES["AO-FP8"]
     assert (ao.family, ao.amp, ao.fp8, ao.compile) == ("pt", True, "torchao", True)
-    assert library_recipes("torchao") == ("tensorwise", "rowwise", "rowwise_with_gw_hp")
-    assert "delayed" in library_recipes("te") and "tensorwise" not in library_recipes("te")
+    assert _recipes_of("torchao") == ("tensorwise", "rowwise", "rowwise_with_gw_hp")
+    assert "delayed" in _recipes_of("te") and "tensorwise" not in _recipes_of("te")
     assert DEFAULT_RECIPE == {"te": "delayed", "torchao": "tensorwise"}
     # torchao's recipes have no TE options: one case per recipe, labelled by its name alone.
     assert FP8Options.normalized("rowwise", "E4M3", 16, "max", 8).label() == "rowwise"
@@ -157,6 +162,6 @@ def test_pyproject_extra_matches_the_gates_range():
 def test_every_fp8_mode_has_a_library_and_a_default_recipe():
     for name in modes.FP8_MODES:
         lib = MODES[name].fp8
-        assert lib in modes.FP8_LIBRARY_NAMES and DEFAULT_RECIPE[lib] in library_recipes(lib)
+        assert lib in modes.FP8_LIBRARY_NAMES and DEFAULT_RECIPE[lib] in _recipes_of(lib)
     assert all(spec.library in modes.FP8_LIBRARY_NAMES for spec in RECIPES.values())
     assert dataclasses.replace(MODES["PT-AMP"]).fp8 is None

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import ROOT
 from helpers.frame_rows import case_row, case_table
-from tebench.report import _answer, answer, load, tables
+from tebench.report import answer, answer_context, load, tables
 
 SHOWCASE = ROOT / "reports" / "h200-nightly-energy" / "results.jsonl"
 
@@ -19,7 +19,7 @@ def showcase() -> pd.DataFrame:
 
 
 def test_the_showcase_first_screen_fits_a_pr_comment(showcase):
-    tables_md = _answer(showcase, multi=False)["answer"]
+    tables_md = answer_context(showcase, multi=False)["answer"]
     assert [t["title"] for t in tables_md] == ["gpt", "distill", "llama"]
     for t in tables_md:
         header = t["md"].splitlines()[0]

@@ -30,7 +30,7 @@ def test_headline_picks_the_passing_case_and_names_the_failing_one_beside_it():
     assert math.isclose(row["speedup_vs_amp"], 1.35) and math.isclose(row["fp8_speedup_vs_amp"], 1.35)
     assert row["faster_not_passing"] == "TE-FP8/delayed.HYBRID.h1024.max ×1.44 (fail, final loss -6.2%)"
     # Shown in both report.md and index.html, as a column and in the sentence.
-    ctx = report._parity_context(df, multi=False)
+    ctx = report.parity_context(df, multi=False)
     for text in (ctx["headline"]["md"], ctx["headline"]["html"]):
         assert "passed over (parity, FP8 proof)" in text and "×1.44 (fail, final loss -6.2%)" in text
     assert "passed over, not counted: TE-FP8/delayed.HYBRID.h1024.max ×1.44" in ctx["headline_sentences"][0]
@@ -39,7 +39,7 @@ def test_headline_picks_the_passing_case_and_names_the_failing_one_beside_it():
 def test_a_run_where_everything_counts_has_no_passed_over_column():
     df = case_table(_size(fp8=[case_row("d2048", **CAL)]))
     assert tables.headline(df)["faster_not_passing"].iloc[0] == ""
-    ctx = report._parity_context(df, multi=False)
+    ctx = report.parity_context(df, multi=False)
     assert "passed over" not in ctx["headline"]["md"] and "passed over" not in ctx["headline"]["html"]
 
 
@@ -86,7 +86,7 @@ def test_where_fp8_pays_gives_a_size_whose_only_fp8_case_failed_a_note_and_no_ba
     assert math.isnan(pays.loc["d1024", "speedup_vs_amp"]) and pd.isna(pays.loc["d1024", "best_fp8"])
     assert pays.loc["d1024", "note"] == "not counted: TE-FP8/delayed.HYBRID.h1024.max ×1.44 (fail, final loss -6.2%)"
     assert pays.loc["d2048", "best_fp8"] == CAL["variant"] and math.isclose(pays.loc["d2048", "speedup_vs_amp"], 1.35)
-    bars = {b["label"]: b for b in report._pays_bars(tables.fp8_pays(df), multi=False)}
+    bars = {b["label"]: b for b in report.pays_bars(tables.fp8_pays(df), multi=False)}
     none = bars["gpt/d1024"]
     assert none["width"] == 0.0 and none["variant"] == "–" and none["bar"].startswith("not counted: ")
     assert bars["gpt/d2048"]["width"] > 0 and "█" in bars["gpt/d2048"]["bar"]
@@ -150,7 +150,7 @@ def test_why_describes_the_passing_fp8_case_and_names_the_faster_failing_one():
     # Through the report's context, as the section shows it.
     from tebench.schema import kernel_rules
     full = frame.assign(mem_peak=None, **{k: 0.0 for k, _, _ in kernel_rules.CATEGORIES if k not in frame})
-    ctx = report._why_context(full, multi=False, df=cases)
+    ctx = report.why_context(full, multi=False, df=cases)
     assert ctx["why_sentences"] == [text]
 
 
@@ -167,7 +167,7 @@ def test_why_says_so_when_no_fp8_case_counts_and_describes_none():
 def test_every_variant_view_keeps_and_marks_the_cases_that_do_not_count():
     from tebench.report import charts
     df = case_table(_size(fp8=[case_row("d2048", **FAIL), case_row("d2048", **CAL)]))
-    lines = report._speedup_bars(df, multi=False)[0]["lines"]
+    lines = report.speedup_bars(df, multi=False)[0]["lines"]
     failing = [line for line in lines if line.startswith(FAIL["variant"] + " ")]
     assert len(failing) == 1 and failing[0].endswith("✗ did not pass parity (fail)")
     assert not any("✗" in line for line in lines if not line.startswith(FAIL["variant"] + " "))

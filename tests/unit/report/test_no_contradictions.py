@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from helpers.frame_rows import case_row, case_table
-from tebench.report import _same_as_baseline, _table_context, tables
+from tebench.report import same_as_baseline, table_context, tables
 
 
 def test_the_headline_memory_column_is_a_signed_change():
@@ -20,11 +20,11 @@ def test_the_headline_memory_column_is_a_signed_change():
 def test_a_case_is_never_compared_with_itself():
     df = case_table([case_row("s", "PT-FP32", 200.0, "reference"), case_row("s", "PT-AMP", 100.0, "pass"),
                  case_row("s", "PT-AMP+compile", 120.0, "pass")])
-    head = _same_as_baseline(tables.headline(df), "fastest", [(tables.BASELINE, "speedup_vs_amp"),
+    head = same_as_baseline(tables.headline(df), "fastest", [(tables.BASELINE, "speedup_vs_amp"),
                                                               (tables.BASELINE, "memory_change")])
     shown = tables.formatted(head, [("speedup_vs_amp", "vs", "x"), ("memory_change", "memory", "change")])
     assert shown.iloc[0].tolist() == ["=", "="]  # not "×1.00, 0.0%"
-    cases = _table_context(df.assign(gpu_busy=None, bound=None), [], False, pd.DataFrame())["cases"]["frame"]
+    cases = table_context(df.assign(gpu_busy=None, bound=None), [], False, pd.DataFrame())["cases"]["frame"]
     by_case = cases.set_index("case")
     assert by_case.loc["gpt/s/PT-AMP", f"vs {tables.BASELINE}"] == "="
     assert by_case.loc["gpt/s/PT-AMP+compile", f"vs {tables.COMPILED}"] == "="
@@ -49,10 +49,10 @@ def test_a_median_its_spread_swamps_is_flagged():
     rows[1]["iqr_ms"] = 449.7
     df = case_table(rows)
     assert int(tables.noisy(df).sum()) == 1
-    ctx = _table_context(df.assign(gpu_busy=None, bound=None), [], False, pd.DataFrame())
+    ctx = table_context(df.assign(gpu_busy=None, bound=None), [], False, pd.DataFrame())
     flagged = ctx["cases"]["frame"].set_index("case")["noise"]
     assert flagged["gpt/s/PT-FP32"] == "IQR > median" and flagged["gpt/s/PT-AMP"] == "" and ctx["n_noisy"] == 1
-    quiet = _table_context(case_table(rows[:1]).assign(gpu_busy=None, bound=None), [], False, pd.DataFrame())
+    quiet = table_context(case_table(rows[:1]).assign(gpu_busy=None, bound=None), [], False, pd.DataFrame())
     assert "noise" not in quiet["cases"]["frame"].columns  # no flag, no column
 
 
@@ -68,12 +68,12 @@ def test_gemms_that_got_slower_are_never_called_faster():
 
 def test_the_library_with_no_passing_variant_is_the_one_named():
     # TE-FP8 passed, every AO-FP8 variant failed: the sentence names torchao, and compares nothing.
-    from tebench.report import _sentence
+    from tebench.report import sentence
 
     df = case_table([case_row("s", "PT-FP32", 200.0, "reference"), case_row("s", "PT-AMP", 100.0, "pass"),
                  case_row("s", "TE-FP8/current", 70.0, "pass", proof="fp8"),
                  case_row("s", "AO-FP8/tensorwise", 60.0, "fail", proof="fp8")])
-    text = _sentence(tables.headline(df).iloc[0])
+    text = sentence(tables.headline(df).iloc[0])
     assert "no AO-FP8 variant counts here" in text and "no TE-FP8 variant" not in text
     assert "vs AO-FP8" not in text and "fastest is TE-FP8/current" in text
 

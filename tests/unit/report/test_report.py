@@ -292,7 +292,7 @@ def test_reference_band_prefers_the_recorded_band():
 def test_repro_fields_read_as_text():
     src = report.load_all([H200])[0]
     src.header.devices = ["0", "1"]
-    row = dict(report._reproduce(src))["rounds / shard / devices"]
+    row = dict(report.reproduce(src))["rounds / shard / devices"]
     assert row.endswith("/ 0, 1") and "[" not in row
 
 
@@ -342,7 +342,7 @@ def test_loss_chart_is_small_multiples_with_the_reference_in_each(h200_charts):
 
 def test_fp8_state_charts_cover_largest_size_and_spikes(h200_charts):
     sources, df, charts = h200_charts
-    chosen, total = report._fp8_selection(sources, df)
+    chosen, total = report.fp8_selection(sources, df)
     assert total and chosen
     sizes = {r.size for _, r, _ in chosen}
     assert "s2048" in sizes  # the largest size of the fixture
@@ -429,10 +429,10 @@ def test_the_cost_section_says_how_cases_started(fields, shown):
     from types import SimpleNamespace
 
     from tebench.schema.records import RunHeader
-    from tebench.report import _cost_header
+    from tebench.report import cost_header
 
     src = SimpleNamespace(label="run", header=RunHeader(**fields))
-    assert _cost_header(src)["launch"] == shown
+    assert cost_header(src)["launch"] == shown
 
 
 @pytest.mark.parametrize("paused_s, shown", [(3.0, True), (0.0, False)])
