@@ -109,7 +109,7 @@ def test_only_that_matches_nothing_names_the_glob_and_close_ids(capsys, tmp_path
     code, _, err = _main_captured(capsys, "list", str(path), "--only", "gpt/a/PT_FP32")
     assert code == 2 and "--only 'gpt/a/PT_FP32'" in err and "gpt/a/PT-FP32" in err, err
     code, out, err = _main_captured(capsys, "run", str(path), "--out", str(tmp_path / "o"), "--only", "gtp/*")
-    assert code == 2 and "--only 'gtp/*'" in err and "'gpt/*' would match 1 case" in err, err
+    assert code == 2 and unsaid(err, "--only 'gtp/*'", "'gpt/*'", "1 case") == [], err
     assert not (tmp_path / "o").exists()
 
 

@@ -117,7 +117,7 @@ def test_a_different_power_limit_is_named_and_makes_speed_and_energy_advisory(tm
     assert any(w.startswith("step time") for w in d.why) and any(w.startswith("energy per token") for w in d.why)
     assert result.limit_details == [power] and result.exit_code == 0
     md = to_markdown(result)
-    assert "different power limits or clocks" in md and "power limit 700 W → 500 W" in md
+    assert unsaid(md, "power limit", "clocks", "700 W → 500 W") == []
     assert "regressed (advisory)" in md
     assert json.loads(result.to_json())["limit_differences"] == [power]
     counted = compare(b, h, count_env_changes=True)

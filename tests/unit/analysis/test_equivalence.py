@@ -65,7 +65,7 @@ def test_a_case_on_the_edge_of_the_margin_is_inconclusive_never_a_pass_or_a_fail
     assert edge.margin_nats == pytest.approx(0.08)
     assert edge.verdict == "pass", edge.reason
     out = judge(curve(0.07), twins=noisy)
-    assert out.verdict == "inconclusive" and "on the edge of the margin" in out.reason
+    assert out.verdict == "inconclusive" and unsaid(out.reason, "edge", "margin") == [], out.reason
     assert judge(curve(0.2), twins=noisy).verdict == "fail"
 
 
@@ -73,7 +73,7 @@ def test_a_wider_noise_floor_widens_the_margin_and_says_so():
     wide = [curve(0.1), curve(-0.1)]
     out = judge(curve(0.05), twins=wide)
     assert out.margin_nats == pytest.approx(equivalence.NOISE_K * 0.1)
-    assert "widened by its noise floor" in out.reason and "twin" in out.margin_source
+    assert unsaid(out.reason, "widened", "noise floor") == [] and "twin" in out.margin_source, out.reason
     assert judge(curve(0.05)).verdict == "fail"  # the same gap against the quiet twins' 1% margin
 
 
@@ -95,7 +95,7 @@ def test_too_early_on_the_curve_is_inconclusive_never_a_pass():
     slow = curve(rate=0.0005)
     out = judge(slow, reference=slow, twins=[curve(0.001, rate=0.0005), curve(-0.001, rate=0.0005)])
     assert out.verdict == "inconclusive"
-    assert "too early on the curve" in out.reason
+    assert unsaid(out.reason, "too early", "curve") == [], out.reason
 
 
 def test_a_reference_whose_loss_rose_is_too_early_to_judge():
@@ -124,7 +124,7 @@ def test_a_gap_growing_over_the_second_half_is_named():
     drifting = (np.asarray(curve()) + 0.045 * np.clip((t - 50) / 50, 0, None)).tolist()
     out = judge(drifting, share=0.03)
     assert out.verdict == "pass", out.reason
-    assert "the gap grew by +0.04" in out.reason and out.gap_trend_nats > 0
+    assert unsaid(out.reason, "gap grew", "+0.04") == [] and out.gap_trend_nats > 0, out.reason
 
 
 def test_a_non_finite_loss_fails():
@@ -178,7 +178,7 @@ def test_attach_uses_the_equivalence_rule_where_the_task_has_a_floor_and_the_ref
     layout = _heldout_record("PT-AMP+compile", curve(0.0, start=start), batch_kl=0.2)
     records = [ref, good, leaky, layout]
     parity.attach(records)
-    assert ref.parity.verdict == "reference" and "2 twin(s) at its own seed" in ref.parity.reason
+    assert ref.parity.verdict == "reference" and unsaid(ref.parity.reason, "2 twin(s)", "seed") == []
     assert good.parity.verdict == "pass" and good.parity.rule == "equivalence", good.parity.reason
     assert leaky.parity.verdict == "fail"
     assert "sees the future" in leaky.parity.reason and "below the task's floor" in leaky.parity.reason

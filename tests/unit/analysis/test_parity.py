@@ -118,7 +118,8 @@ def test_band_is_stored_for_charts():
 
 
 def test_divergence():
-    assert parity.divergence([1.0, 0.9, float("nan")]) == "loss became nan at step 2"
+    said = parity.divergence([1.0, 0.9, float("nan")])
+    assert said is not None and "nan" in said and "step 2" in said, said
     assert "rose" in parity.divergence(curve(1.0, 5.0))
     assert parity.divergence(curve(4.0, 1.0)) is None
     assert "inf" in parity.divergence([1.0, math.inf])

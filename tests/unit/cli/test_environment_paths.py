@@ -57,7 +57,8 @@ def test_a_damaged_base_is_bad_input_and_a_damaged_head_a_failure(tmp_path, caps
     zero = tmp_path / "zero.jsonl"
     zero.write_text("".join(json.dumps(r) + "\n" for r in records))
     assert cli.main(["compare", str(zero), str(CPU)]) == 2
-    assert "the base run's measurements are damaged" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "base" in err and "damaged" in err, err
     assert cli.main(["compare", str(CPU), str(zero)]) == 1
 
 
@@ -65,7 +66,7 @@ def test_ab_names_the_side_and_flag_of_an_interpreter_that_is_not_python(tmp_pat
     true = "/bin/true" if os.path.exists("/bin/true") else "/usr/bin/true"
     assert cli.main(["ab", "--preset", "smoke", "--base-python", true, "--out", str(tmp_path / "ab")]) == 2
     err = capsys.readouterr().err
-    assert f"--base-python {true}: the base side's hardware detection" in err and "printed nothing" in err
+    assert unsaid(err, f"--base-python {true}", "base side", "hardware detection", "printed nothing") == [], err
 
 
 def test_a_tebench_folder_in_the_working_directory_does_not_break_detection(tmp_path, monkeypatch):

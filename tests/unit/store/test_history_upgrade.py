@@ -115,7 +115,8 @@ def test_a_format_0_database_is_upgraded_by_add_and_keeps_its_rows(tmp_path, cap
     before = _db_rows(db)
     assert history_db.check(db) == ("ours" if stamped else "unstamped")
     assert cli.main(["history", "add", str(CPU), "--db", str(db)]) == 0
-    assert "added (11 new case record(s)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "added" in out and "11 new case record(s)" in out, out
     assert _pragmas(db) == (history_db.FORMAT_VERSION, history_db.APPLICATION_ID)
     after = _db_rows(db)
     assert set(before) <= set(after) and len(after) == len(before) + 11 + 1
@@ -132,7 +133,7 @@ def test_a_format_0_database_is_upgraded_by_report_and_reads_as_before(tmp_path,
     assert cli.main(["history", "report", "--db", str(format_1), "--out", str(tmp_path / "new")]) == 0
     old_md = (tmp_path / "old" / "history.md").read_text()
     assert old_md == (tmp_path / "new" / "history.md").read_text()
-    assert "fixture-1" in old_md and "against the 1 run before it" in old_md
+    assert "fixture-1" in old_md and "1 run before it" in old_md
 
 
 def test_a_read_only_format_0_database_is_read_as_it_is(tmp_path):
@@ -166,8 +167,8 @@ def test_a_database_of_a_newer_tebench_is_refused_as_newer_and_left_as_it_is(for
                  ["history", "report", "--db", str(format_1), "--out", str(tmp_path / "h")]):
         assert cli.main(argv) == 2
         err = capsys.readouterr().err
-        assert f"a history database of a newer tebench (format {history_db.FORMAT_VERSION + 1}" in err
-        assert "use that tebench or a newer one" in err
+        assert "newer tebench" in err and f"format {history_db.FORMAT_VERSION + 1}" in err, err
+        assert "use that tebench" in err, err
         assert "damaged" not in err and "delete" not in err.lower() and "remove" not in err.lower()
     assert _sha256(format_1) == digest
     assert not (tmp_path / "h").exists()
