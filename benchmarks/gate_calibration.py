@@ -48,8 +48,8 @@ from tebench.analysis import compare  # noqa: E402
 from tebench.cli.thresholds import parse_thresholds  # noqa: E402
 from tebench.cli.usage import UsageError  # noqa: E402
 from tebench.run import ab  # noqa: E402
-from tebench.analysis import run_records
-from tebench.store import reader as results
+from tebench.analysis import run_records  # noqa: E402
+from tebench.store import reader as results  # noqa: E402
 from tebench.plan.matrix import load  # noqa: E402
 from tebench.worker.hooks.slowdown import SLOWDOWN_ENV  # noqa: E402
 

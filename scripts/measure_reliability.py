@@ -91,7 +91,7 @@ def operator(tmp: Path) -> dict[str, str]:
     does not change), and whether foreign databases and rendered text stay safe."""
     sys.path.insert(0, str(ROOT))
     from tebench import bounded
-from tebench.store import history_db
+    from tebench.store import history_db
 
     build = _operator_corpus()
     tmp = tmp / "operator"
@@ -245,6 +245,7 @@ def disk_full(tmp: Path) -> dict[str, str]:
     from tebench.store import reader as results
     from tebench.store.writer import Writer
     from tebench.run import runner
+    from tebench.errors import StorageError
     from tebench.run.options import RunOptions
 
     path = tmp / "tiny.toml"
@@ -265,7 +266,7 @@ def disk_full(tmp: Path) -> dict[str, str]:
     try:
         runner.run(mat, env, RunOptions(out=out, live=False))
         stopped = "did not stop"
-    except runner.StorageError as exc:
+    except StorageError as exc:
         stopped = "stopped with exit 2: " + str(exc).split(". Finished")[0].split(" in /")[0] + ", ENOSPC"
     finally:
         Writer.append = original

@@ -21,9 +21,6 @@ import sys
 from typing import Sequence
 
 from tebench import __version__
-from tebench.cli.output import strict_json  # noqa: F401  (the CLI's public names, here and below)
-from tebench.cli.usage import UsageError  # noqa: F401
-from tebench.errors import EXIT_BAD_INPUT  # noqa: F401
 
 COMMANDS = ("env", "list_cases", "run", "report", "compare", "ab", "merge", "history")
 """The command modules of ``tebench.cli``, in the order ``--help`` lists them."""

@@ -98,11 +98,6 @@ DEFAULT_RECIPE = {"te": "delayed", "torchao": "tensorwise"}
 """The recipe an FP8 mode gets when the matrix's ``[fp8] recipes`` lists none of its library's."""
 
 
-def library_recipes(library: str) -> tuple[str, ...]:
-    """The names of ``library``'s recipes, in registry order."""
-    return tuple(name for name, spec in RECIPES.items() if spec.library == library)
-
-
 @dataclass(frozen=True)
 class FP8Options:
     """One point on the FP8 recipe axes. Options a recipe ignores are None."""

@@ -40,20 +40,6 @@ from tebench.report.page import MD_LIMIT, fit_markdown, render
 from tebench.report.pool import Drawing, draw_all, png_bytes
 from tebench.report.run_info import ENV_CELL_CHARS, clip_words, cost_header, environment, reproduce
 
-# The names these had when they lived in this module; tests and older callers still use them.
-_answer = answer_context
-_parity_context = parity_context
-_pays_bars = pays_bars
-_speedup_bars = speedup_bars
-_why_context = why_context
-_same_as_baseline = same_as_baseline
-_sentence = sentence
-_table_context = table_context
-_chart_jobs = chart_jobs
-_cost_header = cost_header
-_fp8_selection = fp8_selection
-_reproduce = reproduce
-
 __all__ = [
     "aligned", "answer", "answer_context", "AO_FP8", "build_context", "BUSY_COLUMNS", "Chart", "chart_jobs",
     "ChartJob", "charts", "clip_words", "code_safe", "COST_COLUMNS", "cost_header", "CROSSOVER_BOTH_COLUMNS",

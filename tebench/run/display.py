@@ -6,7 +6,6 @@ import sys
 import threading
 import time
 from typing import Protocol
-from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, caught by the CLI)
 from tebench.escape import for_terminal
 from tebench.schema.records import CaseResult, Throughput
 

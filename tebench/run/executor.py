@@ -21,10 +21,10 @@ from tebench.analysis import parity
 from tebench.store import reader as results
 from tebench.store.writer import Writer
 from tebench.plan.environment import Environment
-from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, caught by the CLI)
+from tebench.errors import StorageError
 from tebench.plan.matrix import Case
 from tebench.schema import protocol
-from tebench.schema.protocol import EXIT_STORAGE, progress_message  # noqa: F401  (its home was here)
+from tebench.schema.protocol import EXIT_STORAGE
 from tebench.run.pump import Pump
 from tebench.plan.schedule import Planned
 from tebench.run.display import Progress

@@ -15,7 +15,7 @@ import warnings
 from pathlib import Path
 from typing import Iterator
 from tebench.store import reader as results
-from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, caught by the CLI)
+from tebench.errors import RunError, StorageError
 
 
 LOCK_NAME = ".lock"

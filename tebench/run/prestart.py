@@ -11,7 +11,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
-from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, caught by the CLI)
 from tebench.plan.matrix import Case
 from tebench.plan.modes import MODES
 from tebench.plan.schedule import Planned

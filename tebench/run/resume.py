@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from tebench.store import reader as results
-from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, caught by the CLI)
+from tebench.errors import RunError
 from tebench.plan.matrix import Matrix
 from tebench.run.options import RunOptions
 from tebench.schema.records import CaseResult

@@ -62,9 +62,3 @@ def parse(line: str) -> dict[str, Any] | None:
     if not isinstance(msg.get("phase"), str) or not all(isinstance(n, int) and not isinstance(n, bool) for n in counts):
         return None
     return msg
-
-
-def progress_message(line: str) -> dict[str, Any] | None:
-    """The progress message on one line, or None (any other line, a ready event included)."""
-    msg = parse(line)
-    return msg if msg is not None and msg["event"] == PROGRESS else None

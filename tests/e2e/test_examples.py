@@ -58,7 +58,7 @@ def _subcommands() -> set[str]:
     return {name for action in parser._subparsers._group_actions for name in action.choices}
 
 
-def _check(args: list[str]) -> None:
+def _check_cli_args(args: list[str]) -> None:
     if args[0] not in _subcommands():
         # `tebench ab` lands with the A/B command; until then hold the recipe to its documented shape.
         assert args[0] == "ab" and {"--out", "--base-python", "--head-python"} <= set(args), args
@@ -85,14 +85,14 @@ def test_yaml_recipes_parse_and_use_real_commands(path):
     commands = [c for doc in docs for s in _strings(doc) for c in _commands(s)]
     assert bool(commands) != (path.name in NO_TEBENCH), "a recipe that runs no tebench command"
     for args in commands:
-        _check(args)
+        _check_cli_args(args)
 
 
 @pytest.mark.parametrize("path", SHELL, ids=lambda p: p.name)
 def test_shell_recipes_parse_and_use_real_commands(path):
     subprocess.run(["bash", "-n", str(path)], check=True)
     for args in _commands(path.read_text()):
-        _check(args)
+        _check_cli_args(args)
 
 
 def test_github_workflows_have_jobs_with_steps():

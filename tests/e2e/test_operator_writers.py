@@ -27,6 +27,7 @@ from tebench.run import ab
 from tebench.plan import environment as detect
 from tebench.plan import matrix
 from tebench.plan.environment import GPU
+from tebench.errors import RunError
 from tebench.run import runner
 from tebench.run.executor import slug
 from tebench.run.options import RunOptions
@@ -169,7 +170,7 @@ def test_lock_conflicts_between_writers(data, tmp_path_factory):
     with OutLock(out, holders[0]) as first:
         assert first.held
         for other in holders[1:]:
-            with pytest.raises(runner.RunError, match=re.escape(f": {holders[0]})")):
+            with pytest.raises(RunError, match=re.escape(f": {holders[0]})")):
                 with lock_out(out, other):
                     pass
     with lock_out(out, holders[-1]):
@@ -204,7 +205,8 @@ def test_ab_device_beyond_the_visible_gpus_is_refused(tmp_path, mat_file, stub_c
     out = tmp_path / "ab"
     proc = stub_cli("ab", str(mat_file), "--out", str(out), "--device", "3", "--rounds", "1", "--quiet",
                     "--base-python", stub_worker, "--head-python", stub_worker)
-    assert proc.returncode == 2 and "--device 3: no such GPU (1 visible to --base-python)" in proc.stderr, proc.stderr
+    assert proc.returncode == 2, proc.stderr
+    assert unsaid(proc.stderr, "--device 3", "no such GPU", "1 visible", "--base-python") == [], proc.stderr
     assert not out.exists()
 
 
@@ -219,11 +221,11 @@ def test_compare_never_writes_over_an_input(done_run, tmp_path, stub_cli, monkey
         for base, head in ((str(done_run), other), (other, str(done_run / "results.jsonl"))):
             proc = stub_cli("compare", base, head, "--out", out)
             assert proc.returncode == 2 and f"--out {out}: " in proc.stderr, (out, proc.stderr)
-            assert "is a directory" in proc.stderr or "would overwrite the input" in proc.stderr
+            assert "is a directory" in proc.stderr or ("overwrite" in proc.stderr and "input" in proc.stderr)
     link = tmp_path / "link.jsonl"
     link.symlink_to(done_run / "results.jsonl")
     proc = stub_cli("compare", str(done_run), other, "--out", str(link))
-    assert proc.returncode == 2 and "would overwrite the input" in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and "overwrite" in proc.stderr and "input" in proc.stderr, proc.stderr
     assert (done_run / "results.jsonl").read_bytes() == before
     # Into the run directory, beside the results: allowed (and under its lock).
     proc = stub_cli("compare", str(done_run), str(done_run), "--out", str(done_run / "compare.md"))
@@ -260,7 +262,7 @@ def test_report_refuses_an_input_it_would_replace(tmp_path, stub_cli):
     out.mkdir()
     (out / "cases.csv").write_text((FIXTURES / "cpu-smoke.jsonl").read_text())
     proc = stub_cli("report", str(out / "cases.csv"), "--out", str(out))
-    assert proc.returncode == 2 and "would overwrite the input" in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and "overwrite" in proc.stderr and "input" in proc.stderr, proc.stderr
 
 
 # --- --devices and --out, checked before anything is created --------------------------------------
@@ -286,7 +288,7 @@ def test_bad_devices_are_refused_before_out_exists(value, fragment, tmp_path, ma
         assert proc.returncode == 2 and f"--device {value}: " in proc.stderr and fragment in proc.stderr
         assert not out.exists()
     proc = stub_cli("ab", str(mat_file), "--out", str(out), "--device", "0,1")
-    assert proc.returncode == 2 and "expected one GPU index" in proc.stderr and not out.exists()
+    assert proc.returncode == 2 and "one GPU index" in proc.stderr and not out.exists()
 
 
 def _every_out_command(out: str, mat: str, db: str) -> list[list[str]]:
@@ -334,7 +336,7 @@ def test_an_unwritable_out_is_refused_early(tmp_path, mat_file, stub_cli, monkey
     assert unsaid(proc.stderr, locked, "not writable") == [], proc.stderr
     proc = stub_cli("compare", str(FIXTURES / "cpu-smoke.jsonl"), str(FIXTURES / "cpu-smoke.jsonl"),
                     "--out", str(locked / "c.md"))
-    assert proc.returncode == 2 and f"the directory {locked} is not writable" in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and unsaid(proc.stderr, str(locked), "not writable") == [], proc.stderr
     assert list(locked.iterdir()) == []
 
 
@@ -475,4 +477,4 @@ def test_devices_on_a_cpu_machine_run_as_cpu_slots_and_say_so(tmp_path, mat_file
     assert unsaid(proc.stderr, "--devices 0", "no CUDA GPU", "CPU, 1 at a time") == [], proc.stderr
     stub_cli("report", str(out), "--out", str(tmp_path / "rep"), check=True)
     md = (tmp_path / "rep" / "report.md").read_text()
-    assert "0 (no CUDA GPU: CPU slots, one case each)" in md
+    assert unsaid(md, "no CUDA GPU", "CPU slots") == []

@@ -57,7 +57,7 @@ def _unreachable(reason: str) -> None:
     pytest.skip(reason)
 
 
-def _check(proc: subprocess.CompletedProcess, what: str) -> None:
+def _check_ok(proc: subprocess.CompletedProcess, what: str) -> None:
     assert proc.returncode == 0, f"{what}: exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
 
 
@@ -66,7 +66,7 @@ def box(tmp_path_factory) -> dict:
     """The reporting box, built step by step by the recipe; what each stage answered, for the tests."""
     b = Box(tmp_path_factory.mktemp("reporting-box"))
     # The base interpreter (not this venv's packages, not the system's: no --system-site-packages).
-    _check(subprocess.run([sys.executable, "-m", "venv", str(b.python.parent.parent)], capture_output=True,
+    _check_ok(subprocess.run([sys.executable, "-m", "venv", str(b.python.parent.parent)], capture_output=True,
                           text=True, timeout=300, env=b.env), "python -m venv")
     assert not b.imports("torch") and not b.imports("pandas"), "the fresh venv sees another environment's packages"
     # Can pip reach an index? Asked once, briefly, before anything is installed.
@@ -80,10 +80,10 @@ def box(tmp_path_factory) -> dict:
         second.append(reporting_box.PY310_EXTRA)  # the guide's note for Python 3.10
     stages: dict = {}
     # The recipe's first command, from the clone (its `.`).
-    _check(b.pip(*[str(ROOT) if a == "." else a for a in first]), "pip install --no-deps -e <clone>")
+    _check_ok(b.pip(*[str(ROOT) if a == "." else a for a in first]), "pip install --no-deps -e <clone>")
     stages["bare"] = {"report": b.run(b.tebench, "report", SMOKE, "--out", b.where / "bare-report")}
     # numpy alone: what --help needs; pandas, matplotlib and pydantic still missing.
-    _check(b.pip("numpy"), "pip install numpy")
+    _check_ok(b.pip("numpy"), "pip install numpy")
     stages["numpy"] = {
         "help": b.run(b.python, "-m", "tebench", "--help"),
         "report-help": b.run(b.tebench, "report", "--help"),
@@ -92,7 +92,7 @@ def box(tmp_path_factory) -> dict:
     }
     # The recipe's second command, as the guide writes it.
     recipe = b.pip(*second)
-    _check(recipe, "the recipe's second command")
+    _check_ok(recipe, "the recipe's second command")
     stages["recipe"] = recipe
     return {"box": b, "stages": stages}
 
@@ -147,7 +147,7 @@ def test_report_compare_merge_history_run_in_the_box(box):
         "history report": (b.tebench, "history", "report", "--db", out / "history.db", "--out", out / "history"),
     }
     for what, args in steps.items():
-        _check(b.run(*args), what)
+        _check_ok(b.run(*args), what)
     for path in ("smoke/index.html", "smoke/report.md", "nightly/index.html", "nightly/report.md", "compare.md",
                  "compare.json", "merged/results.jsonl", "merged/report/index.html", "history.db",
                  "history/history.html", "history/history.md"):

@@ -673,10 +673,10 @@ def replacements(original: Any, free: bool = False) -> list[tuple[str, Any]]:
                 ("negative", -1 if isinstance(original, int) else -1.5)]
     if isinstance(original, list) and original:
         out.append(("empty_list", []))
-    return [(name, v) for name, v in out if not _same(v, original) and (not free or name in FREE_REPLACEMENTS)]
+    return [(name, v) for name, v in out if not _unchanged(v, original) and (not free or name in FREE_REPLACEMENTS)]
 
 
-def _same(a: Any, b: Any) -> bool:
+def _unchanged(a: Any, b: Any) -> bool:
     """Whether a replacement is the original value (then it is no damage)."""
     return type(a) is type(b) and json.dumps(a) == json.dumps(b)
 
@@ -809,7 +809,7 @@ def variants() -> tuple[Variant, ...]:
 # --- the failures named in the issue, and a few more of each kind ---------------------------------------
 
 
-def _first(recs: list[dict[str, Any]], test: Callable[[dict[str, Any]], bool]) -> int:
+def _first_case_index(recs: list[dict[str, Any]], test: Callable[[dict[str, Any]], bool]) -> int:
     """The index of the first case record passing ``test``."""
     return next(i for i, r in enumerate(recs) if i > 0 and test(r))
 
@@ -838,7 +838,7 @@ def named_variants() -> tuple[Variant, ...]:
     def case(name: str, fixture: str, pick: Callable[[dict[str, Any]], bool], path: Path_, value: Any,
              outcome: frozenset[str] = skipped, names: tuple[str, ...] = (), note: str = "") -> None:
         recs = records(fixture)
-        out.append(_variant(fixture, recs, _first(recs, pick), path, "named", value, allowed_=outcome,
+        out.append(_variant(fixture, recs, _first_case_index(recs, pick), path, "named", value, allowed_=outcome,
                             names=names, name=name, note=note))
 
     def header(name: str, fixture: str, path: Path_, value: Any, edit: Callable[[dict[str, Any]], None] | None = None,

@@ -121,16 +121,16 @@ def read(variant: Any, path: Path) -> Outcome:
     return Outcome("skipped" if where in text else "kept", text, src.header, src.records, strict)
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same_stored(a: Any, b: Any) -> bool:
     """Equal as stored values: NaN equals NaN, 1 equals 1.0."""
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
             and not isinstance(b, bool):
         nan = [isinstance(x, float) and math.isnan(x) for x in (a, b)]
         return all(nan) if any(nan) else float(a) == float(b)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same_stored(x, y) for x, y in zip(a, b))
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(_same_stored(a[k], b[k]) for k in a)
     return type(a) is type(b) and a == b
 
 
@@ -183,7 +183,7 @@ def _rides_along(variant: Any, outcome: Outcome) -> list[str]:
         return []  # null and absent read alike for an optional part
     if variant.path[0] == "case" and variant.replacement == "null":
         return []  # the case description is completed with its defaults
-    if not _same(got, variant.value):
+    if not _same_stored(got, variant.value):
         return [f"kept, but {variant.field} reads back as {got!r:.80} instead of {variant.value!r:.80}"]
     return []
 
@@ -251,7 +251,7 @@ KEEPABLE = [v for v in VARIANTS if "kept" in v.allowed]
 RENDER_VARIANTS = [v for v in NAMED if v.name in RENDER_NAMED] + KEEPABLE[::RENDER_SAMPLE_EVERY]
 
 
-def _main(argv: list[str]) -> tuple[int | None, str, str | None]:
+def _main_in_process(argv: list[str]) -> tuple[int | None, str, str | None]:
     """``cli.main(argv)`` in-process: (exit code, stderr, the crash site when an exception escaped)."""
     err, out = io.StringIO(), io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
@@ -280,7 +280,7 @@ def run_commands(variant: Any, tmp_path: Path, commands: list[list[str]]) -> Non
     failures = []
     for template in commands:
         argv = [a.format(bad=bad, good=good, out=out) for a in template]
-        code, err, crash = _main(argv)
+        code, err, crash = _main_in_process(argv)
         name = " ".join(argv[:2] if argv[0] == "history" else argv[:1])
         if argv[0] == "compare":
             name += " (damaged base)" if argv[1] == str(bad) else " (damaged head)"
@@ -302,7 +302,7 @@ def run_commands(variant: Any, tmp_path: Path, commands: list[list[str]]) -> Non
         lines = [json.loads(line) for line in merged.read_text().splitlines()]
         mine = json.loads(variant.lines[variant.line - 1]).get("case_id")
         target = lines[0] if variant.header else next((r for r in lines[1:] if r.get("case_id") == mine), {})
-        if not _same(damage.get(target, variant.path, default=None), variant.value):
+        if not _same_stored(damage.get(target, variant.path, default=None), variant.value):
             failures.append(f"merge: {variant.field} not written back unchanged")
     assert not failures, f"{variant.name} (reader: {outcome.kind}):\n  " + "\n  ".join(failures)
 

@@ -39,14 +39,14 @@ CPU = FIXTURES / "cpu-smoke.jsonl"
 FIFO_TIMEOUT_S = 120  # far beyond a refusal; only a hang reaches it
 
 
-def _main(capsys, *argv: str) -> tuple[int, str, str]:
+def _main_captured(capsys, *argv: str) -> tuple[int, str, str]:
     code = cli.main(list(argv))
     out, err = capsys.readouterr()
     assert "Traceback" not in err, err
     return code, out, err
 
 
-def _digest(directory: Path) -> dict[str, str]:
+def _digests(directory: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.iterdir()) if p.is_file()}
 
 
@@ -67,13 +67,13 @@ def test_bad_matrix_is_refused_naming_file_and_key(path, capsys):
         matrix.load(path)
     message = visible(err.value)
     assert message.startswith(f"{path}: [{key}]") and fragment in message, message
-    code, _, stderr = _main(capsys, "list", str(path))
+    code, _, stderr = _main_captured(capsys, "list", str(path))
     assert code == 2 and str(path) in stderr and "\x1b" not in stderr, stderr
 
 
 def test_extends_chain_of_1100_files_is_refused_at_the_depth_limit(tmp_path, capsys):
     last = build.extends_chain(tmp_path / "chain")
-    code, _, err = _main(capsys, "list", str(last))
+    code, _, err = _main_captured(capsys, "list", str(last))
     assert code == 2 and f"longer than {matrix.MAX_EXTENDS} files" in err and str(last) in err, err
 
 
@@ -86,7 +86,7 @@ def test_the_files_of_an_extends_chain_share_the_size_limit(tmp_path, capsys):
     parent = build.long_string(tmp_path / "parent.toml", bounded.MATRIX_MAX_BYTES // 2)
     child = tmp_path / "child.toml"
     child.write_text('extends = "parent.toml"\ndescription = "' + "y" * (bounded.MATRIX_MAX_BYTES // 2) + '"\n')
-    code, _, err = _main(capsys, "list", str(child))
+    code, _, err = _main_captured(capsys, "list", str(child))
     assert code == 2 and str(parent) in err and "share" in err, err
 
 
@@ -99,17 +99,17 @@ def test_the_files_of_an_extends_chain_share_the_size_limit(tmp_path, capsys):
 ], ids=["20000_sizes", "10MB_string", "bad_last_size_at_the_limit", "dev_zero", "directory"])
 def test_large_and_special_matrix_paths_are_refused(maker, fragment, tmp_path, capsys):
     path = maker(tmp_path)
-    code, _, err = _main(capsys, "list", str(path))
+    code, _, err = _main_captured(capsys, "list", str(path))
     assert code == 2 and str(path) in err and fragment in err, err
 
 
 def test_only_that_matches_nothing_names_the_glob_and_close_ids(capsys, tmp_path):
     path = tmp_path / "m.toml"
     path.write_text(build.good_matrix())
-    code, _, err = _main(capsys, "list", str(path), "--only", "gpt/a/PT_FP32")
+    code, _, err = _main_captured(capsys, "list", str(path), "--only", "gpt/a/PT_FP32")
     assert code == 2 and "--only 'gpt/a/PT_FP32'" in err and "gpt/a/PT-FP32" in err, err
-    code, out, err = _main(capsys, "run", str(path), "--out", str(tmp_path / "o"), "--only", "gtp/*")
-    assert code == 2 and "--only 'gtp/*'" in err and "'gpt/*' would match 1 case" in err, err
+    code, out, err = _main_captured(capsys, "run", str(path), "--out", str(tmp_path / "o"), "--only", "gtp/*")
+    assert code == 2 and unsaid(err, "--only 'gtp/*'", "'gpt/*'", "1 case") == [], err
     assert not (tmp_path / "o").exists()
 
 
@@ -173,12 +173,12 @@ def test_iter_lines_skips_an_overlong_line_without_holding_it(tmp_path):
 def test_foreign_or_damaged_database_is_refused_and_left_byte_for_byte(name, tmp_path, capsys):
     dbs = build.databases(tmp_path / "dbs", history_db.SCHEMA)
     path, fragment = dbs[name]
-    before = _digest(path.parent)
+    before = _digests(path.parent)
     for argv in (["history", "report", "--db", str(path), "--out", str(tmp_path / "h")],
                  ["history", "add", str(CPU), "--db", str(path)]):
-        code, _, err = _main(capsys, *argv)
+        code, _, err = _main_captured(capsys, *argv)
         assert code == 2 and str(path) in err and fragment in err, (argv, err)
-    assert _digest(path.parent) == before  # no table, no WAL switch, no -wal/-shm beside them
+    assert _digests(path.parent) == before  # no table, no WAL switch, no -wal/-shm beside them
     assert not (tmp_path / "h").exists()
 
 
@@ -187,14 +187,14 @@ def test_special_paths_as_db_are_refused(db, fragment, tmp_path, capsys):
     db = db.format(tmp=tmp_path)
     for argv in (["history", "report", "--db", db, "--out", str(tmp_path / "h")],
                  ["history", "add", str(CPU), "--db", db]):
-        code, _, err = _main(capsys, *argv)
+        code, _, err = _main_captured(capsys, *argv)
         assert code == 2 and db in err and fragment in err, (argv, err)
 
 
 def test_a_database_made_before_the_stamp_is_accepted_and_stamped(tmp_path, capsys):
     db = build.unstamped(tmp_path / "old.db", history_db.SCHEMA)
     assert history_db.check(db) == "unstamped"
-    code, out, _ = _main(capsys, "history", "add", str(CPU), "--db", str(db))
+    code, out, _ = _main_captured(capsys, "history", "add", str(CPU), "--db", str(db))
     assert code == 0 and "added" in out
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA application_id").fetchone()[0] == history_db.APPLICATION_ID
@@ -204,13 +204,13 @@ def test_a_database_made_before_the_stamp_is_accepted_and_stamped(tmp_path, caps
 
 def test_a_new_database_is_stamped_and_in_wal_mode(tmp_path, capsys):
     db = tmp_path / "new.db"
-    code, _, _ = _main(capsys, "history", "add", str(CPU), "--db", str(db))
+    code, _, _ = _main_captured(capsys, "history", "add", str(CPU), "--db", str(db))
     assert code == 0
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA application_id").fetchone()[0] == history_db.APPLICATION_ID
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     conn.close()
-    code, _, _ = _main(capsys, "history", "report", "--db", str(db), "--out", str(tmp_path / "h"))
+    code, _, _ = _main_captured(capsys, "history", "report", "--db", str(db), "--out", str(tmp_path / "h"))
     assert code == 0 and (tmp_path / "h" / "history.md").is_file()
 
 
@@ -218,7 +218,7 @@ def test_a_new_database_is_stamped_and_in_wal_mode(tmp_path, capsys):
 def test_wrong_typed_values_are_reported_against_the_results_file(name, tmp_path, capsys):
     path = OPERATOR / "results" / name
     db = tmp_path / "h.db"
-    code, _, err = _main(capsys, "history", "add", str(path), "--db", str(db))
+    code, _, err = _main_captured(capsys, "history", "add", str(path), "--db", str(db))
     # A damaged case line is skipped by the reader, naming file:line (the rest is stored); a damaged
     # header refuses the file (exit 2), before the database is made.
     expected = RESULTS[name].get("exit", 2)
@@ -231,7 +231,7 @@ def test_wrong_typed_values_are_reported_against_the_results_file(name, tmp_path
 @pytest.mark.parametrize("name", sorted(n for n, w in RESULTS.items() if w["command"] == "merge"))
 def test_merge_refuses_a_header_claiming_a_huge_shard_count(name, tmp_path, capsys):
     path = OPERATOR / "results" / name
-    code, _, err = _main(capsys, "merge", str(path), "--out", str(tmp_path / "m"), "--no-report")
+    code, _, err = _main_captured(capsys, "merge", str(path), "--out", str(tmp_path / "m"), "--no-report")
     assert code == 2 and str(path) in err and RESULTS[name]["fragment"] in err, err
 
 
@@ -246,7 +246,7 @@ def test_list_shows_escape_sequences_of_an_exclusion_reason_instead_of_obeying_t
 
 
 def test_error_messages_show_control_characters(capsys):
-    code, _, err = _main(capsys, "list", str(OPERATOR / "matrices" / "key_with_escape.toml"))
+    code, _, err = _main_captured(capsys, "list", str(OPERATOR / "matrices" / "key_with_escape.toml"))
     assert code == 2 and "\x1b" not in err and "[settings.\\x1b[31m]" in err
 
 
@@ -281,7 +281,7 @@ def _check_markdown(text: str) -> None:
 
 def test_report_escapes_every_field_of_a_hostile_results_file(tmp_path, capsys):
     hostile = build.hostile(CPU, tmp_path / "hostile.jsonl")
-    code, _, _ = _main(capsys, "report", str(hostile), str(FIXTURES / "h200-crossover.jsonl"),
+    code, _, _ = _main_captured(capsys, "report", str(hostile), str(FIXTURES / "h200-crossover.jsonl"),
                        "--out", str(tmp_path / "r"), "--assets-url", "https://example.invalid/a")
     assert code == 0
     md = (tmp_path / "r" / "report.md").read_text()
@@ -294,7 +294,7 @@ def test_report_escapes_every_field_of_a_hostile_results_file(tmp_path, capsys):
 def test_compare_markdown_escapes_records_and_environments(tmp_path, capsys):
     base = FIXTURES / "h200-crossover.jsonl"
     hostile = build.hostile(base, tmp_path / "hostile.jsonl", keep_names=True)
-    code, out, _ = _main(capsys, "compare", str(base), str(hostile), "--count-env-changes")
+    code, out, _ = _main_captured(capsys, "compare", str(base), str(hostile), "--count-env-changes")
     assert code in (0, 1)
     _check_markdown(out)
     delta = compare.Delta("gpt/a/PT-AMP", "GPU", "regressed", ["x"], counted=False, flags=[build.PAYLOAD])
@@ -307,8 +307,8 @@ def test_compare_markdown_escapes_records_and_environments(tmp_path, capsys):
 def test_history_report_escapes_what_runs_recorded(tmp_path, capsys):
     hostile = build.hostile(CPU, tmp_path / "hostile.jsonl")
     db = tmp_path / "h.db"
-    assert _main(capsys, "history", "add", str(hostile), "--db", str(db))[0] == 0
-    assert _main(capsys, "history", "report", "--db", str(db), "--out", str(tmp_path / "h"))[0] == 0
+    assert _main_captured(capsys, "history", "add", str(hostile), "--db", str(db))[0] == 0
+    assert _main_captured(capsys, "history", "report", "--db", str(db), "--out", str(tmp_path / "h"))[0] == 0
     _check_markdown((tmp_path / "h" / "history.md").read_text())
     assert "<script>alert" not in (tmp_path / "h" / "history.html").read_text()
 
@@ -336,7 +336,7 @@ def test_ab_refuses_before_probing_or_starting_a_side(extra, fragment, tmp_path,
     path.write_text(build.good_matrix())
     (tmp_path / "file").write_text("")
     args = [a.format(file=tmp_path / "file", tmp=tmp_path) for a in extra]
-    code, _, err = _main(capsys, "ab", str(path), *args)
+    code, _, err = _main_captured(capsys, "ab", str(path), *args)
     assert code == 2 and fragment in err, err
 
 
@@ -345,7 +345,7 @@ def test_ab_refuses_an_out_that_holds_earlier_results(tmp_path, capsys):
     path.write_text(build.good_matrix())
     (tmp_path / "o" / "head").mkdir(parents=True)
     (tmp_path / "o" / "head" / "results.jsonl").write_text("")
-    code, _, err = _main(capsys, "ab", str(path), "--out", str(tmp_path / "o"))
+    code, _, err = _main_captured(capsys, "ab", str(path), "--out", str(tmp_path / "o"))
     assert code == 2 and "already exists" in err, err
 
 
@@ -406,5 +406,5 @@ def test_a_hostile_enumerated_header_field_is_refused(tmp_path, capsys, field, v
     header[field] = value
     bad = tmp_path / "bad.jsonl"
     bad.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
-    code, _, err = _main(capsys, "report", str(bad), "--out", str(tmp_path / "r"))
+    code, _, err = _main_captured(capsys, "report", str(bad), "--out", str(tmp_path / "r"))
     assert code == 2 and f"[{field}" in err and not (tmp_path / "r" / "report.md").exists()

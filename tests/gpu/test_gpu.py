@@ -77,7 +77,7 @@ def test_each_te_module_matches_pytorch(module):
     assert _same_function("module", size, torch.randn(shape, device=DEV)) < 0.02
 
 
-def _case(mode: str, fp8: FP8Options | None = None, **kw) -> Case:
+def _small_gpt_case(mode: str, fp8: FP8Options | None = None, **kw) -> Case:
     size = GPTSize(vocab=64, d_model=256, heads=4, layers=2, ffn=1024, seq=128, batch=8)
     import dataclasses
 
@@ -94,7 +94,7 @@ def _per_step(raw) -> list[float]:
 def test_fp8_delayed_case_records_scaling_state_and_busy_fraction():
     from tebench.worker.case import run_case
 
-    raw = run_case(_case("TE-FP8", FP8Options("delayed", "HYBRID", 16, "max")), DEV, lambda *a: None)
+    raw = run_case(_small_gpt_case("TE-FP8", FP8Options("delayed", "HYBRID", 16, "max")), DEV, lambda *a: None)
     state = raw.fp8_state
     assert state and state.layers, "delayed scaling must record per-layer scale/amax"
     some = next(iter(state.layers.values()))
@@ -109,8 +109,8 @@ def test_cuda_graphs_train_like_eager(mode, fp8):
     """Graphed steps must follow the eager loss curve (the BRIEF's naive-FP8-capture trap)."""
     from tebench.worker.case import run_case
 
-    eager = _per_step(run_case(_case(mode, fp8), DEV, lambda *a: None))
-    graphed = _per_step(run_case(_case(mode, fp8, graphs=True), DEV, lambda *a: None))
+    eager = _per_step(run_case(_small_gpt_case(mode, fp8), DEV, lambda *a: None))
+    graphed = _per_step(run_case(_small_gpt_case(mode, fp8, graphs=True), DEV, lambda *a: None))
     assert abs(graphed[-1] - eager[-1]) / eager[-1] < 0.05, (eager, graphed)
 
 
@@ -124,7 +124,7 @@ def test_fp8_weight_transposes_follow_the_optimizer():
 
     from tebench.worker.train import build_trainer
 
-    case = _case("TE-FP8", FP8Options("delayed", "HYBRID", 16, "max"), fp8_weights=True)
+    case = _small_gpt_case("TE-FP8", FP8Options("delayed", "HYBRID", 16, "max"), fp8_weights=True)
     batches = WORKLOADS["gpt"].batches(case.size_spec, 3, 1, DEV)
     trainer = build_trainer(case, DEV, batches)
     for b in batches:
@@ -141,8 +141,8 @@ def test_fp8_weights_train_like_high_precision_weights(graphs):
     from tebench.worker.case import run_case
 
     fp8 = FP8Options("delayed", "HYBRID", 16, "max")
-    ref = _per_step(run_case(_case("TE-FP8", fp8, graphs=graphs), DEV, lambda *a: None))
-    raw = run_case(_case("TE-FP8", fp8, graphs=graphs, fp8_weights=True), DEV, lambda *a: None)
+    ref = _per_step(run_case(_small_gpt_case("TE-FP8", fp8, graphs=graphs), DEV, lambda *a: None))
+    raw = run_case(_small_gpt_case("TE-FP8", fp8, graphs=graphs, fp8_weights=True), DEV, lambda *a: None)
     got = _per_step(raw)
     worst = max(abs(g - r) / r for g, r in zip(got, ref))
     assert worst < 0.05, (ref, got)
@@ -516,7 +516,7 @@ def test_zipf_swap_layout_fails_the_context_check(zipf_judged):
     """TE's swapped layout attends over the batch: the predictions never read a sequence's own past."""
     swapped = zipf_judged["TE-BF16 swap-layout"]
     assert swapped["validation"]["context_kl"] < 1e-3
-    assert "ignore the tokens before the current one" in swapped["parity"]["reason"]
+    assert "ignore the tokens before" in swapped["parity"]["reason"], swapped["parity"]["reason"]
 
 
 def test_zipf_no_causal_is_below_the_floor(zipf_judged):

@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.torchao]
 SIZE = GPTSize(vocab=96, d_model=256, heads=4, layers=2, ffn=1024, seq=128, batch=16)
 
 
-def _case(recipe: str, graphs: bool = False) -> Case:
+def _ao_fp8_case(recipe: str, graphs: bool = False) -> Case:
     return Case("gpt", "tiny", "AO-FP8", tuple(dataclasses.asdict(SIZE).items()),
                 fp8=FP8Options.normalized(recipe, None, None, None), graphs=graphs,
                 settings=Settings(steps=8, warmup=3, lr=3e-3, profile_steps=0, validate=False))
@@ -27,7 +27,7 @@ def _case(recipe: str, graphs: bool = False) -> Case:
     ("tensorwise", False, None), ("rowwise", False, None), ("rowwise_with_gw_hp", False, None),
     ("tensorwise", True, None), ("tensorwise", False, "fp8-bypass")])
 def test_ao_fp8_runs_in_fp8_and_is_refused_when_bypassed(recipe, graphs, mutation, monkeypatch):
-    record = run_built(_case(recipe, graphs), mutation, monkeypatch)
+    record = run_built(_ao_fp8_case(recipe, graphs), mutation, monkeypatch)
     case = record.case_id
     proof = record.fp8_proof
     print(f"\n{case} graphs={graphs} {mutation}: {record.status} {record.reason or ''}\n  proof: "

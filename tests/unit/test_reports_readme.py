@@ -11,7 +11,7 @@ ROW = re.compile(r"^\| `(?P<folder>[\w.-]+)/` \|")
 DATA_FILE = re.compile(r"`(?P<name>[^`*…\s]+\.(?:jsonl|jsonl\.gz|json|log))`")
 
 
-def _rows() -> dict[str, str]:
+def _readme_rows() -> dict[str, str]:
     rows = {}
     for line in README.read_text(encoding="utf-8").splitlines():
         match = ROW.match(line)
@@ -21,7 +21,7 @@ def _rows() -> dict[str, str]:
 
 
 def test_every_data_file_a_row_names_exists():
-    rows = _rows()
+    rows = _readme_rows()
     assert {"h200-nightly", "h200-nightly-warm", "cpu-smoke"} <= set(rows)
     missing = []
     for folder, line in rows.items():

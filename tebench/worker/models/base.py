@@ -19,8 +19,6 @@ import torch
 from torch import nn
 
 from tebench.worker.seeds import derive_seed
-# Re-exported: the torch-free helpers live in spec.py, where the parent process finds them.
-from tebench.workloads.spec import SizeError, divisible_by_16, positive, size_from_dict  # noqa: F401
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,7 @@ def test_inductor_kernels_of_torchao_scaling_are_fp8_casts_unless_they_carry_a_n
 
 # --- breakdown, FLOP split, mixed MFU -----------------------------------------------------------
 
-def _kernels(*rows, union_ms=None, rest_ms=None):
+def _kernel_rows(*rows, union_ms=None, rest_ms=None):
     ks = [{"name": n, "ms": ms, "calls": c} for n, ms, c in rows]
     return Kernels.from_dict({"profiled_steps": 1, "union_ms": union_ms if union_ms is not None else
                               sum(k["ms"] for k in ks), "kernels": ks, "rest_ms": rest_ms})
@@ -94,7 +94,7 @@ CAST = "cast_transpose_optimized_kernel(__nv_bfloat16 const*, float const*, __nv
 
 
 def test_breakdown_sums_categories_and_idle_is_step_minus_union():
-    k = _kernels((BF16_GEMM, 6.0, 4), (FP8_GEMM, 3.0, 8), (CAST, 1.0, 8), ("Optimizer.step#AdamW.step", 50.0, 1),
+    k = _kernel_rows((BF16_GEMM, 6.0, 4), (FP8_GEMM, 3.0, 8), (CAST, 1.0, 8), ("Optimizer.step#AdamW.step", 50.0, 1),
                  ("mystery", 0.5, 2), union_ms=9.0, rest_ms=0.25)
     tb = breakdown.time_breakdown(k, 12.0)
     assert tb.categories_ms == {"gemm_bf16": 6.0, "gemm_fp8": 3.0, "fp8_cast": 1.0, "other": 0.75}
@@ -161,7 +161,7 @@ def _fp8_case() -> Case:
                 settings=Settings(steps=4, warmup=0))
 
 
-def _record(kernels, census):
+def _profiled_fp8_record(kernels, census):
     raw = Measurements.from_dict({"status": "ok", "timing": {"samples_ms": [10.0, 10.0, 10.0]},
                                   "loss": {"per_step": [2.0, 1.9, 1.8]},
                                   "kernels": kernels.to_dict() if kernels else None,
@@ -175,7 +175,7 @@ FP8_RUN = [e["name"] for e in H200 if "TE-FP8" in e["modes"]]
 
 
 def test_an_fp8_case_that_ran_fp8_gemms_is_proven():
-    rec = _record(_kernels(*((n, 0.1, 1) for n in FP8_RUN)),
+    rec = _profiled_fp8_record(_kernel_rows(*((n, 0.1, 1) for n in FP8_RUN)),
                   {"observed": True, "te_fp8": 16, "te_high_precision": 0})
     assert rec.status == "ok" and rec.fp8_proof.verdict == "fp8"
     assert 0 < rec.fp8_proof.fp8_share < 1 and rec.time_breakdown is not None
@@ -183,7 +183,7 @@ def test_an_fp8_case_that_ran_fp8_gemms_is_proven():
 
 def test_an_fp8_case_that_ran_no_fp8_is_failed_naming_what_ran():
     # The kernels the fp8-bypass mutation ran on the H200: every GEMM in BF16.
-    rec = _record(_kernels(*((n, 0.1, 1) for n in BYPASS)),
+    rec = _profiled_fp8_record(_kernel_rows(*((n, 0.1, 1) for n in BYPASS)),
                   {"observed": True, "te_fp8": 0, "te_high_precision": 16,
                    "te_outside_fp8": ["blocks.0.self_attention.proj"]})
     assert rec.status == "failed" and rec.fp8_proof.verdict == "no-fp8"
@@ -192,16 +192,17 @@ def test_an_fp8_case_that_ran_no_fp8_is_failed_naming_what_ran():
 
 def test_nn_linear_layers_in_a_te_family_are_refused_by_kernels_alone():
     # Under CUDA graphs the census sees nothing; BF16 GEMM names alone are enough evidence.
-    rec = _record(_kernels((BF16_GEMM, 1.0, 4)), {"observed": False, "note": "CUDA graphs"})
+    rec = _profiled_fp8_record(_kernel_rows((BF16_GEMM, 1.0, 4)), {"observed": False, "note": "CUDA graphs"})
     assert rec.status == "failed" and rec.fp8_proof.verdict == "no-fp8"
 
 
 def test_unknown_gemm_names_with_te_under_fp8_stay_unproven_not_failed():
     # Another GPU's kernels, which no rule knows yet: never a false refusal.
-    rec = _record(_kernels(("nvjet_sm100_xyz_gemm", 1.0, 4)), {"observed": True, "te_fp8": 8, "te_high_precision": 0})
+    rec = _profiled_fp8_record(_kernel_rows(("nvjet_sm100_xyz_gemm", 1.0, 4)),
+                               {"observed": True, "te_fp8": 8, "te_high_precision": 0})
     assert rec.status == "ok" and rec.fp8_proof.verdict == "unproven"
 
 
 def test_no_evidence_no_proof():
-    rec = _record(None, None)
+    rec = _profiled_fp8_record(None, None)
     assert rec.status == "ok" and rec.fp8_proof is None

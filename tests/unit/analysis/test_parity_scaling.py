@@ -107,7 +107,7 @@ def _curve(rng: random.Random, end: float, n: int = 24) -> list[float]:
     return [4.0 * (end / 4.0) ** (i / (n - 1)) * (1.0 + rng.gauss(0.0, 0.01)) for i in range(n)]
 
 
-def _record(rng: random.Random, mode: str, round_: int = 0, end: float = 1.0, **case: Any) -> dict[str, Any]:
+def _record_dict(rng: random.Random, mode: str, round_: int = 0, end: float = 1.0, **case: Any) -> dict[str, Any]:
     settings = {"seed": 1, "steps": 20, "warmup": 4, "lr": 1e-3, "lr_warmup": 0, "parity_rtol": 0.1,
                 "parity_atol": 0.05, **case.pop("settings", {})}
     for key in case.pop("drop", ()):
@@ -144,8 +144,10 @@ def _edge_records(seed: int = 0) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     out: list[dict[str, Any]] = []
     for i, extra in enumerate(SETUPS.values()):
-        def rec(mode: str, round_: int = 0, end: float = 1.0, **more: Any) -> dict[str, Any]:
-            return _record(rng, mode, round_, end, **copy.deepcopy(extra), **more)
+        # extra is bound as a default: every record of this group must carry this setup, not the last one's.
+        def rec(mode: str, round_: int = 0, end: float = 1.0, extra: dict[str, Any] = extra,
+                **more: Any) -> dict[str, Any]:
+            return _record_dict(rng, mode, round_, end, **copy.deepcopy(extra), **more)
         group = [rec("PT-AMP", 0, 1.01), rec("PT-AMP", 1, 1.01), rec("TE-BF16", 0, 1.02),
                  rec("TE-FP8", 0, 1.6, fp8={"recipe": "delayed"}), rec("PT-AMP+compile", 0, 1.0)]
         if i % 3 != 2:  # every third setup has no PT-FP32: PT-AMP is its reference
@@ -196,7 +198,7 @@ def test_reference_for_as_before(monkeypatch):
 
 def _setups(n_setups: int) -> list[CaseResult]:
     rng = random.Random(0)
-    return [CaseResult.from_dict(_record(rng, mode, round_, size=f"s{i}"))
+    return [CaseResult.from_dict(_record_dict(rng, mode, round_, size=f"s{i}"))
             for i in range(n_setups) for mode in ("PT-FP32", "PT-AMP", "TE-BF16") for round_ in range(3)]
 
 

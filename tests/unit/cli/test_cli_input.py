@@ -8,6 +8,7 @@ import pytest
 
 from conftest import FIXTURES
 from tebench import cli
+from tebench.cli.common import strict_json
 from tebench.plan import environment as detect
 
 
@@ -59,4 +60,4 @@ def test_compare_json_is_strict_even_when_values_are_not_finite(tmp_path):
     cpu = str(FIXTURES / "cpu-smoke.jsonl")
     assert cli.main(["compare", cpu, cpu, "--format", "json", "--out", str(out)]) == 0
     json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"bare {c} in compare JSON"))
-    assert cli.strict_json('{"ratio": NaN, "ci": [Infinity, 1.0]}') == '{\n  "ratio": null,\n  "ci": [\n    null,\n    1.0\n  ]\n}'
+    assert strict_json('{"ratio": NaN, "ci": [Infinity, 1.0]}') == '{\n  "ratio": null,\n  "ci": [\n    null,\n    1.0\n  ]\n}'

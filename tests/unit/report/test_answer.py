@@ -7,26 +7,10 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT
-from tebench.report import _answer, answer, load, tables
+from helpers.frame_rows import case_row, case_table
+from tebench.report import answer, answer_context, load, tables
 
 SHOWCASE = ROOT / "reports" / "h200-nightly-energy" / "results.jsonl"
-
-
-def _case(size: str, variant: str, ms: float, parity: str | None, spread: float = 0.002,
-          proof: str | None = None, tokens_per_j: float | None = None) -> dict:
-    """One row as tables.case_frame builds it, one round of samples ``spread`` wide around ``ms``."""
-    samples = [ms * (1 + spread * ((k % 5) - 2)) for k in range(30)]
-    q = pd.Series(samples).quantile([0.25, 0.75])
-    return {"source": "H200", "workload": "gpt", "size": size, "mode": variant.split("/", 1)[0],
-            "variant": variant, "case_id": f"gpt/{size}/{variant}", "recipe": None, "graphs": False,
-            "fp8_weights": False, "parallel": "single", "nproc": 1, "status": "ok", "reason": None, "rounds": 1,
-            "median_ms": ms, "iqr_ms": float(q.iloc[1] - q.iloc[0]), "samples_ms": [samples],
-            "memory_bytes": 1e9 * ms / 100, "flops_per_step": 1e12, "final_loss": 3.0, "parity": parity,
-            "parity_rel_diff": 0.001, "parity_reason": "", "fp8_proof": proof, "tokens_per_j": tokens_per_j}
-
-
-def _frame(rows: list[dict]) -> pd.DataFrame:
-    return tables.order_rows(tables._add_baselines(pd.DataFrame(rows)))
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +19,7 @@ def showcase() -> pd.DataFrame:
 
 
 def test_the_showcase_first_screen_fits_a_pr_comment(showcase):
-    tables_md = _answer(showcase, multi=False)["answer"]
+    tables_md = answer_context(showcase, multi=False)["answer"]
     assert [t["title"] for t in tables_md] == ["gpt", "distill", "llama"]
     for t in tables_md:
         header = t["md"].splitlines()[0]
@@ -58,8 +42,8 @@ def test_the_showcase_picks_only_passing_configurations(showcase):
 
 
 def test_a_baseline_pick_shows_no_ratio_to_itself():
-    df = _frame([_case("s", "PT-FP32", 200.0, "reference"), _case("s", "PT-AMP", 100.0, "pass"),
-                 _case("s", "PT-AMP+compile", 120.0, "pass")])
+    df = case_table([case_row("s", "PT-FP32", 200.0, "reference"), case_row("s", "PT-AMP", 100.0, "pass"),
+                 case_row("s", "PT-AMP+compile", 120.0, "pass")])
     shown = answer.display(answer.frame(df), energy=False).iloc[0]
     assert shown["fastest passing"] == "PT-AMP"
     assert (shown["vs AMP"], shown["memory"]) == ("=", "=")  # never "×1.00, 0.0%"
@@ -67,8 +51,8 @@ def test_a_baseline_pick_shows_no_ratio_to_itself():
 
 
 def test_memory_and_energy_are_signed_changes_never_a_negative_saving():
-    df = _frame([_case("s", "PT-AMP", 100.0, "pass", tokens_per_j=1000.0),
-                 _case("s", "PT-FP32", 90.0, "reference", tokens_per_j=500.0)])
+    df = case_table([case_row("s", "PT-AMP", 100.0, "pass", tokens_per_j=1000.0),
+                 case_row("s", "PT-FP32", 90.0, "reference", tokens_per_j=500.0)])
     shown = answer.display(answer.frame(df), energy=True).iloc[0]
     assert shown["fastest passing"] == "PT-FP32"
     assert shown["memory"] == "−10%"  # 0.9 GB against 1 GB
@@ -78,7 +62,7 @@ def test_memory_and_energy_are_signed_changes_never_a_negative_saving():
 
 def test_a_lead_whose_interval_includes_one_is_within_noise():
     # A CPU-like pair: the medians say ×1.25, but each side's steps scatter ±40%: the interval spans ×1.
-    df = _frame([_case("s", "PT-AMP", 100.0, "pass", spread=0.2), _case("s", "PT-FP32", 80.0, "reference", 0.2)])
+    df = case_table([case_row("s", "PT-AMP", 100.0, "pass", spread=0.2), case_row("s", "PT-FP32", 80.0, "reference", spread=0.2)])
     best, base = df[df["variant"] == "PT-FP32"].iloc[0], df[df["variant"] == "PT-AMP"].iloc[0]
     lo, hi = tables.speedup_interval(best, base)
     assert lo <= 1.0 <= hi
@@ -89,15 +73,15 @@ def test_a_lead_whose_interval_includes_one_is_within_noise():
     quiet_best, quiet_base = best.copy(), base.copy()
     quiet_best["iqr_ms"] = quiet_base["iqr_ms"] = 0.1
     assert tables.within_noise(quiet_best, quiet_base) == "within noise"
-    tight = _frame([_case("s", "PT-AMP", 100.0, "pass"), _case("s", "PT-FP32", 80.0, "reference")])
+    tight = case_table([case_row("s", "PT-AMP", 100.0, "pass"), case_row("s", "PT-FP32", 80.0, "reference")])
     assert answer.display(answer.frame(tight), energy=False).iloc[0]["verdict"] == "reference"
 
 
 def test_a_size_where_nothing_passed_says_so():
     # Beside a size where something passed: pandas then holds the empty pick as NaN, never shown as "nan".
-    df = _frame([_case("t", "PT-FP32", 200.0, "reference"), _case("t", "PT-AMP", 100.0, "pass"),
-                 _case("s", "PT-FP32", 200.0, "inconclusive"), _case("s", "PT-AMP", 100.0, "fail"),
-                 _case("s", "TE-FP8/current", 70.0, "fail", proof="fp8")])
+    df = case_table([case_row("t", "PT-FP32", 200.0, "reference"), case_row("t", "PT-AMP", 100.0, "pass"),
+                 case_row("s", "PT-FP32", 200.0, "inconclusive"), case_row("s", "PT-AMP", 100.0, "fail"),
+                 case_row("s", "TE-FP8/current", 70.0, "fail", proof="fp8")])
     shown = answer.display(answer.frame(df), energy=False).set_index("size").loc["s"]
     assert (shown["fastest passing"], shown["vs AMP"], shown["verdict"]) == ("–", "–", "none passed")
 
@@ -117,19 +101,19 @@ def test_a_timing_with_no_loss_curve_says_timing_only():
 
 def test_a_ratio_inside_its_samples_spread_is_flagged_whatever_its_size():
     """A loaded CPU: PT-AMP's steps ranged 12-532 ms around a 428 ms median; x43.55 must not stand unflagged."""
-    amp = _case("s", "PT-AMP", 428.0, "pass")
+    amp = case_row("s", "PT-AMP", 428.0, "pass")
     amp["samples_ms"] = [[11.0, 12.0] + [428.0] * 26 + [532.0, 540.0]]
     amp["iqr_ms"] = 222.0
-    compiled = _case("s", "PT-AMP+compile", 428.0 / 43.55, "pass")
-    df = _frame([amp, compiled])
+    compiled = case_row("s", "PT-AMP+compile", 428.0 / 43.55, "pass")
+    df = case_table([amp, compiled])
     best = df[df["variant"] == "PT-AMP+compile"].iloc[0]
     base = df[df["variant"] == "PT-AMP"].iloc[0]
     assert tables._sample_spread(base) > abs(__import__("math").log(43.55))
     assert tables.within_noise(best, base) == "within noise"
     assert answer.display(answer.frame(df), energy=False).iloc[0]["vs AMP"].endswith("(noise)")
     # A quiet pair keeps its ratio unflagged: one stray slow step does not make the lead noise.
-    quiet = _case("s", "PT-AMP", 100.0, "pass")
+    quiet = case_row("s", "PT-AMP", 100.0, "pass")
     quiet["samples_ms"] = [[100.0] * 29 + [400.0]]  # one collector pause among 30 steps
-    fast = _case("s", "TE-BF16", 70.0, "pass")
-    df = _frame([quiet, fast])
+    fast = case_row("s", "TE-BF16", 70.0, "pass")
+    df = case_table([quiet, fast])
     assert not tables.within_noise(df[df["variant"] == "TE-BF16"].iloc[0], df[df["variant"] == "PT-AMP"].iloc[0])

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tebench.report import _chart_jobs, charts, load, tables
-
-from test_answer import _case, _frame
+from helpers.frame_rows import case_row, case_table
+from tebench.report import chart_jobs, charts, load, tables
 from conftest import ROOT
 
 CPU_SMOKE = ROOT / "reports" / "cpu-smoke" / "results.jsonl"
@@ -30,8 +29,8 @@ def test_the_reference_curve_is_drawn_dashed_and_on_top():
 
 
 def test_no_cuda_graphs_caption_without_a_graphs_case():
-    df = _frame([_case("s", "PT-AMP", 100.0, "pass"), _case("s", "PT-FP32", 90.0, "reference")])
-    captions = " ".join(caption for _, _, caption, _ in _chart_jobs([], df, None, []))
+    df = case_table([case_row("s", "PT-AMP", 100.0, "pass"), case_row("s", "PT-FP32", 90.0, "reference")])
+    captions = " ".join(caption for _, _, caption, _ in chart_jobs([], df, None, []))
     assert "CUDA graphs" not in captions.replace("With CUDA graphs, activations", "")
     df.loc[0, "graphs"] = True
-    assert "Hatched: CUDA graphs" in " ".join(caption for _, _, caption, _ in _chart_jobs([], df, None, []))
+    assert "Hatched: CUDA graphs" in " ".join(caption for _, _, caption, _ in chart_jobs([], df, None, []))

@@ -11,22 +11,22 @@ from tebench.run.display import Display, summary_line
 from tebench.schema.records import CaseResult
 
 
-def _record(round_: int) -> CaseResult:
+def _skipped_record(round_: int) -> CaseResult:
     return CaseResult.from_dict({"type": "case", "status": "skipped", "case_id": "gpt/micro/PT-FP32", "round": round_,
                                  "reason": "test", "case": {"workload": "gpt", "size": "micro", "mode": "PT-FP32",
                                                             "dims": {}}})
 
 
-def _lines(total: int, rounds: int = 1, records: list[CaseResult] | None = None) -> list[str]:
+def _display_lines(total: int, rounds: int = 1, records: list[CaseResult] | None = None) -> list[str]:
     stream = io.StringIO()
     display = Display(total, live=False, stream=stream, rounds=rounds)
-    for record in records or [_record(0)] * total:
+    for record in records or [_skipped_record(0)] * total:
         display.finish(record)
     return stream.getvalue().splitlines()
 
 
 def test_the_index_is_padded_to_the_width_of_the_total():
-    lines = _lines(19)
+    lines = _display_lines(19)
     assert lines[8].startswith("[ 9/19] ") and lines[9].startswith("[10/19] "), lines
     assert len({line.index("] ") for line in lines}) == 1, lines
 
@@ -39,13 +39,13 @@ def test_the_live_line_is_padded_too():
 
 
 def test_rounds_are_counted_from_one_of_all():
-    lines = _lines(3, rounds=3, records=[_record(r) for r in range(3)])
+    lines = _display_lines(3, rounds=3, records=[_skipped_record(r) for r in range(3)])
     assert [re.findall(r"\(round [^)]*\)", line) for line in lines] == [
         ["(round 1/3)"], ["(round 2/3)"], ["(round 3/3)"]], lines
 
 
 def test_one_round_is_not_named():
-    assert "round" not in summary_line(_record(0)) and "round" not in _lines(1)[0]
+    assert "round" not in summary_line(_skipped_record(0)) and "round" not in _display_lines(1)[0]
 
 
 def test_a_run_of_several_rounds_prints_them_as_ab_does(tmp_path, stub_cli):
@@ -75,7 +75,7 @@ def test_each_finished_case_says_how_far_the_run_is_and_what_is_left(monkeypatch
     costs = {("gpt/micro/PT-FP32", 0): 1.0, ("gpt/micro/PT-FP32", 1): 3.0, ("gpt/micro/PT-FP32", 2): 0.0}
     display = Display(3, live=False, stream=stream, rounds=3, costs=costs)
     for r in range(3):
-        display.finish(_record(r))
+        display.finish(_skipped_record(r))
     lines = stream.getvalue().splitlines()
     # After a case of cost 1 in 10 s, 3 of cost are left: ~30 s.
     assert lines[0].endswith(" · run 10s, ~30s left"), lines

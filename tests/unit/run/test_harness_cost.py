@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,7 +20,8 @@ import pytest
 import torch
 
 from conftest import MICRO_GPT
-from tebench.run import caches, executor, options, prestart
+from helpers.executors import build_executor
+from tebench.run import caches, options, prestart
 from tebench.worker import case as measure, timing
 from tebench.plan.environment import Environment
 from tebench.plan.matrix import Settings
@@ -139,7 +139,7 @@ def _read_end() -> int:
     return read
 
 
-def _case(mode: str, parallel: str = "single"):
+def _case_stub(mode: str, parallel: str = "single"):
     return SimpleNamespace(mode=mode, parallel=parallel)
 
 
@@ -151,14 +151,13 @@ def _case(mode: str, parallel: str = "single"):
     ("torch", "PT-AMP", "ddp", False),       # torchrun cases start cold (the spare waits)
 ])
 def test_a_prestarted_worker_runs_only_a_case_it_fits(tmp_path, preloaded, mode, parallel, used):
-    ex = executor.Executor.__new__(executor.Executor)
-    ex.lock, ex.children = threading.Lock(), set()
+    ex = build_executor(tmp_path)
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE,
                             text=True, start_new_session=True)
     log = tmp_path / "prestart.log"
     log.write_text("")
     ex.spares = {"0": [prestart.Spare(proc, preloaded, log, _read_end())]}
-    got = ex._take_spare(_case(mode, parallel), "0")
+    got = ex._take_spare(_case_stub(mode, parallel), "0")
     try:
         assert (got is not None) is used
         # A torchrun case leaves the spare for the next single-process case.
@@ -171,21 +170,18 @@ def test_a_prestarted_worker_runs_only_a_case_it_fits(tmp_path, preloaded, mode,
 
 
 def test_a_dead_prestarted_worker_is_not_used(tmp_path):
-    ex = executor.Executor.__new__(executor.Executor)
-    ex.lock, ex.children = threading.Lock(), set()
+    ex = build_executor(tmp_path)
     proc = subprocess.Popen([sys.executable, "-c", "raise SystemExit(2)"], stdin=subprocess.PIPE, text=True)
     proc.wait()
     log = tmp_path / "prestart.log"
     log.write_text("boom")
     ex.spares = {None: [prestart.Spare(proc, "torch", log, _read_end())]}
-    assert ex._take_spare(_case("PT-FP32"), None) is None
+    assert ex._take_spare(_case_stub("PT-FP32"), None) is None
     assert not log.exists()
 
 
 def test_prestart_keeps_the_next_cases_workers_started_up_to_the_depth(tmp_path):
-    ex = executor.Executor.__new__(executor.Executor)
-    ex.lock, ex.launch, ex.spares = threading.Lock(), "prestarted", {}
-    ex.opts = options.RunOptions(out=tmp_path, prestart_depth=2)
+    ex = build_executor(tmp_path, options.RunOptions(out=tmp_path, prestart_depth=2, launch="prestarted"))
     started: list[str] = []
 
     def spawn(case, device):
@@ -193,7 +189,7 @@ def test_prestart_keeps_the_next_cases_workers_started_up_to_the_depth(tmp_path)
         ex.spares.setdefault(device, []).append(case.mode)
 
     ex._spawn = spawn
-    upcoming = [_case("TE-FP8"), _case("PT-AMP", "ddp"), _case("PT-AMP"), _case("TE-BF16")]
+    upcoming = [_case_stub("TE-FP8"), _case_stub("PT-AMP", "ddp"), _case_stub("PT-AMP"), _case_stub("TE-BF16")]
     ex._prestart(upcoming, "0")
     assert started == ["TE-FP8", "PT-AMP"]  # the torchrun case is passed over; two ahead
     ex.spares["0"].pop(0)  # the next case took its worker
@@ -207,8 +203,8 @@ def test_prestart_keeps_the_next_cases_workers_started_up_to_the_depth(tmp_path)
 def test_upcoming_cases_skip_what_takes_no_worker():
     from tebench.plan.schedule import Planned
 
-    planned = [Planned(_case("PT-AMP"), 0, "no GPU"), Planned(_case("TE-FP8", "fsdp2"), 0, None),
-               Planned(_case("TE-BF16"), 0, None)]
+    planned = [Planned(_case_stub("PT-AMP"), 0, "no GPU"), Planned(_case_stub("TE-FP8", "fsdp2"), 0, None),
+               Planned(_case_stub("TE-BF16"), 0, None)]
     assert [c.mode for c in prestart.upcoming_cases(planned)] == ["TE-BF16"]
 
 
@@ -240,11 +236,9 @@ def test_a_data_parallel_rank_draws_its_own_tokens_of_the_same_task(with_data_se
 
 
 def test_no_worker_is_pre_started_for_a_torchrun_device_group(tmp_path):
-    ex = executor.Executor.__new__(executor.Executor)
-    ex.lock, ex.launch, ex.spares = threading.Lock(), "prestarted", {}
-    ex.opts = options.RunOptions(out=tmp_path, prestart_depth=2)
+    ex = build_executor(tmp_path, options.RunOptions(out=tmp_path, prestart_depth=2, launch="prestarted"))
     ex._spawn = lambda case, device: pytest.fail("spawned a worker for a device group")
-    ex._prestart([_case("PT-AMP")], "0,1")
+    ex._prestart([_case_stub("PT-AMP")], "0,1")
 
 
 @pytest.mark.parametrize("args, fragment", [
@@ -270,8 +264,7 @@ def _state(pid: int) -> str:
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
 def test_pre_started_workers_are_stopped_while_a_case_is_timed(tmp_path):
-    ex = executor.Executor.__new__(executor.Executor)
-    ex.lock, ex.children, ex.opts = threading.Lock(), set(), options.RunOptions(out=tmp_path)
+    ex = build_executor(tmp_path)
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE, text=True)
     try:
         spare = prestart.Spare(proc, "torch", tmp_path / "log", None)
@@ -291,7 +284,7 @@ def test_pre_started_workers_are_stopped_while_a_case_is_timed(tmp_path):
         assert _state(proc.pid) != "T" and spare.stopped_at is None and spare.paused_s > 0
         # A stopped worker handed a case is continued first.
         ex.pause_spares("0", True)
-        assert ex._take_spare(_case("PT-AMP"), "0") is spare and spare.stopped_at is None
+        assert ex._take_spare(_case_stub("PT-AMP"), "0") is spare and spare.stopped_at is None
     finally:
         proc.kill()
         proc.wait()
@@ -299,8 +292,7 @@ def test_pre_started_workers_are_stopped_while_a_case_is_timed(tmp_path):
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
 def test_no_pause_leaves_pre_started_workers_running(tmp_path):
-    ex = executor.Executor.__new__(executor.Executor)
-    ex.lock, ex.children, ex.opts = threading.Lock(), set(), options.RunOptions(out=tmp_path, pause=False)
+    ex = build_executor(tmp_path, options.RunOptions(out=tmp_path, pause=False))
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.PIPE, text=True)
     try:
         spare = prestart.Spare(proc, "torch", tmp_path / "log", None)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import threading
 
+from helpers.executors import KeptLines, build_executor
 from tebench.analysis import parity
 from tebench.plan.environment import Environment
 from tebench.plan.matrix import Case, Settings
@@ -25,7 +25,7 @@ ENV = Environment(device_type="cpu")
 SIZE = SPECS["gpt"].size_type(vocab=32, d_model=64, heads=4, layers=2, ffn=128, seq=32, batch=16)
 
 
-def _case(mode: str) -> Case:
+def _forty_step_case(mode: str) -> Case:
     return Case("gpt", "tiny", mode, tuple(dataclasses.asdict(SIZE).items()),
                 settings=Settings(steps=40, warmup=0, lr=3e-3, profile_steps=0))
 
@@ -39,25 +39,6 @@ def _measured(end: float, status: str = "ok") -> Measurements:
                                                   "greedy_accuracy": 0.9}})
 
 
-class _Lines:
-    """A writer that keeps what it is given, as ``Writer.append`` would serialize it."""
-
-    def __init__(self) -> None:
-        self.path = "results.jsonl"
-        self.lines: list[str] = []
-
-    def append(self, record: CaseResult) -> None:
-        self.lines.append(json.dumps(record.to_dict()))
-
-
-def _executor(records: list[CaseResult]) -> tuple[executor.Executor, _Lines]:
-    ex = executor.Executor.__new__(executor.Executor)
-    ex.lock, ex.env, ex.run_id, ex.records = threading.Lock(), ENV, "run-1", records
-    ex.writer = lines = _Lines()
-    ex.display = Display(3, live=False, stream=io.StringIO())
-    return ex, lines
-
-
 def _as_before(p: Planned, raw: Measurements, judged: list[dict]) -> str:
     """The line the executor wrote before: the record as a dict, judged as a dict, its verdict appended."""
     rec = build_record(p, raw, ENV, "run-1", 0.0, 1.0, "logs/x.log").to_dict()
@@ -69,14 +50,15 @@ def _as_before(p: Planned, raw: Measurements, judged: list[dict]) -> str:
     return json.dumps(rec)
 
 
-def test_the_runner_writes_each_record_as_before(monkeypatch):
+def test_the_runner_writes_each_record_as_before(monkeypatch, tmp_path):
     # One clock for both builds: the start time is written as text.
     monkeypatch.setattr(executor.time, "time", lambda: 1.0)
-    planned = [(Planned(_case("PT-FP32"), 0, None), _measured(1.0)),
-               (Planned(_case("PT-AMP"), 0, None), _measured(1.02)),
-               (Planned(_case("TE-BF16"), 0, None), _measured(2.5)),
-               (Planned(_case("PT-AMP"), 1, None), Measurements(status="failed", reason="worker died"))]
-    ex, lines = _executor([])
+    planned = [(Planned(_forty_step_case("PT-FP32"), 0, None), _measured(1.0)),
+               (Planned(_forty_step_case("PT-AMP"), 0, None), _measured(1.02)),
+               (Planned(_forty_step_case("TE-BF16"), 0, None), _measured(2.5)),
+               (Planned(_forty_step_case("PT-AMP"), 1, None), Measurements(status="failed", reason="worker died"))]
+    lines = KeptLines()
+    ex = build_executor(tmp_path, env=ENV, writer=lines, display=Display(3, live=False, stream=io.StringIO()))
     before: list[dict] = []
     for p, raw in planned:
         ex.record(p, raw, 0.0, "logs/x.log")

@@ -22,7 +22,7 @@ RUNS = [ROOT / "reports" / "h200-nightly-energy" / "results.jsonl",  # equivalen
         ROOT / "tests" / "fixtures" / "cpu-smoke.jsonl"]
 
 
-def _judged(path: Path) -> list[CaseResult]:
+def _judged_cases(path: Path) -> list[CaseResult]:
     records = read_jsonl(path)
     cases = [CaseResult.from_dict(r) for r in records if r.get("type") == "case"]
     parity.attach(cases)
@@ -31,7 +31,7 @@ def _judged(path: Path) -> list[CaseResult]:
 
 @pytest.mark.parametrize("path", RUNS, ids=lambda p: p.parent.name + "/" + p.name)
 def test_every_parity_key_is_declared(path):
-    verdicts = [r.parity for r in _judged(path) if r.parity]
+    verdicts = [r.parity for r in _judged_cases(path) if r.parity]
     assert verdicts
     for verdict in verdicts:
         part = Parity.from_dict(verdict.to_dict())

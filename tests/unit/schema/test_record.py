@@ -27,7 +27,7 @@ CPU = FIXTURES / "cpu-smoke.jsonl"
 H200 = FIXTURES / "h200-crossover.jsonl"
 
 
-def _lines(path: Path) -> list[dict]:
+def _schema_records(path: Path) -> list[dict]:
     out = []
     for line in read_text(path).splitlines():
         try:
@@ -51,7 +51,7 @@ def _read(path: Path) -> results.Run:
 
 @pytest.mark.parametrize("path", RESULT_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_stored_record_round_trips_key_order_included(path):
-    lines = _lines(path)
+    lines = _schema_records(path)
     assert lines
     for d in lines:
         out = _typed(copy.deepcopy(d)).to_dict()
@@ -64,7 +64,7 @@ def test_every_stored_record_round_trips_key_order_included(path):
 
 
 def test_unknown_and_new_keys_are_kept_where_they_were():
-    d = copy.deepcopy(_lines(CPU)[1])
+    d = copy.deepcopy(_schema_records(CPU)[1])
     d["phases"]["queue_s"] = 0.25
     d["warmup"] = {"rule": "settled", "steps": 12, "settled": True, "floor": 5, "ceiling": 50}
     d = {"launch": {"method": "prestarted", "preload_s": 3.5, "spawned_by": "te"}, **d}
@@ -76,7 +76,7 @@ def test_unknown_and_new_keys_are_kept_where_they_were():
     assert r.extra == {"shiny": {"new": True}}
     assert r.timing.extra == {"future": [1, 2]} and "new_field" in r.parity.extra
     assert list(r.to_dict()) == list(d) and r.to_dict() == d
-    h = _lines(CPU)[0]
+    h = _schema_records(CPU)[0]
     h["caches"] = {"dir": None, "state": "cold"}
     assert RunHeader.from_dict(h).to_dict() == h
 
@@ -102,7 +102,7 @@ _DECLARED = {f.alias or n for n, f in CaseResult.model_fields.items()} - {"schem
        nested=st.dictionaries(st.text(min_size=1, max_size=8).filter(lambda k: k not in record.Memory.model_fields),
                               st.integers(), max_size=3))
 def test_any_extra_keys_round_trip(extra, nested):
-    d = copy.deepcopy(_lines(CPU)[1])
+    d = copy.deepcopy(_schema_records(CPU)[1])
     d.update(extra)
     if isinstance(d.get("memory"), dict):
         d["memory"].update(nested)
@@ -116,7 +116,7 @@ def test_any_extra_keys_round_trip(extra, nested):
 
 # --- derived values --------------------------------------------------------------------------------
 
-def _case(samples: list[float], round_: int = 0, status: str = "ok", **parts) -> CaseResult:
+def _case_result(samples: list[float], round_: int = 0, status: str = "ok", **parts) -> CaseResult:
     d = {"type": "case", "run_id": "r", "case_id": "gpt/s/PT-AMP", "round": round_,
          "case": {"workload": "gpt", "size": "s", "mode": "PT-AMP", "dims": {}, "fp8": None, "graphs": False,
                   "fp8_weights": False, "parallel": "single", "nproc": 2, "settings": {}},
@@ -127,7 +127,7 @@ def _case(samples: list[float], round_: int = 0, status: str = "ok", **parts) ->
 
 
 def test_median_interval_and_rates_from_samples():
-    r = _case([10.0, 12.0, 11.0, 30.0, 9.0])
+    r = _case_result([10.0, 12.0, 11.0, 30.0, 9.0])
     assert r.median_ms == 11.0
     assert (r.summary.p25, r.summary.p75) == (10.0, 12.0) and r.summary.to_dict() == record.Summary.of(r.samples_ms).to_dict()
     peak = {"bf16": 100.0, "source": "test"}
@@ -139,7 +139,7 @@ def test_median_interval_and_rates_from_samples():
 
 
 def test_rounds_pool_steps_for_the_median_and_take_round_medians_for_the_level():
-    rounds = CaseRounds([_case([3.0, 3.0, 3.0], 1), _case([1.0] * 7, 0), _case([2.0, 2.0, 2.0], 2)])
+    rounds = CaseRounds([_case_result([3.0, 3.0, 3.0], 1), _case_result([1.0] * 7, 0), _case_result([2.0, 2.0, 2.0], 2)])
     assert [r.round_no for r in rounds.records] == [0, 1, 2]
     assert rounds.median_ms == 1.0  # pooled: seven ones of thirteen steps
     assert rounds.level_ms == 2.0 and rounds.round_medians_ms == [1.0, 3.0, 2.0]
@@ -148,15 +148,15 @@ def test_rounds_pool_steps_for_the_median_and_take_round_medians_for_the_level()
 
 
 def test_rounds_status_is_the_worst_and_failed_rounds_are_not_timed():
-    rounds = CaseRounds([_case([1.0, 1.0]), _case([5.0], 1, status="oom", reason="CUDA OOM")])
+    rounds = CaseRounds([_case_result([1.0, 1.0]), _case_result([5.0], 1, status="oom", reason="CUDA OOM")])
     assert rounds.status == "oom" and rounds.reason == "CUDA OOM"
     assert len(rounds.ok) == 1 and rounds.median_ms == 1.0
 
 
 def test_peak_memory_gpu_or_cpu_and_speedup():
-    gpu = _case([1.0], memory={"peak_allocated_bytes": 100, "peak_rss_bytes": 999})
-    cpu = _case([1.0], memory={"kind": "rss", "peak_rss_bytes": 999})
-    assert gpu.peak_memory == 100 and cpu.peak_memory == 999 and _case([1.0]).peak_memory is None
+    gpu = _case_result([1.0], memory={"peak_allocated_bytes": 100, "peak_rss_bytes": 999})
+    cpu = _case_result([1.0], memory={"kind": "rss", "peak_rss_bytes": 999})
+    assert gpu.peak_memory == 100 and cpu.peak_memory == 999 and _case_result([1.0]).peak_memory is None
     assert CaseRounds([gpu, cpu]).memory_peaks == [100, 999]
     assert run_records.speedup(10.0, 4.0) == 2.5
     assert list(run_records.speedup(np.array([10.0, 3.0]), np.array([5.0, 3.0]))) == [2.0, 1.0]
@@ -166,15 +166,15 @@ def test_peak_memory_gpu_or_cpu_and_speedup():
                                                      ("inconclusive", False, True), ("reference", False, False),
                                                      ("n/a", False, False)])
 def test_parity_pass_is_only_a_judged_pass(verdict, passed, problem):
-    r = _case([1.0], parity={"verdict": verdict, "reason": "why"})
+    r = _case_result([1.0], parity={"verdict": verdict, "reason": "why"})
     assert r.parity.passed is passed and r.problem is problem
     assert r.verdict == verdict and r.why == "why"
 
 
 def test_a_case_not_ok_is_a_problem_with_its_reason():
-    r = _case([1.0], status="timeout", reason="ran past 10 s")
+    r = _case_result([1.0], status="timeout", reason="ran past 10 s")
     assert r.problem and r.why == "ran past 10 s"
-    assert not _case([1.0], status="skipped").problem
+    assert not _case_result([1.0], status="skipped").problem
 
 
 def test_report_compare_and_strict_use_one_judgement():
@@ -182,7 +182,7 @@ def test_report_compare_and_strict_use_one_judgement():
     from tebench.report import load_all, tables
 
     stored = {(d["case_id"], d.get("round", 0)): (d.get("parity") or {}).get("verdict")
-              for d in _lines(H200) if d["type"] == "case"}
+              for d in _schema_records(H200) if d["type"] == "case"}
     run = run_records.read(H200)
     judged = {(r.case_id, r.round_no): r.verdict for r in run.cases}
     assert judged != stored  # this fixture has verdicts the current rules judge differently
@@ -193,7 +193,7 @@ def test_report_compare_and_strict_use_one_judgement():
     assert strict == shown and strict
     # compare reads the same verdicts and the same round-level step time.
     raw = results.read(H200)
-    for key, rounds in run.by_case(by_device=True).items():
+    for rounds in run.by_case(by_device=True).values():
         side = compare.side(rounds)
         assert side.parity == rounds.records[-1].verdict and side.median_ms == rounds.level_ms
     assert compare.environment(raw) == compare.environment(run)
@@ -216,13 +216,13 @@ def test_case_frame_values_come_from_case_rounds():
 # --- schema versions -------------------------------------------------------------------------------
 
 def test_every_readable_version_is_accepted_and_others_refused():
-    d = _lines(CPU)[1]
+    d = _schema_records(CPU)[1]
     for version in range(MIN_READABLE_VERSION, SCHEMA_VERSION + 1):
         assert CaseResult.from_dict({**d, "schema_version": version}).case_id == d["case_id"]
     with pytest.raises(SchemaError, match="upgrade tebench"):
         CaseResult.from_dict({**d, "schema_version": SCHEMA_VERSION + 1})
     with pytest.raises(SchemaError, match="older than the oldest"):
-        RunHeader.from_dict({**_lines(CPU)[0], "schema_version": MIN_READABLE_VERSION - 1})
+        RunHeader.from_dict({**_schema_records(CPU)[0], "schema_version": MIN_READABLE_VERSION - 1})
     built = {k: v for k, v in d.items() if k not in ("schema", "schema_version")}
     assert CaseResult.from_dict(built).to_dict() == built  # built in this process: current
 
@@ -239,7 +239,7 @@ def test_an_older_version_is_upgraded_step_by_step(monkeypatch):
         return d
 
     monkeypatch.setitem(record.UPGRADES, old, upgrade)
-    d = {**_lines(CPU)[1], "schema_version": old}
+    d = {**_schema_records(CPU)[1], "schema_version": old}
     d["elapsed"] = d.pop("duration_s")
     r = CaseResult.from_dict(d)
     assert r.duration_s == d["elapsed"] and r.schema_version == old + 1 and "elapsed" not in r.extra
@@ -247,7 +247,7 @@ def test_an_older_version_is_upgraded_step_by_step(monkeypatch):
 
 def test_a_version_without_an_upgrade_reads_as_it_is(monkeypatch):
     monkeypatch.setattr(versions, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
-    d = _lines(CPU)[1]
+    d = _schema_records(CPU)[1]
     assert CaseResult.from_dict(d).to_dict() == d
 
 
@@ -268,7 +268,7 @@ def test_run_strict_fails_on_the_verdicts_the_report_shows(strict, stub_cli, tmp
     monkeypatch.setattr(runner, "run_locked", finished_run)  # what tebench run calls, OUT locked
     proc = stub_cli("run", "--preset", "smoke", "--out", str(out), "--no-report", *(["--strict"] if strict else []))
     judged = run_records.read(H200)
-    stale = [d["case_id"] for d in _lines(H200) if d["type"] == "case"
+    stale = [d["case_id"] for d in _schema_records(H200) if d["type"] == "case"
              and (d.get("parity") or {}).get("verdict") == "pass"
              and next(r for r in judged.cases if r.case_id == d["case_id"]).verdict == "fail"]
     assert stale  # stored as pass, failed by today's rules (and by the report)

@@ -19,7 +19,7 @@ import typing
 
 import pytest
 
-from conftest import FIXTURES, ROOT, STUB_CLI, read_text
+from conftest import FIXTURES, ROOT, STUB_CLI, read_jsonl
 from tebench.plan import record_checks
 from tebench.schema import records
 from tebench.schema.model import OneOf
@@ -30,10 +30,6 @@ from tebench.schema.version import RecordError
 
 CPU = FIXTURES / "cpu-smoke.jsonl"
 H200 = FIXTURES / "h200-crossover.jsonl"
-
-
-def _lines(path):
-    return [json.loads(line) for line in read_text(path).splitlines() if line.strip()]
 
 
 def _parts() -> list[type]:
@@ -86,7 +82,7 @@ def test_every_declared_field_refuses_a_value_of_another_kind(part):
     fields = _declared(part)
     required = {n: _valid(h, m) for n, h, m in fields if m.get("required")}
     if part is CaseResult:
-        required.update(case_id="gpt/tiny/PT-FP32", case=_lines(CPU)[1]["case"])
+        required.update(case_id="gpt/tiny/PT-FP32", case=read_jsonl(CPU)[1]["case"])
     part.check(required)  # the probe itself is valid
     for name, hint, _ in fields:
         if hint is typing.Any:
@@ -97,24 +93,24 @@ def test_every_declared_field_refuses_a_value_of_another_kind(part):
 
 
 def test_errors_name_the_path_at_any_depth():
-    d = next(d for d in _lines(ROOT / "reports" / "h200-nightly" / "results.jsonl.gz")
+    d = next(d for d in read_jsonl(ROOT / "reports" / "h200-nightly" / "results.jsonl.gz")
              if (d.get("parity") or {}).get("validation"))
     d["parity"]["validation"]["value"] = "high"
     with pytest.raises(RecordError, match=r"\[parity.validation.value\] = 'high': must be a number or null"):
         CaseResult.check(d)
-    d = _lines(CPU)[0]
+    d = read_jsonl(CPU)[0]
     d["env"]["gpus"] = [{"name": "H200"}]
     RunHeader.check(d)  # the environment's shape is the plan's: checked by its pass over the record
     with pytest.raises(RecordError, match=r"\[env.gpus\[0\].index\] = None: missing"):
         record_checks.check_environment(d["env"])
-    d = _lines(CPU)[0]
+    d = read_jsonl(CPU)[0]
     d["matrix"]["name"] = None
     with pytest.raises(RecordError, match=r"\[matrix.name\] = None: missing"):
         RunHeader.check(d)
 
 
 def test_a_validation_metric_must_name_a_number():
-    d = _lines(CPU)[1]
+    d = read_jsonl(CPU)[1]
     d["validation"]["greedy_accuracy"] = "all"
     with pytest.raises(RecordError, match=r"\[validation.greedy_accuracy\]"):
         CaseResult.check(d)
@@ -124,11 +120,11 @@ def test_a_validation_metric_must_name_a_number():
 
 
 def test_text_that_is_not_unicode_is_refused_anywhere():
-    d = _lines(CPU)[1]
+    d = read_jsonl(CPU)[1]
     d["reason"] = "bad \ud800 text"
     with pytest.raises(RecordError, match=r"\[reason\].*unpaired surrogate"):
         check_text(d)
-    d = _lines(CPU)[0]
+    d = read_jsonl(CPU)[0]
     d["env"]["cpu"] = "\udfff"
     with pytest.raises(RecordError, match=r"\[env.cpu\]"):
         check_text(d)
@@ -136,7 +132,7 @@ def test_text_that_is_not_unicode_is_refused_anywhere():
 
 def test_every_stored_record_passes_its_declarations():
     for path in sorted(ROOT.glob("reports/*/results.jsonl*")) + sorted(FIXTURES.glob("*.jsonl")):
-        for d in _lines(path):
+        for d in read_jsonl(path):
             (CaseResult if d["type"] == "case" else RunHeader).check(d)
 
 
@@ -194,7 +190,7 @@ def test_a_new_field_is_declared_in_one_place_and_is_stored_read_validated_and_r
                               text=True, timeout=300, cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
 
-    stored = [d for d in _lines(out / "results.jsonl") if d["type"] == "case"]
+    stored = [d for d in read_jsonl(out / "results.jsonl") if d["type"] == "case"]
     assert stored and all(d["phases"]["compile_s"] == 0.25 for d in stored)  # stored
     assert "compile s" in (rep / "report.md").read_text()  # rendered: a column of the cost table
 

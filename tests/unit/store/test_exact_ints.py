@@ -17,7 +17,7 @@ CPU = FIXTURES / "cpu-smoke.jsonl"
 ODD = 2**53 + 1  # 9007199254740993: no float holds it
 
 
-def _shard(tmp_path, change) -> str:
+def _changed_shard(tmp_path, change) -> str:
     lines = CPU.read_text().splitlines()
     record = json.loads(lines[1])
     change(record)
@@ -37,7 +37,7 @@ def test_an_integer_field_past_2_53_is_written_back_exactly(tmp_path, capsys):
     def change(r):
         r["memory"]["param_count"] = ODD  # a declared integer field
         r["timing"]["steps"] = ODD  # an undeclared key of a part: kept as stored
-    text, err = _merged(tmp_path, capsys, _shard(tmp_path, change))
+    text, err = _merged(tmp_path, capsys, _changed_shard(tmp_path, change))
     assert f'"param_count": {ODD}' in text and f'"steps": {ODD}' in text, err
     assert "9007199254740992" not in text
 
@@ -45,7 +45,7 @@ def test_an_integer_field_past_2_53_is_written_back_exactly(tmp_path, capsys):
 def test_a_number_field_refuses_an_integer_no_float_holds(tmp_path, capsys):
     def change(r):
         r["throughput"]["tokens_per_step"] = ODD
-    text, err = _merged(tmp_path, capsys, _shard(tmp_path, change))
+    text, err = _merged(tmp_path, capsys, _changed_shard(tmp_path, change))
     assert "[throughput.tokens_per_step] = 9007199254740993" in err and "cannot hold exactly" in err, err
     assert "9007199254740992" not in text
 

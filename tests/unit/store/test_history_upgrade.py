@@ -59,13 +59,13 @@ def _pragmas(db: Path) -> tuple[int, int]:
                 conn.execute("PRAGMA application_id").fetchone()[0])
 
 
-def _rows(db: Path) -> list[tuple]:
+def _db_rows(db: Path) -> list[tuple]:
     with closing(sqlite3.connect(db)) as conn:
         return conn.execute("SELECT * FROM cases ORDER BY run_id, case_id, round").fetchall() + \
             conn.execute("SELECT * FROM runs ORDER BY run_id").fetchall()
 
 
-def _digest(path: Path) -> str:
+def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -97,7 +97,7 @@ def format_1(tmp_path) -> Path:
 
 
 def test_the_fixture_is_left_as_it_was_made():
-    assert _digest(FORMAT_1_DB) == FORMAT_1_SHA256
+    assert _sha256(FORMAT_1_DB) == FORMAT_1_SHA256
     assert not FORMAT_1_DB.with_name(FORMAT_1_DB.name + "-wal").exists()
 
 
@@ -112,27 +112,28 @@ def test_every_older_format_has_its_step_and_format_0_is_what_tebench_made():
 @pytest.mark.parametrize("stamped", [False, True], ids=["unstamped", "stamped"])
 def test_a_format_0_database_is_upgraded_by_add_and_keeps_its_rows(tmp_path, capsys, stamped):
     db = format_0(tmp_path / "old.db", stamped)
-    before = _rows(db)
+    before = _db_rows(db)
     assert history_db.check(db) == ("ours" if stamped else "unstamped")
     assert cli.main(["history", "add", str(CPU), "--db", str(db)]) == 0
-    assert "added (11 new case record(s)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "added" in out and "11 new case record(s)" in out, out
     assert _pragmas(db) == (history_db.FORMAT_VERSION, history_db.APPLICATION_ID)
-    after = _rows(db)
+    after = _db_rows(db)
     assert set(before) <= set(after) and len(after) == len(before) + 11 + 1
     assert history_db.check(db) == "ours"
 
 
 def test_a_format_0_database_is_upgraded_by_report_and_reads_as_before(tmp_path, format_1, capsys):
     db = format_0(tmp_path / "old.db", stamped=True)
-    before = _rows(db)
+    before = _db_rows(db)
     assert cli.main(["history", "report", "--db", str(db), "--out", str(tmp_path / "old")]) == 0
     assert _pragmas(db) == (history_db.FORMAT_VERSION, history_db.APPLICATION_ID)
-    assert _rows(db) == before
+    assert _db_rows(db) == before
     # The same rows in the format-1 database give the same page, but for the database's name.
     assert cli.main(["history", "report", "--db", str(format_1), "--out", str(tmp_path / "new")]) == 0
     old_md = (tmp_path / "old" / "history.md").read_text()
     assert old_md == (tmp_path / "new" / "history.md").read_text()
-    assert "fixture-1" in old_md and "against the 1 run before it" in old_md
+    assert "fixture-1" in old_md and "1 run before it" in old_md
 
 
 def test_a_read_only_format_0_database_is_read_as_it_is(tmp_path):
@@ -144,9 +145,9 @@ def test_a_read_only_format_0_database_is_read_as_it_is(tmp_path):
 
 def test_the_database_tebench_made_before_the_migration_path_opens_unchanged(format_1, tmp_path, capsys):
     assert _pragmas(format_1) == (1, history_db.APPLICATION_ID) and history_db.check(format_1) == "ours"
-    digest = _digest(format_1)
+    digest = _sha256(format_1)
     assert cli.main(["history", "report", "--db", str(format_1), "--out", str(tmp_path / "h")]) == 0
-    assert _digest(format_1) == digest  # reading a current database writes nothing
+    assert _sha256(format_1) == digest  # reading a current database writes nothing
     assert sorted(history.frame(format_1)["run_id"].unique()) == ["fixture-0", "fixture-1"]
     (path,) = nightly(tmp_path, 1)
     assert cli.main(["history", "add", str(path), "--db", str(format_1)]) == 0
@@ -161,15 +162,15 @@ def test_a_database_of_a_newer_tebench_is_refused_as_newer_and_left_as_it_is(for
         if changed_tables:
             conn.execute("ALTER TABLE cases ADD COLUMN energy_j REAL")
         conn.commit()
-    digest = _digest(format_1)
+    digest = _sha256(format_1)
     for argv in (["history", "add", str(CPU), "--db", str(format_1)],
                  ["history", "report", "--db", str(format_1), "--out", str(tmp_path / "h")]):
         assert cli.main(argv) == 2
         err = capsys.readouterr().err
-        assert f"a history database of a newer tebench (format {history_db.FORMAT_VERSION + 1}" in err
-        assert "use that tebench or a newer one" in err
+        assert "newer tebench" in err and f"format {history_db.FORMAT_VERSION + 1}" in err, err
+        assert "use that tebench" in err, err
         assert "damaged" not in err and "delete" not in err.lower() and "remove" not in err.lower()
-    assert _digest(format_1) == digest
+    assert _sha256(format_1) == digest
     assert not (tmp_path / "h").exists()
 
 
@@ -183,7 +184,7 @@ def test_a_format_no_tebench_writes_is_refused_and_left_as_it_is(tmp_path, capsy
         conn.executescript(FORMAT_0_SQL)
         conn.execute(f"PRAGMA application_id = {app}")
         conn.execute(f"PRAGMA user_version = {version}")
-    digest = _digest(db)
+    digest = _sha256(db)
     assert cli.main(["history", "add", str(CPU), "--db", str(db)]) == 2
     assert fragment in capsys.readouterr().err
-    assert _digest(db) == digest
+    assert _sha256(db) == digest

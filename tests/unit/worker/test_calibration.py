@@ -19,7 +19,6 @@ import torch
 
 from tebench.plan import matrix
 from tebench.analysis import parity
-from tebench.schema.records import CaseResult
 from tebench.plan.matrix import Case, MatrixError, Settings, iter_cases
 from tebench.worker.train import build_trainer, calibrate_fp8, seed_fp8_masters
 from tebench.worker.models import WORKLOADS
@@ -27,6 +26,7 @@ from tebench.worker.models.base import init_canonical
 from tebench.worker.models.gpt import GPTSize
 
 from conftest import BASE, write
+from helpers.loss_records import loss_record
 
 from conftest import ROOT  # noqa: E402
 
@@ -108,22 +108,13 @@ def test_fp8_masters_start_from_the_exact_initial_values():
     assert opt.calls[1][1] == "master_param" and torch.equal(opt.calls[1][2], quantized.tebench_init_fp32)
 
 
-def _record(mode: str, losses: list[float], fp8: dict | None = None) -> CaseResult:
-    return CaseResult.from_dict({
-        "case_id": f"gpt/s/{mode}", "status": "ok", "loss": {"per_step": losses},
-        "case": {"workload": "gpt", "size": "s", "mode": mode, "dims": {"d": 1}, "graphs": False,
-                 "parallel": "single", "fp8": fp8,
-                 "settings": {"seed": 1, "steps": 30, "warmup": 10, "lr": 1e-3, "parity_rtol": 0.1,
-                              "parity_atol": 0.05}}})
-
-
 def test_parity_failure_of_uncalibrated_delayed_scaling_says_so():
     ref = [4 - 3 * i / 39 for i in range(40)]
     fast = [4 - 3.9 * i / 39 for i in range(40)]
     delayed = {"recipe": "delayed", "format": "HYBRID", "amax_history_len": 16, "amax_compute_algo": "max"}
-    records = [_record("PT-FP32", ref), _record("TE-FP8", fast, delayed),
-               _record("TE-FP8", fast, {**delayed, "calibration_steps": 8}),
-               _record("TE-FP8", fast, {"recipe": "current", "format": "HYBRID"})]
+    records = [loss_record("PT-FP32", ref, steps=30, fp8=None), loss_record("TE-FP8", fast, steps=30, fp8=delayed),
+               loss_record("TE-FP8", fast, steps=30, fp8={**delayed, "calibration_steps": 8}),
+               loss_record("TE-FP8", fast, steps=30, fp8={"recipe": "current", "format": "HYBRID"})]
     parity.attach(records)
     assert all(r.parity.verdict == "fail" for r in records[1:])
     assert "uncalibrated delayed scaling" in records[1].parity.reason

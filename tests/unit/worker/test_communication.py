@@ -52,7 +52,7 @@ def test_the_multi_gpu_table_shows_share_and_overlap(tmp_path):
     path = write(tmp_path / "dist.jsonl", recs)
     md = (report.render([path], tmp_path / "rep") / "report.md").read_text()
     section = md.split("Multi-GPU scaling", 1)[1]
-    assert "communication share of the step" in section and "of it hidden by compute" in section
+    assert all(word in section for word in ("communication share", "hidden by compute")), section[:1500]
     row = next(line for line in section.splitlines() if "gpt/d2048/PT-AMP/ddpx2" in line)
     assert "75.0%" in row  # 15 of 20 ms hidden
     # The fixture as stored (no such measurement) keeps its table.

@@ -74,7 +74,8 @@ def test_stale_transposes_are_refreshed_after_every_step(fake_te):
         opt.step()
         assert torch.equal(w._transpose, w._data.t())
     assert w.transposes_made == 1 + 3
-    assert setup["fp8_weight_transpose"].startswith("refreshed after every optimizer step")
+    said = setup["fp8_weight_transpose"]
+    assert said.startswith("refreshed") and "every optimizer step" in said, said
     assert "1 of 1" in setup["fp8_weight_transpose"]
 
 
@@ -91,7 +92,8 @@ def test_fresh_transposes_are_left_alone(fake_te):
     for _ in range(3):
         opt.step()
     assert w.transposes_made == 1
-    assert setup["fp8_weight_transpose"] == "kept in step by TE's FusedAdam; not refreshed"
+    said = setup["fp8_weight_transpose"]
+    assert "kept in step" in said and "FusedAdam" in said and "not refreshed" in said, said
 
 
 def test_only_delayed_scaling_weights_are_watched(fake_te):

@@ -11,7 +11,7 @@ from torch import nn
 
 import llama_reference as ref
 from tebench.worker.models import WORKLOADS
-from tebench.worker.models.base import SizeError
+from tebench.workloads.spec import SizeError
 from tebench.worker.models.llama import Llama, LlamaSize, LlamaStack
 
 CPU = torch.device("cpu")

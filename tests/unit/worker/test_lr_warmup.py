@@ -29,14 +29,14 @@ def test_lr_warmup_is_a_per_size_setting(tmp_path):
     assert err.value.key == "settings.lr_warmup"
 
 
-def _case(lr_warmup: int) -> Case:
+def _lr_warmup_case(lr_warmup: int) -> Case:
     size = GPTSize(vocab=32, d_model=32, heads=2, layers=1, ffn=64, seq=8, batch=2)
     return Case("gpt", "t", "PT-FP32", tuple(dataclasses.asdict(size).items()),
                 settings=Settings(steps=5, warmup=1, lr=1e-3, lr_warmup=lr_warmup))
 
 
 def test_trainer_ramps_the_learning_rate_then_holds_it():
-    case, device = _case(4), torch.device("cpu")
+    case, device = _lr_warmup_case(4), torch.device("cpu")
     batches = WORKLOADS["gpt"].batches(case.size_spec, 6, case.settings.seed, device)
     trainer = build_trainer(case, device, batches)
     seen = []
@@ -48,7 +48,7 @@ def test_trainer_ramps_the_learning_rate_then_holds_it():
 
 
 def test_no_warmup_keeps_a_constant_rate():
-    case, device = _case(0), torch.device("cpu")
+    case, device = _lr_warmup_case(0), torch.device("cpu")
     batches = WORKLOADS["gpt"].batches(case.size_spec, 2, case.settings.seed, device)
     trainer = build_trainer(case, device, batches)
     for batch in batches:

@@ -7,11 +7,11 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
 from conftest import ROOT, read_jsonl, unsaid
+from helpers.plugin_modules import write_module
 from tebench.plan import matrix
 from tebench.plan.matrix import MatrixError, iter_cases
 from tebench.worker.models import WORKLOADS
@@ -36,12 +36,6 @@ def _clean_registry():
 @pytest.fixture
 def example_on_path(monkeypatch):
     monkeypatch.syspath_prepend(str(EXAMPLE))
-
-
-def _module(tmp_path, monkeypatch, name: str, body: str):
-    (tmp_path / f"{name}.py").write_text(textwrap.dedent(body))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return tmp_path / f"{name}.py"
 
 
 def test_import_path_resolves_to_a_checked_instance(example_on_path):
@@ -82,7 +76,7 @@ def test_entry_point_of_an_installed_distribution(tmp_path, example_on_path, mon
     ("class W:\n    kind = 'layer'\n", ["'kind'", "model, module", "'layer'", "plug_a.py"]),
 ], ids=["raises-at-import", "missing-dependency", "incomplete-protocol", "constructor-fails", "unknown-kind"])
 def test_bad_plugins_say_what_and_where(tmp_path, monkeypatch, body, facts):
-    _module(tmp_path, monkeypatch, "plug_a", body)
+    write_module(tmp_path, monkeypatch, "plug_a", body)
     with pytest.raises(PluginError) as err:
         resolve("plug_a:W")
     assert unsaid(str(err.value), *facts) == [], str(err.value)
@@ -101,7 +95,7 @@ def test_unresolvable_names(example_on_path, name, facts):
 
 
 def test_a_half_implemented_workload_is_refused_before_any_case(tmp_path, monkeypatch):
-    path = _module(tmp_path, monkeypatch, "plug_b", """
+    path = write_module(tmp_path, monkeypatch, "plug_b", """
         import dataclasses
 
         @dataclasses.dataclass(frozen=True)
