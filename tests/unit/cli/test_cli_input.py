@@ -8,7 +8,7 @@ import pytest
 
 from conftest import FIXTURES
 from tebench import cli
-from tebench.cli.common import strict_json
+from tebench.cli.output import strict_json
 from tebench.plan import environment as detect
 
 
