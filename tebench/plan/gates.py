@@ -7,7 +7,7 @@ sentence into the results.
 
 from __future__ import annotations
 
-from tebench.plan.environment import Environment
+from tebench.schema.environment import Environment
 from tebench.plan.matrix import Case
 from tebench.plan.modes import MODES
 from tebench.workloads import BUILT_IN, SPECS

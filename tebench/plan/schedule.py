@@ -6,7 +6,7 @@ import fnmatch
 import re
 from dataclasses import dataclass
 from tebench.plan import shards as shard
-from tebench.plan.environment import Environment
+from tebench.schema.environment import Environment
 from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, caught by the CLI)
 from tebench.plan.gates import gate_case
 from tebench.plan.matrix import Case, Matrix, iter_cases, reference_order, seeds_for_the_reference

@@ -29,7 +29,8 @@ from pathlib import Path
 import tebench
 from tebench.analysis import compare
 from tebench.plan import schedule as plan_schedule
-from tebench.plan.environment import Environment, ProbeError, probe
+from tebench.plan.environment import ProbeError, probe
+from tebench.schema.environment import Environment
 from tebench.plan.matrix import Matrix
 from tebench.report.compare_markdown import to_markdown
 from tebench.run import runner

@@ -20,7 +20,7 @@ from tebench.run import caches
 from tebench.analysis import parity
 from tebench.store import reader as results
 from tebench.store.writer import Writer
-from tebench.plan.environment import Environment
+from tebench.schema.environment import Environment
 from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, caught by the CLI)
 from tebench.plan.matrix import Case
 from tebench.schema import protocol

@@ -6,7 +6,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tebench.plan.environment import Environment
+from tebench.schema.environment import Environment
 from tebench.run.prestart import default_prestart_depth
 
 @dataclass

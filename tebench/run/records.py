@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from tebench.analysis import breakdown, parity
-from tebench.plan.environment import Environment
+from tebench.schema.environment import Environment
 from tebench.plan.modes import MODES, fp8_library, is_fp8
 from tebench.plan.schedule import Planned
 from tebench.schema.records import CaseInfo, CaseResult, Device, Measurements, Summary, Throughput

@@ -23,7 +23,7 @@ import tebench
 from tebench.run import caches
 from tebench.store import reader as results
 from tebench.store.writer import Writer
-from tebench.plan.environment import Environment
+from tebench.schema.environment import Environment
 from tebench.errors import RunError, StorageError  # noqa: F401  (raised here, caught by the CLI)
 from tebench.escape import for_terminal
 from tebench.plan.matrix import Case, Matrix, expand
