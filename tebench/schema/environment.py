@@ -46,7 +46,8 @@ class GPU(Part):
     index: Int = field(..., "The device's index as torch numbers it (after CUDA_VISIBLE_DEVICES).", ge=0,
                        required=True)
     name: Str = field(..., "Its name (torch.cuda.get_device_name).", required=True)
-    capability: list[Annotated[Int, Limits(ge=0)]] = field(..., "Compute capability [major, minor].", required=True)
+    capability: list[Annotated[Int, Limits(ge=0)]] = field(..., "Compute capability [major, minor].", required=True,
+                                                           min_length=2, max_length=2)
     memory_bytes: Int = field(..., "Its total memory.", ge=0, required=True)
     multiprocessors: Int | None = field(0, "Its streaming multiprocessors (0 where not recorded).", ge=0)
 

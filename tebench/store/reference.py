@@ -87,7 +87,10 @@ def _limits(f: FieldInfo) -> str:
             out.append(f"≥ {m.ge:g}")
         if getattr(m, "le", None) is not None and abs(m.le) < MAX_EXACT:
             out.append(f"≤ {m.le:g}")
-    for m in _item_limits(_hint(f)):
+    lengths = [getattr(m, k) for m in f.metadata for k in ("min_length", "max_length") if hasattr(m, k)]
+    if len(lengths) == 2 and lengths[0] == lengths[1]:
+        out.append(f"{lengths[0]} values")
+    for m in _item_limits(f.annotation):
         out.append(f"each ≥ {m:g}")
     if "AnyNum" in _spelled(_hint(f)):
         out.append("NaN and ±inf allowed")

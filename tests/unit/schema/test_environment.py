@@ -63,6 +63,11 @@ def test_the_stored_shape_is_checked_at_every_depth():
     with pytest.raises(RecordError, match=r"env\.gpus\[0\]\.capability\[1\]"):
         RunHeader.check({"type": "header", "env": {"device_type": "cuda", "gpus": [
             {"index": 0, "name": "H", "capability": [9, -1], "memory_bytes": 1}]}})
+    with pytest.raises(RecordError, match=r"env\.gpus\[0\]\.capability\] = \[9\]: must hold at least 2"):
+        RunHeader.check({"type": "header", "env": {"device_type": "cuda", "gpus": [
+            {"index": 0, "name": "H", "capability": [9], "memory_bytes": 1}]}})
+    with pytest.raises(RecordError, match=r"env\.gpus\] = None: must be an array"):
+        RunHeader.check({"type": "header", "env": {"device_type": "cpu", "gpus": None}})
     with pytest.raises(RecordError, match=r"env\.device_type"):
         RunHeader.check({"type": "header", "env": {"device_type": "tpu"}})
     with pytest.raises(RecordError, match=r"env\.peak_tflops\.bf16"):
