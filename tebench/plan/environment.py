@@ -44,18 +44,13 @@ TE_API = ("autocast", "fp8_autocast", "quantized_model_init", "fp8_model_init", 
 
 
 def cpu_model() -> str:
+    """This machine's CPU model as /proc/cpuinfo names it, else what the platform module says."""
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
         return platform.processor() or platform.machine()
     match = re.search(r"^model name\s*:\s*(.+)$", text, re.M)
     return match.group(1).strip() if match else platform.machine()
-
-
-
-def cpu_device_name() -> str:
-    """How a CPU is named in results: the same in skip records and in measured ones."""
-    return f"CPU ({cpu_model()})"
 
 
 def _git_state(environ: Mapping[str, str] | None = None) -> tuple[str | None, bool | None]:

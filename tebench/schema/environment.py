@@ -22,6 +22,11 @@ from tebench.schema.model import Bool, Int, Limits, Num, OneOf, Part, Str, field
 _DEVICE_TYPES = ("cpu", "cuda")
 
 
+def cpu_device_name(model: str | None) -> str:
+    """How results name a CPU: ``CPU (<model>)``, ``CPU (unknown)`` where the model is not known."""
+    return f"CPU ({model or 'unknown'})"
+
+
 class PeakRates(Part):
     """Dense peak TFLOP/s of one GPU model (the vendor's datasheet, no sparsity)."""
 
@@ -133,7 +138,7 @@ class Environment(Part):
         A CPU whose model was not recorded is ``CPU (unknown)``: never the parent's own CPU, which
         may not be the machine the run was on."""
         gpu = self.gpu
-        return gpu.name if gpu is not None else f"CPU ({self.cpu or 'unknown'})"
+        return gpu.name if gpu is not None else cpu_device_name(self.cpu)
 
 
 Environment.ALWAYS = tuple(Environment.model_fields)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tebench.analysis import compare
-from tebench.schema.environment import GPU, Environment, PeakRates, Support
+from tebench.schema.environment import GPU, Environment, PeakRates, Support, cpu_device_name
 from tebench.schema.records import RunHeader
 from tebench.schema.version import RecordError
 
@@ -107,3 +107,11 @@ def test_peaks_give_a_rate_per_precision():
 
 def test_support_says_why_not():
     assert Support.yes().ok and Support.no("no compiler").reason == "no compiler"
+
+
+def test_a_worker_names_its_cpu_by_the_headers_rule():
+    from tebench.plan.environment import cpu_model
+
+    here = cpu_model()
+    assert cpu_device_name(here) == Environment(device_type="cpu", cpu=here).device_name
+    assert cpu_device_name("") == cpu_device_name(None) == "CPU (unknown)"
