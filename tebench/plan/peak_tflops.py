@@ -9,6 +9,7 @@ a guessed peak would make MFU look precise when it is not.
 from __future__ import annotations
 
 import re
+
 from tebench.schema.environment import PeakRates
 
 

@@ -102,7 +102,7 @@ class Environment(Part):
     torchao_recipes: list[Str] = field(
         list, "torchao's float8 training recipe names (Float8LinearRecipeName) where it imports.")
     fp8: Support = _unprobed("Whether FP8 (delayed and current scaling) runs here: TE's own check.")
-    fp8_block: Support | None = _unprobed("Whether FP8 block scaling runs here.")
+    fp8_block: Support = _unprobed("Whether FP8 block scaling runs here.")
     mxfp8: Support = _unprobed("Whether MXFP8 runs here.")
     nvfp4: Support = _unprobed("Whether NVFP4 runs here.")
     bf16: Bool | None = field(False, "Whether the device supports bf16.")
