@@ -16,6 +16,8 @@ run and pairs their rounds.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import contextlib
 import os
 import re
@@ -30,7 +32,6 @@ import tebench
 from tebench.analysis import compare
 from tebench.plan import schedule as plan_schedule
 from tebench.plan.environment import ProbeError, probe
-from tebench.schema.environment import Environment
 from tebench.plan.matrix import Matrix
 from tebench.report.compare_markdown import to_markdown
 from tebench.run import runner
@@ -44,6 +45,9 @@ from tebench.analysis import run_records
 from tebench.store import atomic
 from tebench.store import reader as results
 from tebench.store.writer import Writer
+
+if TYPE_CHECKING:  # the type only: --help builds the parser without pydantic
+    from tebench.schema.environment import Environment
 
 SIDES = ("base", "head")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
