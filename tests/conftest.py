@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import shutil
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tebench.plan.environment import Environment, Support
+from tebench.schema.environment import Environment, Support
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -232,7 +231,7 @@ if os.environ.get("STUB_PHASES"):  # every phase the schema declares, each this 
 json.dump(result.to_dict(), open(a.result, "w"))
 """
 
-CPU_ENV = Environment(device_type="cpu", compile=Support(False, "no compiler in this test"), bf16=True, cpu="test")
+CPU_ENV = Environment(device_type="cpu", compile=Support.no("no compiler in this test"), bf16=True, cpu="test")
 """What the stub runs report as the machine: a CPU, no TE, no torch.compile."""
 
 
@@ -258,7 +257,7 @@ def stub_cli(stub_worker, monkeypatch, capsys):
     from tebench.run import options
 
     monkeypatch.setattr(options, "RunOptions", functools.partial(options.RunOptions, python=stub_worker))
-    monkeypatch.setattr(detect, "probe", lambda *a, **k: dataclasses.replace(CPU_ENV))
+    monkeypatch.setattr(detect, "probe", lambda *a, **k: CPU_ENV.model_copy())
 
     def run(*args: str, check: bool = False) -> subprocess.CompletedProcess:
         code = cli.main(list(args))
@@ -271,13 +270,13 @@ def stub_cli(stub_worker, monkeypatch, capsys):
 
 
 STUB_CLI = """
-import dataclasses, functools, sys
+import functools, sys
 from tebench import cli
 from tebench.plan import environment as detect
 from tebench.run import options
 from conftest import CPU_ENV
 options.RunOptions = functools.partial(options.RunOptions, python=sys.argv[1])
-detect.probe = lambda *a, **k: dataclasses.replace(CPU_ENV)
+detect.probe = lambda *a, **k: CPU_ENV.model_copy()
 sys.exit(cli.main(sys.argv[2:]))
 """
 

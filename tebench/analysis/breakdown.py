@@ -8,9 +8,9 @@ profile, because no timed step is profiled.
 
 from __future__ import annotations
 
-from typing import Any
 
 from tebench.schema import kernel_rules as rules
+from tebench.schema.environment import PeakRates
 from tebench.plan.modes import MODES
 from tebench.schema.records import CaseResult, FP8Proof, KernelTime, Kernels, ModuleCensus, TimeBreakdown
 
@@ -38,7 +38,7 @@ def _gemm_totals(kernels: Kernels) -> tuple[dict[str, float], dict[str, float]]:
 
 def time_breakdown(kernels: Kernels, step_ms: float, flops_per_step: float | None = None,
                    census: ModuleCensus | None = None, high_precision: str = "bf16",
-                   peak: dict[str, Any] | None = None, tf32: bool | None = None) -> TimeBreakdown:
+                   peak: PeakRates | None = None, tf32: bool | None = None) -> TimeBreakdown:
     """Each category's GPU milliseconds per step, the GEMMs by precision, idle time, FLOPs and mixed MFU.
 
     ``high_precision``: the bucket the model's FLOPs outside its linear layers
@@ -88,14 +88,14 @@ def flop_split(flops_per_step: float | None, census: ModuleCensus | None, high_p
     return out
 
 
-def mixed_mfu(flops: dict[str, float] | None, step_ms: float, peak: dict[str, Any] | None,
+def mixed_mfu(flops: dict[str, float] | None, step_ms: float, peak: PeakRates | None,
               tf32: bool | None) -> float | None:
     """The time the FLOPs would take at each precision's dense peak, over the step: MFU against the mix."""
     if not flops or not peak or step_ms <= 0:
         return None
     ideal_s = 0.0
     for precision, n in flops.items():
-        rate = None if (precision == "fp32" and tf32) else peak.get(precision)
+        rate = None if (precision == "fp32" and tf32) else peak.rate(precision)
         if not rate:
             return None  # a precision without a known peak: no honest mixed figure
         ideal_s += n / (rate * 1e12)
@@ -236,7 +236,7 @@ def high_precision(record: CaseResult) -> str:
     return "bf16" if mode is None or mode.amp or mode.family == "te" else "fp32"
 
 
-def breakdown_of(record: CaseResult, peak: dict[str, Any] | None) -> TimeBreakdown | None:
+def breakdown_of(record: CaseResult, peak: PeakRates | None) -> TimeBreakdown | None:
     """The record's time breakdown from its profiled kernels, its median step and its throughput's FLOPs
     (one rank's: the census counts one rank's layers); None without kernels or timed steps.
 

@@ -605,20 +605,19 @@ def environment(run: results.Run | RunRecords) -> dict[str, Any]:
     """The parts of a run's environment that change performance."""
     header = _header(run)
     env = header.environment
-    gpus = env.get("gpus") or []
     ab = header.ab
     return {
-        "device": gpus[0]["name"] if gpus else f"CPU ({env.get('cpu')})",
-        "driver": env.get("driver"),
-        "cuda": env.get("cuda"),
-        "torch": env.get("torch"),
-        "te": env.get("te"),
-        "python": env.get("python"),
+        "device": env.device_name,
+        "driver": env.driver,
+        "cuda": env.cuda,
+        "torch": env.torch,
+        "te": env.te,
+        "python": env.python,
         "python_executable": ab.python if ab else None,
         "tebench_root": ab.tebench_root if ab else None,
-        "git_commit": env.get("git_commit"),
+        "git_commit": env.git_commit,
         # Detection records NVTE_*, TORCH_*, CUDA_* ...; a side of `tebench ab` adds what it set itself.
-        "env_vars": {**(env.get("env_vars") or {}), **((ab.env if ab else None) or {})},
+        "env_vars": {**env.env_vars, **((ab.env if ab else None) or {})},
     }
 
 

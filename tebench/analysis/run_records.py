@@ -18,6 +18,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from tebench.analysis import parity as parity_rules
+from tebench.schema.environment import PeakRates
 from tebench.schema.records import CaseInfo, CaseResult, RunHeader, Summary, Throughput
 from tebench.store import reader as results
 
@@ -40,7 +41,7 @@ class CaseRounds:
     of replication).
     """
 
-    def __init__(self, records: Iterable[CaseResult], peak_tflops: dict[str, Any] | None = None):
+    def __init__(self, records: Iterable[CaseResult], peak_tflops: PeakRates | None = None):
         self.records = sorted(records, key=lambda r: r.round_no)
         if not self.records:
             raise ValueError("CaseRounds needs at least one record")
@@ -140,7 +141,7 @@ class CaseRounds:
         return float(np.median(busy)) if busy else None
 
 
-def by_case(records: Iterable[CaseResult], peak_tflops: dict[str, Any] | None = None,
+def by_case(records: Iterable[CaseResult], peak_tflops: PeakRates | None = None,
             by_device: bool = False) -> dict[Any, CaseRounds]:
     """Records grouped by case id (and device name, with ``by_device``), in first-seen order."""
     groups: dict[Any, list[CaseResult]] = {}

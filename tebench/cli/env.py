@@ -25,9 +25,9 @@ def cmd_env(args: argparse.Namespace) -> int:
         ("driver / CUDA / cuDNN", f"{env.driver or '-'} / {env.cuda or '-'} / {env.cudnn or '-'}"),
         ("torch", env.torch),
         ("Transformer Engine", env.te or f"not importable: {env.te_error}"),
-        ("torchao", describe_torchao(env.torchao, env.torchao_error, env.torch)),
+        ("torchao", describe_torchao(env.torchao, env.torchao_error, env.torch or "")),
         ("torch.compile", "yes" if env.compile.ok else f"no: {env.compile.reason}"),
-        ("peak (dense BF16)", f"{env.peak_tflops['bf16']} TFLOP/s ({env.peak_tflops['source']})"
+        ("peak (dense BF16)", f"{env.peak_tflops.bf16} TFLOP/s ({env.peak_tflops.source})"
          if env.peak_tflops else "unknown GPU: no MFU"),
         ("Python / CPU", f"{env.python} / {env.cpu} x{env.cpu_count}"),
         ("tebench", f"{env.tebench} ({env.git_commit or 'not a git checkout'}{' dirty' if env.git_dirty else ''})"),

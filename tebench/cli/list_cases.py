@@ -61,7 +61,7 @@ def _rate_basis(env: Any) -> str:
     from tebench.plan.shards import CPU_EFFICIENCY, GPU_EFFICIENCY
 
     if env.device_type == "cuda" and env.peak_tflops:
-        return f"{GPU_EFFICIENCY:.0%} of the GPU's datasheet peak ({env.peak_tflops.get('bf16')} TFLOP/s BF16)"
+        return f"{GPU_EFFICIENCY:.0%} of the GPU's datasheet peak ({env.peak_tflops.bf16} TFLOP/s BF16)"
     if env.device_type == "cpu" and env.cpu_gflops:
         return f"{CPU_EFFICIENCY:.0%} of this CPU's measured matmul rate ({env.cpu_gflops:.0f} GFLOP/s)"
     return "a nominal 200 TFLOP/s (this machine's rate is unknown)"

@@ -1,4 +1,4 @@
-"""What the machine is, as the parent knows it: the probe's answer (:class:`Environment`), cached per machine.
+"""Probing the machine: the probe's answer (:class:`~tebench.schema.environment.Environment`), cached per machine.
 
 The probe itself runs in a child, ``python -m tebench.worker.probe``: the parent
 never touches CUDA. :func:`probe` starts it and caches its answer per
@@ -16,13 +16,13 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
+
 from tebench import bounded
 from tebench import __version__
-from tebench.plan.peak_tflops import PeakRates
 from tebench.errors import TebenchError
+from tebench.schema.environment import Environment
 
 
 # Environment variables that change what TE or CUDA does; recorded so that a
@@ -44,134 +44,14 @@ TE_RECIPE_CLASSES = (
 TE_API = ("autocast", "fp8_autocast", "quantized_model_init", "fp8_model_init", "make_graphed_callables")
 
 
-def _doc(doc: str, **limits: Any) -> dict[str, Any]:
-    """A field's metadata: its doc (the results reference shows it) and the limits a record is checked against."""
-    return {"doc": doc, **limits}
-
-
-@dataclass
-class GPU:
-    """One CUDA device as torch sees it."""
-
-    index: int = field(metadata=_doc("The device's index as torch numbers it (after CUDA_VISIBLE_DEVICES).", min=0))
-    name: str = field(metadata=_doc("Its name (torch.cuda.get_device_name)."))
-    capability: tuple[int, int] = field(metadata=_doc("Compute capability [major, minor].", nonempty=True,
-                                                      items_min=0))
-    memory_bytes: int = field(metadata=_doc("Its total memory.", min=0))
-    multiprocessors: int = field(default=0, metadata=_doc("Its streaming multiprocessors (0 where not recorded).",
-                                                          min=0))
-
-
-@dataclass
-class Support:
-    """Whether a feature works here, and if not, why (a human-readable reason)."""
-
-    ok: bool = field(metadata=_doc("Whether it works here."))
-    reason: str = field(default="", metadata=_doc("Why not, in words (or what was checked)."))
-
-
-def _unprobed(doc: str) -> Any:
-    return field(default_factory=lambda: Support(False, "not probed"), metadata=_doc(doc))
-
-
-@dataclass
-class Environment:
-    """What tebench detected about the machine it runs on."""
-
-    device_type: str = field(metadata=_doc("cpu or cuda: what the cases run on.", choices=("cpu", "cuda")))
-    gpus: list[GPU] = field(default_factory=list, metadata=_doc("The visible CUDA devices."))
-    torch: str = field(default="", metadata=_doc("torch's version."))
-    cuda: str | None = field(default=None, metadata=_doc("The CUDA version torch was built with."))
-    cudnn: str | None = field(default=None, metadata=_doc("cuDNN's version."))
-    driver: str | None = field(default=None, metadata=_doc("The NVIDIA driver's version."))
-    te: str | None = field(default=None, metadata=_doc("Transformer Engine's version, None where it does not import."))
-    te_error: str | None = field(default=None, metadata=_doc("Why TE does not import, in words."))
-    te_recipes: list[str] = field(default_factory=list, metadata=_doc("TE's FP8 recipe classes this TE has."))
-    te_api: list[str] = field(default_factory=list, metadata=_doc("The TE entry points present (old and new names)."))
-    torchao: str | None = field(default=None, metadata=_doc("torchao's version, None where it does not import "
-                                                            "(see torchao_error)."))
-    torchao_error: str | None = field(default=None, metadata=_doc("Why torchao does not import, in words."))
-    torchao_recipes: list[str] = field(default_factory=list, metadata=_doc(
-        "torchao's float8 training recipe names (Float8LinearRecipeName) where it imports."))
-    fp8: Support = _unprobed("Whether FP8 (delayed and current scaling) runs here: TE's own check.")
-    fp8_block: Support = _unprobed("Whether FP8 block scaling runs here.")
-    mxfp8: Support = _unprobed("Whether MXFP8 runs here.")
-    nvfp4: Support = _unprobed("Whether NVFP4 runs here.")
-    bf16: bool = field(default=False, metadata=_doc("Whether the device supports bf16."))
-    compile: Support = _unprobed("Whether torch.compile works here.")
-    fsdp2: Support = _unprobed("Whether FSDP2 (fully_shard) is available.")
-    python: str = field(default="", metadata=_doc("Python's version."))
-    platform: str = field(default="", metadata=_doc("The OS, as platform.platform() gives it."))
-    cpu: str = field(default="", metadata=_doc("The CPU's model name."))
-    cpu_count: int = field(default=0, metadata=_doc("Logical CPUs.", min=0))
-    cpu_gflops: float | None = field(default=None, metadata=_doc(
-        "fp32 matmul GFLOP/s this CPU reached in the probe (a fraction of a second of 512x512 matmuls): what "
-        "tebench list estimates CPU cases from.", min=0))
-    hostname: str = field(default="", metadata=_doc("The machine's host name."))
-    gpu_clocks: dict[str, dict[str, str | None]] = field(default_factory=dict, metadata=_doc(
-        "Per GPU index, nvidia-smi's clock and power fields (text, as nvidia-smi prints them)."))
-    env_vars: dict[str, str] = field(default_factory=dict, metadata=_doc(
-        "Environment variables that change what TE, CUDA or torch do (NVTE_, CUDA_, NCCL_, TORCH_ ...)."))
-    tebench: str = field(default=__version__, metadata=_doc("tebench's version."))
-    git_commit: str | None = field(default=None, metadata=_doc("The commit of tebench's source tree, where it is a "
-                                                               "git checkout."))
-    git_dirty: bool | None = field(default=None, metadata=_doc("Whether that tree had uncommitted changes."))
-    peak_tflops: dict[str, Any] | None = field(default=None, metadata=_doc(
-        "The GPU's datasheet peaks (PeakRates), None for a GPU without an entry.", shape=PeakRates))
-    time: str = field(default="", metadata=_doc("When the probe ran (local time with offset)."))
-
-    @property
-    def gpu(self) -> GPU | None:
-        """The first visible GPU, or None on a CPU-only machine."""
-        return self.gpus[0] if self.gpus else None
-
-    @property
-    def device_name(self) -> str:
-        """A short human-readable name of the device cases run on (as workers record it)."""
-        return self.gpu.name if self.gpu else f"CPU ({self.cpu or platform.machine()})"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Environment":
-        data = dict(data)
-        data["gpus"] = [GPU(**{**g, "capability": tuple(g["capability"])}) for g in data.get("gpus", [])]
-        for key in ("fp8", "fp8_block", "mxfp8", "nvfp4", "compile", "fsdp2"):
-            if isinstance(data.get(key), dict):
-                data[key] = Support(**data[key])
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in data.items() if k in known})
-
 def cpu_model() -> str:
+    """This machine's CPU model as /proc/cpuinfo names it, else what the platform module says."""
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
         return platform.processor() or platform.machine()
     match = re.search(r"^model name\s*:\s*(.+)$", text, re.M)
     return match.group(1).strip() if match else platform.machine()
-
-
-
-def cpu_device_name() -> str:
-    """How a CPU is named in results: the same in skip records and in measured ones."""
-    return f"CPU ({cpu_model()})"
-
-
-def usable_cpus(cpu_max: Path = Path("/sys/fs/cgroup/cpu.max")) -> int:
-    """The CPUs this process may use: its affinity, lowered to its cgroup's CPU quota if it has one.
-
-    A container on a large node sees all the node's CPUs in its affinity while its quota
-    (cgroup v2 ``cpu.max``: "QUOTA PERIOD", or "max PERIOD" without one) allows only a few.
-    """
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    try:
-        quota, period = cpu_max.read_text().split()[:2]
-        if quota != "max":
-            cpus = min(cpus, max(1, int(int(quota) / int(period))))
-    except (OSError, ValueError):
-        pass  # no cgroup v2 quota to read: the affinity is the limit
-    return cpus
 
 
 def _git_state(environ: Mapping[str, str] | None = None) -> tuple[str | None, bool | None]:
@@ -304,7 +184,7 @@ def _run_probe(timeout: float, python: str | None,
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd,
                               env=None if environ is None else dict(environ))
     except subprocess.TimeoutExpired:
-        env = Environment(device_type="cpu")
+        env = Environment(device_type="cpu", tebench=__version__)
         env.te_error = f"detection timed out after {timeout:.0f} s"
         return env, False
     except OSError as exc:

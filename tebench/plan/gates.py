@@ -7,11 +7,15 @@ sentence into the results.
 
 from __future__ import annotations
 
-from tebench.plan.environment import Environment
+from typing import TYPE_CHECKING
+
 from tebench.plan.matrix import Case
 from tebench.plan.modes import MODES
 from tebench.workloads import BUILT_IN, SPECS
 from tebench.workloads.spec import workload_kind
+
+if TYPE_CHECKING:  # the type only: --help builds the parser without pydantic
+    from tebench.schema.environment import Environment
 
 
 def gate_case(case: Case, env: Environment) -> str | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tebench.plan.environment import Environment
+    from tebench.schema.environment import Environment
 
 # Every mode keeps fp32 master weights and fp32 optimizer state; the modes only
 # differ in the precision of the compute. Stated in every result record.
@@ -62,7 +62,7 @@ class Mode:
         gpu = env.gpu
         if env.device_type != "cuda" or gpu is None:
             return f"{self.name} needs a CUDA GPU; none was detected"
-        cc = gpu.capability
+        cc = gpu.cc
         if cc < (8, 0):
             return f"{self.name} needs compute capability >= 8.0; {gpu.name} has {cc[0]}.{cc[1]}"
         if env.te is None:
@@ -83,10 +83,10 @@ class Mode:
             return f"{self.name} needs a CUDA GPU (torchao's FP8 matmul is CUDA-only); none was detected"
         if env.torchao is None:
             return f"{self.name} needs torchao ({env.torchao_error or 'not installed'}; pip install 'tebench[ao]')"
-        problem = pair_problem(env.torchao, env.torch)
+        problem = pair_problem(env.torchao, env.torch or "")
         if problem:
             return f"{self.name}: {problem}"
-        cc = gpu.capability
+        cc = gpu.cc
         if cc < (8, 9):
             return f"{self.name} needs compute capability >= 8.9; {gpu.name} has {cc[0]}.{cc[1]}"
         if self.compile and not env.compile.ok:

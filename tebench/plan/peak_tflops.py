@@ -9,41 +9,31 @@ a guessed peak would make MFU look precise when it is not.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+
+from tebench.schema.environment import PeakRates
 
 
-@dataclass(frozen=True)
-class PeakRates:
-    """Dense peak TFLOP/s of one GPU model."""
-
-    match: str = field(metadata={"doc": "Words of torch.cuda.get_device_name() that identify the model (whole "
-                                        "words: \"L4\" is not the L40's entry)."})
-    bf16: float = field(metadata={"min": 0, "doc": "Dense BF16 TFLOP/s (the MFU yardstick)."})
-    fp8: float | None = field(metadata={"min": 0, "doc": "Dense FP8 TFLOP/s, None where the GPU has no FP8."})
-    fp32: float = field(metadata={"min": 0, "doc": "Dense FP32 TFLOP/s."})
-    source: str = field(metadata={"doc": "Where the figures come from (a datasheet)."})
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+def _peak(match: str, bf16: float, fp8: float | None, fp32: float, source: str) -> PeakRates:
+    return PeakRates(match=match, bf16=bf16, fp8=fp8, fp32=fp32, source=source)
 
 
 # Order matters: the first substring that matches wins, so specific names
 # (GH200 before H200, H100 PCIe and H100 NVL before H100) come before the
 # names they contain.
 PEAKS: tuple[PeakRates, ...] = (
-    PeakRates("GH200", 989.4, 1978.9, 66.9, "NVIDIA GH200 datasheet"),
-    PeakRates("H200", 989.4, 1978.9, 66.9, "NVIDIA H200 SXM datasheet"),
-    PeakRates("H100 PCIe", 756.0, 1513.0, 51.2, "NVIDIA H100 PCIe datasheet"),
-    PeakRates("H100 NVL", 835.0, 1670.0, 60.0, "NVIDIA H100 NVL datasheet"),
-    PeakRates("H100", 989.4, 1978.9, 66.9, "NVIDIA H100 SXM datasheet"),
-    PeakRates("H800", 989.4, 1978.9, 66.9, "NVIDIA H800 SXM datasheet"),
-    PeakRates("B200", 2250.0, 4500.0, 80.0, "NVIDIA B200 datasheet (HGX)"),
-    PeakRates("A100", 312.0, None, 19.5, "NVIDIA A100 datasheet"),
-    PeakRates("A800", 312.0, None, 19.5, "NVIDIA A800 datasheet"),
-    PeakRates("L40S", 362.1, 733.0, 91.6, "NVIDIA L40S datasheet"),
-    PeakRates("L4", 121.0, 242.0, 30.3, "NVIDIA L4 datasheet"),
-    PeakRates("A10G", 70.0, None, 31.2, "NVIDIA A10G (AWS) datasheet"),
-    PeakRates("A10", 125.0, None, 31.2, "NVIDIA A10 datasheet"),
+    _peak("GH200", 989.4, 1978.9, 66.9, "NVIDIA GH200 datasheet"),
+    _peak("H200", 989.4, 1978.9, 66.9, "NVIDIA H200 SXM datasheet"),
+    _peak("H100 PCIe", 756.0, 1513.0, 51.2, "NVIDIA H100 PCIe datasheet"),
+    _peak("H100 NVL", 835.0, 1670.0, 60.0, "NVIDIA H100 NVL datasheet"),
+    _peak("H100", 989.4, 1978.9, 66.9, "NVIDIA H100 SXM datasheet"),
+    _peak("H800", 989.4, 1978.9, 66.9, "NVIDIA H800 SXM datasheet"),
+    _peak("B200", 2250.0, 4500.0, 80.0, "NVIDIA B200 datasheet (HGX)"),
+    _peak("A100", 312.0, None, 19.5, "NVIDIA A100 datasheet"),
+    _peak("A800", 312.0, None, 19.5, "NVIDIA A800 datasheet"),
+    _peak("L40S", 362.1, 733.0, 91.6, "NVIDIA L40S datasheet"),
+    _peak("L4", 121.0, 242.0, 30.3, "NVIDIA L4 datasheet"),
+    _peak("A10G", 70.0, None, 31.2, "NVIDIA A10G (AWS) datasheet"),
+    _peak("A10", 125.0, None, 31.2, "NVIDIA A10 datasheet"),
 )
 
 

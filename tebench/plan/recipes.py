@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 
 if TYPE_CHECKING:
-    from tebench.plan.environment import Environment
+    from tebench.schema.environment import Environment
 
 
 
@@ -31,7 +31,7 @@ class RecipeSpec:
     options: tuple[str, ...]
     """Which recipe axes apply (``format``, ``amax_history_len``, ``amax_compute_algo``, ``calibration_steps``)."""
     support: str
-    """Which :class:`tebench.plan.environment.Environment` support flag gates it."""
+    """Which :class:`tebench.schema.environment.Environment` support flag gates it."""
     stateful: bool
     """Whether layers keep a scale and an amax history between steps (delayed scaling)."""
     description: str

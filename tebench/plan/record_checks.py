@@ -6,25 +6,17 @@ this pass after them. A mode this tebench does not know has no colour, reference
 so its record is refused; a workload name may be a user's plugin and is any text, but a built-in
 workload's dimensions and every case's settings are checked against the matrix's own
 declarations (types only: a record was valid under the limits of its day). A header's
-environment is checked against :class:`~tebench.plan.environment.Environment`.
+environment needs no pass here: it is a record part (:mod:`tebench.schema.environment`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import types
-import typing
-from typing import Annotated, Any
+from typing import Any
 
-import pydantic
-
-from tebench.plan.environment import Environment
 from tebench.plan.matrix import Settings
 from tebench.plan.modes import MODES
 from tebench.plan.recipes import RECIPES
 from tebench.schema.knobs import FieldError, check_value, fields_by_name
-from tebench.schema.model import Bool, Int, Limits, Num, OneOf, Part, Str, field
 from tebench.schema.version import RecordError
 from tebench.workloads import SPECS
 
@@ -45,54 +37,6 @@ def check_case(case: dict[str, Any], path: str = "case") -> None:
     if spec is not None:
         _declared_values(spec.size_type, case.get("dims") or {}, f"{path}.dims", closed=False)
     _declared_values(Settings, case.get("settings") or {}, f"{path}.settings", closed=True)
-
-
-def check_environment(env: Any, path: str = "env") -> None:
-    """RecordError unless a header's environment has the shape the probe writes (:class:`Environment`)."""
-    as_model(Environment).check(env, path)
-
-
-@functools.cache
-def as_model(cls: type) -> type[Part]:
-    """A dataclass of the plan as a record part: its fields' types held strictly, unknown keys kept."""
-    fields: dict[str, Any] = {}
-    hints = typing.get_type_hints(cls)
-    for f in dataclasses.fields(cls):
-        no_default = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        meta = f.metadata
-        hint = _strict(hints[f.name], meta.get("items_min"))
-        if meta.get("shape") is not None:  # a dict the probe writes from a dataclass of its own
-            hint = as_model(meta["shape"]) | None
-        if meta.get("choices"):
-            hint = Annotated[hint, OneOf(*meta["choices"])]
-        nullable = type(None) in typing.get_args(hints[f.name])
-        required = no_default and not nullable
-        if not required:  # a stored null is "not measured", as an absent key is
-            hint = hint | None
-        fields[f.name] = (hint, field(... if required else None, meta.get("doc", ""), required=required,
-                                      ge=meta.get("min")))
-    return pydantic.create_model(cls.__name__, __base__=Part, __doc__=cls.__doc__, **fields)
-
-
-_STRICT: dict[Any, Any] = {float: Num, int: Int, str: Str, bool: Bool}
-
-
-def _strict(hint: Any, items_min: float | None = None) -> Any:
-    """``hint`` with its scalars strict (an integer is not a string, a boolean not a number), and each
-    number of a list or tuple at least ``items_min``."""
-    if hint in _STRICT:
-        return _STRICT[hint]
-    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
-        return as_model(hint)
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if not args:
-        return hint
-    strict = tuple(_strict(a, items_min) for a in args)
-    if origin in (list, tuple) and items_min is not None:
-        strict = tuple(Annotated[a, Limits(ge=items_min)] if a in (Int, Num) else a for a in strict)
-    if origin in (typing.Union, types.UnionType):
-        return typing.Union[strict]
-    return origin[strict]
 
 
 def _declared_values(cls: type, table: dict[str, Any], path: str, closed: bool) -> None:

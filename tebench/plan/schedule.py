@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import fnmatch
 import re
 from dataclasses import dataclass
 from tebench.plan import shards as shard
-from tebench.plan.environment import Environment
 from tebench.plan.gates import gate_case
 from tebench.plan.matrix import Case, Matrix, iter_cases, reference_order, seeds_for_the_reference
+
+if TYPE_CHECKING:  # the type only: --help builds the parser without pydantic
+    from tebench.schema.environment import Environment
 
 
 @dataclass(frozen=True)

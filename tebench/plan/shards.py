@@ -17,7 +17,7 @@ from tebench.workloads import SPECS
 from tebench.errors import TebenchError
 
 if TYPE_CHECKING:
-    from tebench.plan.environment import Environment
+    from tebench.schema.environment import Environment
 
 # Rough constants: only the *relative* cost of cases matters for balance, and
 # the same numbers must be used on every machine, so they are not measured.
@@ -72,10 +72,11 @@ def estimate_seconds(case: Case, env: "Environment") -> float:
     """
     wl = SPECS[case.workload]
     steps = case.settings.steps + case.settings.warmup
-    peak = env.peak_tflops or {}
-    if env.device_type == "cuda" and peak:
-        key = "fp32" if not (MODES[case.mode].amp or MODES[case.mode].family == "te") else "bf16"
-        rate = peak[key] * 1e12 * GPU_EFFICIENCY
+    peak = env.peak_tflops
+    key = "fp32" if not (MODES[case.mode].amp or MODES[case.mode].family == "te") else "bf16"
+    peak_rate = peak.rate(key) if peak is not None else None
+    if env.device_type == "cuda" and peak_rate:
+        rate = peak_rate * 1e12 * GPU_EFFICIENCY
     elif env.device_type == "cpu" and env.cpu_gflops:
         rate = env.cpu_gflops * 1e9 * CPU_EFFICIENCY
     else:

@@ -271,11 +271,11 @@ def build_context(sources: list[Source], out: Path, assets_url: str | None = Non
                     for s in sources],
         "multi": multi,
         "cpu_loads": [f"{s.label}: {s.header.load_average[0]:.2f}"
-                      + (f" on {n} CPUs" if isinstance(n := s.env.get("cpu_count"), int) and n > 0 else "")
+                      + (f" on {n} CPUs" if (n := s.env.cpu_count) else "")
                       for s in sources if s.kind == "tebench" and s.header.load_average],
-        "cpu_only": bool(sources) and all(s.env.get("device_type") == "cpu" for s in sources
+        "cpu_only": bool(sources) and all(s.header.env is not None and s.env.device_type == "cpu" for s in sources
                                           if s.kind == "tebench") and any(s.kind == "tebench" for s in sources),
-        "envs_differ": len({(s.device, s.env.get("torch"), s.env.get("te"), s.env.get("cuda"))
+        "envs_differ": len({(s.device, s.env.torch, s.env.te, s.env.cuda)
                             for s in sources}) > 1,
         **text,
         **drawn,

@@ -13,12 +13,13 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tebench import bounded
 from tebench.analysis import run_records
 from tebench.store import reader as results
 from tebench.schema.version import RecordError
+from tebench.schema.environment import Environment
 from tebench.schema.records import MAX_STEP_MS, CaseResult, RunHeader, Summary, Throughput
 from tebench.schema.version import SchemaError
 from tebench.plan.matrix import Case
@@ -39,7 +40,7 @@ class Source:
     notes: list[str] = field(default_factory=list)
 
     @property
-    def env(self) -> dict[str, Any]:
+    def env(self) -> Environment:
         return self.header.environment
 
     @property
@@ -167,7 +168,7 @@ def _from_pytest_benchmark(path: Path, data: dict[str, Any]) -> Source:
         "peak_tflops": extra_env.get("peak_tflops"),
     }
     try:
-        results.parse_record({"type": "header", "env": env})
+        machine_env = cast(RunHeader, results.parse_record({"type": "header", "env": env})).environment
     except RecordError as exc:
         raise SchemaError(f"{path}: benchmarks[0].extra_info: {exc}") from None
     records = []
@@ -188,9 +189,9 @@ def _from_pytest_benchmark(path: Path, data: dict[str, Any]) -> Source:
         record = {
             "type": "case", "case_id": Case.from_dict(case).id, "round": 0, "case": case,
             "benchmark": bench.get("fullname", bench["name"]),
-            "status": "ok", "reason": None, "device": {"name": (env["gpus"] or [{}])[0].get("name", "cpu")},
+            "status": "ok", "reason": None, "device": {"name": machine_env.gpu.name if machine_env.gpu else "cpu"},
             "timing": {"samples_ms": samples, "stats": summary, "timer": "pytest-benchmark (forward+backward)"},
-            "throughput": Throughput.of(summary["median"], tokens, flops, env.get("peak_tflops")),
+            "throughput": Throughput.of(summary["median"], tokens, flops, machine_env.peak_tflops),
         }
         records.append(CaseResult.from_dict(record))
     header = {"type": "header", "run_id": path.stem, "created": data.get("datetime"), "env": env,

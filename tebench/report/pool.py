@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 from tebench import envvars
 from tebench.heap import collector_off, frozen_heap
-from tebench.plan.environment import usable_cpus
+from tebench.cpus import usable_cpus
 from tebench.report import charts
 
 Draw = Callable[[], Any]
@@ -83,7 +83,7 @@ def _start_child(jobs: Sequence[Draw]) -> None:
 
 def processes(count: int) -> int:
     """How many drawing processes for ``count`` figures: ``TEBENCH_REPORT_PROCESSES``, else the usable
-    CPUs, at most 4 (:func:`tebench.plan.environment.usable_cpus`); never more than the jobs."""
+    CPUs, at most 4 (:func:`tebench.cpus.usable_cpus`); never more than the jobs."""
     chosen = envvars.report_processes()  # a value that is not a plain count: the default
     return min(count, chosen or min(4, usable_cpus()))
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from tebench.plan.matrix import exclusion_text
 from tebench.report.load import Source
+from tebench.schema.environment import Environment
 from tebench.schema.records import RunHeader
 
 
@@ -24,27 +25,24 @@ def cost_header(src: Source) -> dict[str, Any]:
 def environment(src: Source) -> list[tuple[str, str]]:
     """The run-info rows of the machine a run ran on: GPUs, driver, clocks, versions, relevant variables."""
     env = src.env
-    gpus = env.get("gpus") or []
     setup = next((r.setup for r in src.records if r.setup is not None), None)
-    peak = env.get("peak_tflops")
-    clocks = env.get("gpu_clocks") or {}
+    peak = env.peak_tflops
     rows = [
         ("device", src.device),
-        ("GPUs", "; ".join(f"{g['index']}: {g['name']}, CC {g['capability'][0]}.{g['capability'][1]}, "
-                          f"{g['memory_bytes'] / 2**30:.0f} GiB, {g.get('multiprocessors')} SMs" for g in gpus) or "none"),
-        ("driver / CUDA / cuDNN", clip_words(f"{env.get('driver') or '–'} / {env.get('cuda') or '–'} / "
-                                             f"{env.get('cudnn') or '–'}")),
+        ("GPUs", "; ".join(f"{g.index}: {g.name}, CC {g.capability[0]}.{g.capability[1]}, "
+                          f"{g.memory_bytes / 2**30:.0f} GiB, {g.multiprocessors} SMs" for g in env.gpus) or "none"),
+        ("driver / CUDA / cuDNN", clip_words(f"{env.driver or '–'} / {env.cuda or '–'} / {env.cudnn or '–'}")),
         ("GPU clocks / power", "; ".join(f"GPU {i}: max SM {c.get('clocks.max.sm')} MHz, max mem "
                                         f"{c.get('clocks.max.mem')} MHz, power limit {c.get('power.limit')} W"
-                                        for i, c in clocks.items()) or "–"),
-        ("torch / Transformer Engine", clip_words(f"{env.get('torch') or '–'} / "
-                                                  f"{env.get('te') or 'not available: ' + str(env.get('te_error') or '–')}")),
-        ("Python / CPU", f"{env.get('python') or '–'} / {env.get('cpu') or '–'} ×{env.get('cpu_count') or '?'}"),
-        ("host", str(env.get("hostname") or "–")),
-        ("MFU peak", f"{peak['bf16']} TFLOP/s dense BF16 ({peak['source']})" if peak else "unknown GPU: no MFU"),
+                                        for i, c in env.gpu_clocks.items()) or "–"),
+        ("torch / Transformer Engine", clip_words(f"{env.torch or '–'} / "
+                                                  f"{env.te or 'not available: ' + str(env.te_error or '–')}")),
+        ("Python / CPU", f"{env.python or '–'} / {env.cpu or '–'} ×{env.cpu_count or '?'}"),
+        ("host", str(env.hostname or "–")),
+        ("MFU peak", f"{peak.bf16} TFLOP/s dense BF16 ({peak.source})" if peak else "unknown GPU: no MFU"),
         ("master weights", _recorded(setup.master_weights if setup is not None else None)),
         ("optimizer", _recorded(setup.optimizer if setup is not None else None)),
-        ("relevant variables", ", ".join(f"{k}={v}" for k, v in (env.get("env_vars") or {}).items()) or "none set"),
+        ("relevant variables", ", ".join(f"{k}={v}" for k, v in env.env_vars.items()) or "none set"),
     ]
     return rows
 
@@ -67,12 +65,12 @@ def _recorded(value: Any, default: Any = "–") -> Any:
     return default if value is None else value
 
 
-def _devices_text(devices: list[str] | None, env: dict[str, Any]) -> str:
+def _devices_text(devices: list[str] | None, env: Environment) -> str:
     """``--devices`` as the run had it; on a machine without a CUDA GPU its indices were CPU slots."""
     listed = _listed(devices)
     if not listed:
         return "default"
-    return listed if env.get("device_type") == "cuda" else f"{listed} (no CUDA GPU: CPU slots, one case each)"
+    return listed if env.device_type == "cuda" else f"{listed} (no CUDA GPU: CPU slots, one case each)"
 
 
 def _listed(value: Any) -> str:
@@ -92,8 +90,8 @@ def reproduce(src: Source) -> list[tuple[str, str]]:
     matrix = head.matrix
     name, source, sha256, text_sha256 = ((matrix.name, matrix.source, matrix.sha256, matrix.text_sha256)
                                          if matrix is not None else (None, None, None, None))
-    commit = env.get("git_commit") or "not a git checkout"
-    if env.get("git_dirty"):
+    commit = env.git_commit or "not a git checkout"
+    if env.git_dirty:
         commit += " (with uncommitted changes)"
     return [
         ("command", " ".join(head.command or []) or "–"),
@@ -102,7 +100,7 @@ def reproduce(src: Source) -> list[tuple[str, str]]:
         ("run id / created", f"{_recorded(head.run_id)} / {_recorded(head.created)}"),
         ("rounds / shard / devices", f"{_recorded(head.rounds, 1)} / {_listed(head.shard) or 'whole matrix'} / "
                                      f"{_devices_text(head.devices, env)}"),
-        ("tebench", f"{head.tebench or env.get('tebench') or '–'} @ {commit}"),
+        ("tebench", f"{head.tebench or env.tebench or '–'} @ {commit}"),
         ("results file", src.path),
     ] + _excluded(head)
 

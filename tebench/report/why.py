@@ -39,7 +39,7 @@ def frame(sources: list[Source]) -> pd.DataFrame:
         last: dict[str, CaseResult] = {}
         for rec in src.records:
             last[rec.case_id] = rec
-        peak = src.env.get("peak_tflops") if isinstance(src.env, dict) else None
+        peak = src.header.peak_tflops
         for rec in last.values():
             # Re-derived with today's kernel rules: the stored time_breakdown is the run's.
             tb = breakdown_of(rec, peak)

@@ -16,6 +16,8 @@ run and pairs their rounds.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import contextlib
 import os
 import re
@@ -29,7 +31,7 @@ from pathlib import Path
 import tebench
 from tebench.analysis import compare
 from tebench.plan import schedule as plan_schedule
-from tebench.plan.environment import Environment, ProbeError, probe
+from tebench.plan.environment import ProbeError, probe
 from tebench.plan.matrix import Matrix
 from tebench.report.compare_markdown import to_markdown
 from tebench.run import runner
@@ -44,6 +46,9 @@ from tebench.store import atomic
 from tebench.store import reader as results
 from tebench.store.writer import Writer
 from tebench.errors import TebenchError
+
+if TYPE_CHECKING:  # the type only: --help builds the parser without pydantic
+    from tebench.schema.environment import Environment
 
 SIDES = ("base", "head")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -13,14 +13,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TYPE_CHECKING
 import tebench
 from tebench import envvars
 from tebench.run import caches
 from tebench.analysis import parity
 from tebench.store import reader as results
 from tebench.store.writer import Writer
-from tebench.plan.environment import Environment
 from tebench.errors import StorageError
 from tebench.plan.matrix import Case
 from tebench.schema import protocol
@@ -34,6 +33,9 @@ from tebench.run.prestart import Spare, launch_bound, preload_for
 from tebench.run.records import build_record, measurements
 from tebench.schema.records import CaseResult, Device, Launch, Measurements
 from tebench.run.options import RunOptions, launch_method, resolve_options
+
+if TYPE_CHECKING:  # the type only: --help builds the parser without pydantic
+    from tebench.schema.environment import Environment
 
 
 SLUG_MAX_CHARS = 120

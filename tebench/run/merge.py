@@ -143,7 +143,7 @@ def join(paths: list[str | Path], out: str | Path, rejudge: bool = False) -> Mer
         head = run.header
         checks = [
             ("matrix", head.matrix.sha256 if head.matrix else None, ref.matrix.sha256 if ref.matrix else None),
-            ("tebench commit", head.environment.get("git_commit"), ref.environment.get("git_commit")),
+            ("tebench commit", head.environment.git_commit, ref.environment.git_commit),
             ("rounds", head.rounds, ref.rounds),
             ("shard count", _shard(head, path)[1], _shard(ref, paths[0])[1]),
         ]
@@ -176,8 +176,8 @@ def join(paths: list[str | Path], out: str | Path, rejudge: bool = False) -> Mer
         "shard": None,
         "case_ids": list(dict.fromkeys(c for r in runs for c in r.header.case_ids or [])),
         "merged_from": [{"path": str(p), "run_id": r.run_id, "shard": r.header.shard,
-                         "device": (r.header.environment.get("gpus") or [{}])[0].get("name"),
-                         "host": r.header.environment.get("hostname")}
+                         "device": gpu.name if (gpu := r.header.environment.gpu) is not None else None,
+                         "host": r.header.env.hostname if r.header.env is not None else None}
                         for p, r in zip(paths, runs)],
         "missing_shards": missing,
         "missing_cases": missing_cases,

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tebench.plan.environment import Environment
 from tebench.run.prestart import default_prestart_depth
+
+if TYPE_CHECKING:  # the type only: --help builds the parser without pydantic
+    from tebench.schema.environment import Environment
 
 @dataclass
 class RunOptions:

@@ -104,7 +104,7 @@ def default_prestart_depth(devices: int = 1, cpus: int | None = None) -> int:
     get fewer workers, so that imports do not crowd the case being timed.
     """
     if cpus is None:
-        from tebench.plan.environment import usable_cpus  # the runner's question: a case's worker never asks it
+        from tebench.cpus import usable_cpus  # the runner's question: a case's worker never asks it
 
         cpus = usable_cpus()
     share = cpus // (CPUS_PER_PRESTARTED_WORKER * max(1, devices))

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 from tebench.analysis import breakdown, parity
-from tebench.plan.environment import Environment
 from tebench.plan.modes import MODES, fp8_library, is_fp8
 from tebench.plan.schedule import Planned
 from tebench.schema.records import CaseInfo, CaseResult, Device, Measurements, Summary, Throughput
 from tebench.schema.version import RecordError
 from tebench.workloads import SPECS
+
+if TYPE_CHECKING:  # the type only: --help builds the parser without pydantic
+    from tebench.schema.environment import Environment
 
 
 def measurements(raw: Any) -> Measurements:

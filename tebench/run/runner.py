@@ -18,12 +18,11 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TYPE_CHECKING
 import tebench
 from tebench.run import caches
 from tebench.store import reader as results
 from tebench.store.writer import Writer
-from tebench.plan.environment import Environment
 from tebench.errors import RunError
 from tebench.escape import for_terminal
 from tebench.plan.matrix import Case, Matrix, expand
@@ -36,6 +35,9 @@ from tebench.run.options import RunOptions, launch_method, resolve_options
 from tebench.run.prestart import upcoming_cases
 from tebench.run.resume import resume_state
 from tebench.schema.records import CaseResult, RunHeader
+
+if TYPE_CHECKING:  # the type only: --help builds the parser without pydantic
+    from tebench.schema.environment import Environment
 
 
 def run(matrix: Matrix, env: Environment, opts: RunOptions,

@@ -458,4 +458,8 @@ def _range_words(kind_: str, ctx: dict[str, Any], value: Any) -> str:
 def _length_words(ctx: dict[str, Any]) -> str:
     if ctx.get("min_length") == 1 and "max_length" not in ctx:
         return "must hold at least one value"
+    if "max_length" not in ctx:
+        return f"must hold at least {ctx.get('min_length')} values"
+    if "min_length" not in ctx:
+        return f"must hold at most {ctx.get('max_length')} values"
     return f"must hold {ctx.get('min_length')} to {ctx.get('max_length')} values"

@@ -33,6 +33,7 @@ from pydantic import field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from tebench.schema import version as versions
+from tebench.schema.environment import Environment, PeakRates
 from tebench.schema.model import AnyNum, Bool, Int, Limits, Num, OneOf, Part, Str, field, kind
 from tebench.schema.version import SCHEMA, STATUSES, RecordError, check_version
 from tebench.schema.vocabulary import AMAX_ALGOS, FORMATS, JUDGED, PARALLEL
@@ -175,7 +176,7 @@ class Throughput(Part):
     mfu_basis: Str | None = field(None, "Which peak MFU is against, and its source.")
 
     @classmethod
-    def of(cls, median_ms: float, tokens: float, flops: float, peak: dict[str, Any] | None,
+    def of(cls, median_ms: float, tokens: float, flops: float, peak: PeakRates | None,
            nproc: int = 1) -> "Throughput":
         """Tokens/s, achieved TFLOP/s and MFU from the median step time.
 
@@ -185,7 +186,7 @@ class Throughput(Part):
         """
         seconds = median_ms / 1000.0
         tflops = _rate(flops / seconds / 1e12) if seconds > 0 and flops > 0 else None
-        peak_bf16 = peak.get("bf16") if peak else None
+        peak_bf16 = peak.bf16 if peak else None
         mfu = tflops / (peak_bf16 * nproc) if (tflops is not None and peak_bf16) else None
         # Every key is stored, a null rate included, in this order: from an object.
         throughput: Throughput = cls.from_dict({
@@ -194,13 +195,13 @@ class Throughput(Part):
             "flops_per_step": flops,
             "tflops": tflops,
             "mfu": mfu,
-            "mfu_basis": (f"dense BF16 peak {peak_bf16} TFLOP/s x {nproc} GPU(s) ({peak.get('source')})"
+            "mfu_basis": (f"dense BF16 peak {peak_bf16} TFLOP/s x {nproc} GPU(s) ({peak.source})"
                           if mfu and peak else None),
         })
         return throughput
 
     @classmethod
-    def at(cls, stored: "Throughput | None", median_ms: float | None, peak: dict[str, Any] | None,
+    def at(cls, stored: "Throughput | None", median_ms: float | None, peak: PeakRates | None,
            nproc: int | None) -> "Throughput":
         """The rates of a case whose stored part is ``stored``, at ``median_ms``: from its tokens and FLOPs
         per step; the stored part itself (empty where there is none) without a step time or tokens."""
@@ -978,6 +979,10 @@ class ShardSource(Part):
     host: Str | None = field(None, "The host it ran on.")
 
 
+_UNRECORDED = Environment.from_dict({"device_type": "cpu"})
+"""The environment of a header that stores none: every field at its default, the CPU's model unknown."""
+
+
 class RunHeader(Part):
     """A run's header line: identity, command, matrix and environment."""
 
@@ -1005,7 +1010,7 @@ class RunHeader(Part):
     compile_cache: CompileCache | None = field(None, "The compile cache the run began with.")
     load_average: list[Num] | None = field(None, "The machine's load average (1, 5, 15 minutes) when the run "
                                                "started: step times on a shared CPU follow it.")
-    env: dict[str, Any] | None = field(None, "The machine, as the probe found it (plan.environment.Environment).")
+    env: Environment | None = field(None, "The machine, as the probe found it.")
     ab: SideInfo | None = field(None, "tebench ab: which side this run was.")
     merged_from: list[ShardSource] | None = field(None, "tebench merge: the shards this run was made from.")
     missing_shards: list[Any] | None = field(None, "tebench merge: shards of the plan that were not given.")
@@ -1024,18 +1029,19 @@ class RunHeader(Part):
         return shard
 
     @property
-    def environment(self) -> dict[str, Any]:
-        return self.env or {}
+    def environment(self) -> Environment:
+        """The machine the run was on; a header without one reads as an unrecorded CPU."""
+        return self.env if self.env is not None else _UNRECORDED
 
     @property
     def device(self) -> str:
-        """The first GPU's name, or ``CPU (<cpu>)``."""
-        gpus = self.environment.get("gpus") or []
-        return gpus[0]["name"] if gpus else f"CPU ({self.environment.get('cpu') or 'unknown'})"
+        """The first GPU's name, or ``CPU (<cpu>)`` (:attr:`Environment.device_name`)."""
+        return self.environment.device_name
 
     @property
-    def peak_tflops(self) -> dict[str, Any] | None:
-        return self.environment.get("peak_tflops")
+    def peak_tflops(self) -> PeakRates | None:
+        """The datasheet peaks MFU is computed against, None for an unknown GPU."""
+        return self.environment.peak_tflops
 
     @property
     def matrix_name(self) -> str | None:

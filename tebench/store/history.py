@@ -140,7 +140,7 @@ def _rows(run: JudgedRun) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
     """The run's row and its cases' rows, every value checked before the database is opened."""
     header = run.header
     header_row = (run.run_id, header.created or "", time.strftime("%Y-%m-%dT%H:%M:%S%z"), header.device,
-                  header.matrix_name, header.environment.get("git_commit"), json.dumps(header.to_dict()))
+                  header.matrix_name, header.environment.git_commit, json.dumps(header.to_dict()))
     _checked(header_row, _RUN_COLUMNS, run.path, lambda r: r.get("type") == "header", "header")
     case_rows = []
     for rec in run.cases:

@@ -17,18 +17,14 @@ from typing import Any, Iterator
 
 from pydantic.fields import FieldInfo
 
-from tebench.plan.environment import Environment
 from tebench.plan.modes import MODES
 from tebench.plan.recipes import RECIPES
-from tebench.plan.record_checks import as_model
 from tebench.schema import records
 from tebench.schema.model import MAX_EXACT, Part
 
 ROOTS: tuple[tuple[str, type[Part]], ...] = (("The header line", records.RunHeader),
                                              ("A case record", records.CaseResult))
 """The two kinds of line of a results file, in the order a file holds them."""
-SHAPES: dict[tuple[type[Part], str], type[Part]] = {(records.RunHeader, "env"): as_model(Environment)}
-"""Fields stored as a plain object whose shape the plan checks (:mod:`tebench.plan.record_checks`)."""
 CHOICES: dict[str, tuple[str, ...]] = {records.CaseInfo.model_fields["mode"].description or "": tuple(MODES),
                                        records.FP8Info.model_fields["recipe"].description or "": tuple(RECIPES)}
 """The vocabularies the plan checks a record's words against, by the field's doc."""
@@ -91,7 +87,10 @@ def _limits(f: FieldInfo) -> str:
             out.append(f"≥ {m.ge:g}")
         if getattr(m, "le", None) is not None and abs(m.le) < MAX_EXACT:
             out.append(f"≤ {m.le:g}")
-    for m in _item_limits(_hint(f)):
+    lengths = [getattr(m, k) for m in f.metadata for k in ("min_length", "max_length") if hasattr(m, k)]
+    if len(lengths) == 2 and lengths[0] == lengths[1]:
+        out.append(f"{lengths[0]} values")
+    for m in _item_limits(f.annotation):
         out.append(f"each ≥ {m:g}")
     if "AnyNum" in _spelled(_hint(f)):
         out.append("NaN and ±inf allowed")
@@ -150,9 +149,8 @@ def _parts(roots: tuple[tuple[str, type[Part]], ...]) -> Iterator[tuple[str, typ
             return
         seen.add(cls)
         yield title, cls
-        for name, f in cls.model_fields.items():
-            shape = SHAPES.get((cls, name))
-            for part in _nested(_hint(f)) + ([shape] if shape else []):
+        for f in cls.model_fields.values():
+            for part in _nested(_hint(f)):
                 yield from walk(part.__name__, part)
 
     for title, cls in roots:

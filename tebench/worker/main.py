@@ -130,9 +130,11 @@ def _device(torch: Any) -> Any:
 
 def _device_info(torch: Any, device: Any) -> dict[str, Any]:
     if device.type != "cuda":
-        from tebench.plan.environment import cpu_device_name
+        from tebench.plan.environment import cpu_model
+        from tebench.schema.environment import cpu_device_name
 
-        return {"type": "cpu", "name": cpu_device_name(), "index": None}
+        # The one naming rule of a CPU, the same in skip records, measured ones and the header.
+        return {"type": "cpu", "name": cpu_device_name(cpu_model()), "index": None}
     props = torch.cuda.get_device_properties(device)
     return {
         "type": "cuda",

@@ -18,8 +18,10 @@ import sys
 import time
 from collections.abc import Mapping
 from typing import Any
+from tebench import __version__
 from tebench.plan.peak_tflops import peak_for
-from tebench.plan.environment import cpu_model, ENV_PREFIXES, Environment, GPU, Support, TE_API, TE_RECIPE_CLASSES, _git_state
+from tebench.plan.environment import cpu_model, ENV_PREFIXES, TE_API, TE_RECIPE_CLASSES, _git_state
+from tebench.schema.environment import Environment, GPU, Support
 
 
 
@@ -75,17 +77,17 @@ def _compile_support(device_type: str) -> Support:
         import torch._dynamo  # noqa: F401
         import torch._inductor  # noqa: F401
     except Exception as exc:  # pragma: no cover - depends on the torch build
-        return Support(False, f"torch.compile unavailable: {exc}")
+        return Support.no(f"torch.compile unavailable: {exc}")
     if device_type == "cuda":
         try:
             import triton  # noqa: F401
         except Exception as exc:
-            return Support(False, f"torch.compile on CUDA needs Triton, which does not import: {exc}")
+            return Support.no(f"torch.compile on CUDA needs Triton, which does not import: {exc}")
         problem = triton_c_compiler_problem()
-        return Support(False, problem) if problem else Support(True)
+        return Support.no(problem) if problem else Support.yes()
     if not (shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")):
-        return Support(False, "torch.compile on the CPU needs a C++ compiler (g++/clang++), none found on PATH")
-    return Support(True)
+        return Support.no("torch.compile on the CPU needs a C++ compiler (g++/clang++), none found on PATH")
+    return Support.yes()
 
 
 def _te_support(env: Environment) -> None:
@@ -96,7 +98,7 @@ def _te_support(env: Environment) -> None:
     except Exception as exc:
         env.te_error = f"{type(exc).__name__}: {exc}".strip()
         reason = f"Transformer Engine is not importable ({env.te_error.splitlines()[0][:200]})"
-        env.fp8 = env.fp8_block = env.mxfp8 = env.nvfp4 = Support(False, reason)
+        env.fp8 = env.fp8_block = env.mxfp8 = env.nvfp4 = Support.no(reason)
         return
     env.te = getattr(transformer_engine, "__version__", "unknown")
     from transformer_engine.common import recipe as te_recipe
@@ -105,7 +107,7 @@ def _te_support(env: Environment) -> None:
     env.te_api = [name for name in TE_API if hasattr(te, name)]
     if env.device_type != "cuda":
         reason = "no CUDA device"
-        env.fp8 = env.fp8_block = env.mxfp8 = env.nvfp4 = Support(False, reason)
+        env.fp8 = env.fp8_block = env.mxfp8 = env.nvfp4 = Support.no(reason)
         return
     for attr, fn_name in (
         ("fp8", "is_fp8_available"),
@@ -115,13 +117,13 @@ def _te_support(env: Environment) -> None:
     ):
         fn = getattr(te, fn_name, None)
         if fn is None:
-            setattr(env, attr, Support(False, f"TE {env.te} has no {fn_name}()"))
+            setattr(env, attr, Support.no(f"TE {env.te} has no {fn_name}()"))
             continue
         try:
             ok, why = fn(return_reason=True)
         except Exception as exc:
             ok, why = False, f"{fn_name}() raised {type(exc).__name__}: {exc}"
-        setattr(env, attr, Support(bool(ok), "" if ok else str(why)))
+        setattr(env, attr, Support(ok=bool(ok), reason="" if ok else str(why)))
 
 
 def _torchao_support(env: Environment) -> None:
@@ -140,7 +142,7 @@ def _torchao_support(env: Environment) -> None:
     except metadata.PackageNotFoundError:
         env.torchao_error = "not installed"
         return
-    if pair_problem(env.torchao, env.torch):
+    if pair_problem(env.torchao, env.torch or ""):
         return  # the gate says why, from the two versions
     try:
         from torchao.float8.config import Float8LinearRecipeName
@@ -169,7 +171,7 @@ def detect() -> Environment:
     """Detect the machine in this process. Initializes CUDA: call it in a child."""
     import torch
 
-    env = Environment(device_type="cpu")
+    env = Environment(device_type="cpu", tebench=__version__)
     env.torch = torch.__version__
     env.cuda = torch.version.cuda
     env.python = sys.version.split()[0]
@@ -189,11 +191,12 @@ def detect() -> Environment:
     _te_support(env)
     if torch.cuda.is_available():
         env.device_type = "cuda"
+        gpus = []
         for i in range(torch.cuda.device_count()):
             props = torch.cuda.get_device_properties(i)
-            env.gpus.append(
-                GPU(i, props.name, (props.major, props.minor), props.total_memory, props.multi_processor_count)
-            )
+            gpus.append(GPU(index=i, name=props.name, capability=[props.major, props.minor],
+                            memory_bytes=props.total_memory, multiprocessors=props.multi_processor_count))
+        env.gpus = gpus
         env.bf16 = bool(torch.cuda.is_bf16_supported())
         try:
             if torch.backends.cudnn.is_available():
@@ -203,8 +206,7 @@ def detect() -> Environment:
             # still run, but the user should know (docs/guide/install.md: CUDNN_PATH).
             env.cudnn = f"unusable by torch: {str(exc).splitlines()[0][:300]}"
         env.driver, env.gpu_clocks = _nvidia_smi()
-        peak = peak_for(env.gpus[0].name)
-        env.peak_tflops = peak.to_dict() if peak else None
+        env.peak_tflops = peak_for(gpus[0].name) if gpus else None
     else:
         env.bf16 = True  # CPU autocast is bf16
     env.compile = _compile_support(env.device_type)
@@ -212,9 +214,9 @@ def detect() -> Environment:
     try:
         from torch.distributed.fsdp import fully_shard  # noqa: F401
 
-        env.fsdp2 = Support(True)
+        env.fsdp2 = Support.yes()
     except ImportError:
-        env.fsdp2 = Support(False, f"torch {torch.__version__} has no FSDP2 (torch.distributed.fsdp.fully_shard)")
+        env.fsdp2 = Support.no(f"torch {torch.__version__} has no FSDP2 (torch.distributed.fsdp.fully_shard)")
     return env
 
 

@@ -9,7 +9,6 @@ sizes whose names read the same run at once.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import subprocess
@@ -26,8 +25,8 @@ from conftest import CPU_ENV, FIXTURES, MICRO_GPT, ROOT, read_jsonl, unsaid
 from tebench.run import ab
 from tebench.plan import environment as detect
 from tebench.plan import matrix
-from tebench.plan.environment import GPU
 from tebench.errors import RunError
+from tebench.schema.environment import GPU
 from tebench.run import runner
 from tebench.run.executor import slug
 from tebench.run.options import RunOptions
@@ -149,7 +148,7 @@ def test_a_locked_run_directory_is_refused_by_every_writer(command, done_run, ma
 
 
 def test_ab_locks_its_side_directories(tmp_path, mat_file, stub_cli, stub_worker, monkeypatch):
-    monkeypatch.setattr(ab, "probe", lambda *a, **k: dataclasses.replace(CPU_ENV))
+    monkeypatch.setattr(ab, "probe", lambda *a, **k: CPU_ENV.model_copy())
     out = tmp_path / "ab"
     (out / "base").mkdir(parents=True)
     with lock_out(out / "base", "tebench holder"):
@@ -189,7 +188,7 @@ def test_run_dir_of(tmp_path, done_run):
 
 
 def test_a_refused_run_leaves_no_new_directory(tmp_path, mat_file, stub_cli, monkeypatch):
-    one_gpu = dataclasses.replace(CPU_ENV, device_type="cuda", gpus=[GPU(0, "test", (9, 0), 1 << 30, 100)])
+    one_gpu = CPU_ENV.model_copy(update={"device_type": "cuda", "gpus": [GPU(index=0, name="test", capability=[9, 0], memory_bytes=1 << 30, multiprocessors=100)]})
     monkeypatch.setattr(detect, "probe", lambda *a, **k: one_gpu)
     out = tmp_path / "new" / "out"
     proc = stub_cli("run", str(mat_file), "--out", str(out), "--devices", "0,1", "--quiet")
@@ -199,9 +198,9 @@ def test_a_refused_run_leaves_no_new_directory(tmp_path, mat_file, stub_cli, mon
 
 
 def test_ab_device_beyond_the_visible_gpus_is_refused(tmp_path, mat_file, stub_cli, stub_worker, monkeypatch):
-    one_gpu = dataclasses.replace(CPU_ENV, device_type="cuda", gpus=[GPU(0, "test", (9, 0), 1 << 30, 100)])
+    one_gpu = CPU_ENV.model_copy(update={"device_type": "cuda", "gpus": [GPU(index=0, name="test", capability=[9, 0], memory_bytes=1 << 30, multiprocessors=100)]})
     # Restricted to the device asked for, torch sees no GPU; unrestricted, one.
-    monkeypatch.setattr(ab, "probe", lambda *a, cached=False, **k: one_gpu if cached else dataclasses.replace(CPU_ENV))
+    monkeypatch.setattr(ab, "probe", lambda *a, cached=False, **k: one_gpu if cached else CPU_ENV.model_copy())
     out = tmp_path / "ab"
     proc = stub_cli("ab", str(mat_file), "--out", str(out), "--device", "3", "--rounds", "1", "--quiet",
                     "--base-python", stub_worker, "--head-python", stub_worker)

@@ -94,7 +94,7 @@ def test_run_records_everything_and_skips_te_with_reasons(tiny, tmp_path, tebenc
         assert typed.to_dict() == rec and list(typed.to_dict()) == list(rec)
         if typed.timing:
             assert typed.median_ms == rec["timing"]["stats"]["median"]
-            rates = CaseRounds([typed], head["env"].get("peak_tflops")).throughput()
+            rates = CaseRounds([typed], RunHeader.from_dict(head).peak_tflops).throughput()
             assert rates.to_dict() == rec["throughput"]
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from conftest import FIXTURES, ROOT
 from tebench.plan import environment as detect
+from tebench.schema.environment import Environment, Support
 
 # Runs the CLI with an import hook that makes torch (and TE) impossible to import.
 NO_TORCH = textwrap.dedent("""
@@ -73,8 +74,8 @@ def test_report_compare_merge_history_work_without_torch(tmp_path):
 def test_list_uses_the_cached_probe_without_torch(tmp_path):
     env = {"TEBENCH_CACHE_DIR": str(tmp_path / "cache")}
     key = no_torch("--machine-key", env=env).stdout.strip()  # torch "absent" is part of the machine's identity
-    cached = detect.Environment(device_type="cpu", torch="2.x", cpu="cached CPU", bf16=True,
-                                compile=detect.Support(False, "not in this test"))
+    cached = Environment(device_type="cpu", torch="2.x", cpu="cached CPU", bf16=True,
+                         compile=Support.no("not in this test"))
     (tmp_path / "cache").mkdir()
     (tmp_path / "cache" / f"env-{key}.json").write_text(json.dumps(cached.to_dict()))
     proc = no_torch("list", "--preset", "smoke", env=env)
@@ -96,7 +97,7 @@ def test_probe_answer_is_cached_per_machine_key(tmp_path, monkeypatch):
 
     def fake(timeout, python, environ=None):
         calls.append(python)
-        return detect.Environment(device_type="cpu", cpu=f"probe {len(calls)}"), True
+        return Environment(device_type="cpu", cpu=f"probe {len(calls)}"), True
 
     monkeypatch.setattr(detect, "_run_probe", fake)
     assert detect.probe(cached=True).cpu == "probe 1"

@@ -24,7 +24,7 @@ expects:
 * a value that fits its field is ``kept``, and reads back unchanged.
 
 A field has a kind when tebench declares it (the dataclasses of
-``tebench.schema.records``, ``tebench.plan.environment.Environment`` and ``GPU``, ``Case``,
+``tebench.schema.records``, ``tebench.schema.environment.Environment`` and ``GPU``, ``Case``,
 ``Settings`` and ``FP8Options``) or a reader uses it (the phases, the FP8
 state the charts draw, the ranks' tokens/s, the compile cache's state, the
 GPU clocks). Any other field (``setup``, a device's ``assigned``, the matrix
@@ -316,7 +316,7 @@ def case_fields() -> dict[str, Kind]:
 @lru_cache(maxsize=1)
 def header_fields() -> dict[str, Kind]:
     """Field path pattern -> kind, for a header record."""
-    support = OBJECT(required=("ok",))
+    support = OBJECT(required=("ok",), null="bad")
     fields = {
         "schema": ENUM("tebench.results", null="bad"),
         "schema_version": _k("int", null="bad"),
@@ -356,7 +356,8 @@ def header_fields() -> dict[str, Kind]:
         # Environment's one field without a default: what every gate and view keys on.
         "env": OBJECT(required=("device_type",)),
         "env.device_type": ENUM("cpu", "cuda", null="bad"),
-        "env.gpus": LIST(OBJECT(null="bad", required=("index", "name", "capability", "memory_bytes"))),
+        # The environment's lists, tables and support flags are never null (the probe always fills them).
+        "env.gpus": LIST(OBJECT(null="bad", required=("index", "name", "capability", "memory_bytes")), null="bad"),
         "env.gpus[]": OBJECT(null="bad", required=("index", "name", "capability", "memory_bytes")),
         "env.gpus[].index": _k("int", min=0, null="bad"),
         "env.gpus[].name": TEXT,
@@ -370,9 +371,9 @@ def header_fields() -> dict[str, Kind]:
         "env.driver": STR,
         "env.te": STR,
         "env.te_error": STR,
-        "env.te_recipes": LIST(TEXT),
+        "env.te_recipes": LIST(TEXT, null="bad"),
         "env.te_recipes[]": TEXT,
-        "env.te_api": LIST(TEXT),
+        "env.te_api": LIST(TEXT, null="bad"),
         "env.te_api[]": TEXT,
         **{f"env.{name}": support for name in ("fp8", "fp8_block", "mxfp8", "nvfp4", "compile", "fsdp2")},
         **{f"env.{name}.ok": _k("bool", null="bad") for name in ("fp8", "fp8_block", "mxfp8", "nvfp4", "compile",
@@ -384,10 +385,10 @@ def header_fields() -> dict[str, Kind]:
         "env.cpu": STR,
         "env.cpu_count": COUNT,
         "env.hostname": STR,
-        "env.gpu_clocks": MAP(MAP(STR)),
+        "env.gpu_clocks": MAP(MAP(STR), null="bad"),
         "env.gpu_clocks.*": MAP(STR, null="bad"),
         "env.gpu_clocks.*.*": STR,
-        "env.env_vars": MAP(TEXT),
+        "env.env_vars": MAP(TEXT, null="bad"),
         "env.env_vars.*": TEXT,
         "env.tebench": STR,
         "env.git_commit": STR,

@@ -405,7 +405,7 @@ FP8_PROOF_RECIPES = [FP8Options("delayed", "HYBRID", 16, "max"), FP8Options("cur
 
 
 def _built(case: Case, raw) -> "CaseResult":  # noqa: F821
-    from tebench.plan.environment import Environment
+    from tebench.schema.environment import Environment
     from tebench.plan.schedule import Planned
     from tebench.run.records import build_record
 

@@ -10,7 +10,7 @@ import io
 import json
 from pathlib import Path
 
-from tebench.plan.environment import Environment
+from tebench.schema.environment import Environment
 from tebench.run.display import Display
 from tebench.run.executor import Executor
 from tebench.run.options import RunOptions

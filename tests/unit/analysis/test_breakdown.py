@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tebench.analysis import breakdown, memory
-from tebench.plan.environment import Environment
+from tebench.schema.environment import Environment, PeakRates
 from tebench.plan.matrix import Case, Settings
 from tebench.plan.recipes import FP8Options
 from tebench.plan.schedule import Planned
@@ -19,7 +19,7 @@ from tebench.schema.records import Kernels, Measurements, Memory, ModuleCensus
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "kernels" / "h200.json"
 H200 = json.loads(FIXTURE.read_text())["kernels"]
-PEAK = {"bf16": 989.4, "fp8": 1978.9, "fp32": 66.9}
+PEAK = PeakRates(match="H200", bf16=989.4, fp8=1978.9, fp32=66.9, source="test")
 
 
 # --- the rules, on the names an H200 ran --------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tebench.analysis import breakdown
-from tebench.plan.environment import Environment
+from tebench.schema.environment import Environment
 from tebench.plan.matrix import Case, Settings
 from tebench.plan.recipes import FP8Options
 from tebench.plan.schedule import Planned

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tebench.analysis import stats
+from tebench.schema.environment import PeakRates
 from tebench.schema.records import Summary, Throughput
 
 
@@ -22,7 +23,7 @@ def test_summary_of_samples():
 
 
 def test_mfu_needs_a_known_peak():
-    peak = {"bf16": 1000.0, "source": "test"}
+    peak = PeakRates(match="test", bf16=1000.0, fp32=1.0, source="test")
     t = Throughput.of(median_ms=10.0, tokens=4096, flops=5e12, peak=peak)
     assert t.tokens_per_s == 409600 and abs(t.tflops - 500) < 1e-9 and abs(t.mfu - 0.5) < 1e-12
     assert Throughput.of(10.0, 4096, 5e12, None).mfu is None
@@ -48,11 +49,11 @@ def _throughput_as_stored_before(median_ms, tokens, flops, peak, nproc=1):
     """The object ``throughput`` returned before it returned a Throughput."""
     seconds = median_ms / 1000.0
     tflops = flops / seconds / 1e12 if seconds > 0 and flops > 0 else None
-    peak_bf16 = peak.get("bf16") if peak else None
+    peak_bf16 = peak.bf16 if peak else None
     mfu = tflops / (peak_bf16 * nproc) if (tflops is not None and peak_bf16) else None
     return {"tokens_per_step": tokens, "tokens_per_s": tokens / seconds if seconds > 0 else None,
             "flops_per_step": flops, "tflops": tflops, "mfu": mfu,
-            "mfu_basis": (f"dense BF16 peak {peak_bf16} TFLOP/s x {nproc} GPU(s) ({peak.get('source')})"
+            "mfu_basis": (f"dense BF16 peak {peak_bf16} TFLOP/s x {nproc} GPU(s) ({peak.source})"
                           if mfu and peak else None)}
 
 
@@ -63,10 +64,13 @@ def test_summary_writes_the_object_stored_before(samples):
     assert list(written.items()) == list(_summary_as_stored_before(samples).items())
 
 
-@pytest.mark.parametrize("args", [(10.0, 4096, 5e12, {"bf16": 1000.0, "source": "test"}, 1),
-                                  (10.0, 4096, 5e12, {"bf16": 989.0, "source": "datasheet"}, 4),
-                                  (10.0, 4096, 5e12, None, 1), (10.0, 4096, 0.0, {"bf16": 1.0}, 1),
-                                  (0.0, 4096, 5e12, {"bf16": 1.0}, 1)])
+def _peak(bf16, source="test"):
+    return PeakRates(match="test", bf16=bf16, fp32=1.0, source=source)
+
+
+@pytest.mark.parametrize("args", [(10.0, 4096, 5e12, _peak(1000.0), 1), (10.0, 4096, 5e12, _peak(989.0, "datasheet"), 4),
+                                  (10.0, 4096, 5e12, None, 1), (10.0, 4096, 0.0, _peak(1.0), 1),
+                                  (0.0, 4096, 5e12, _peak(1.0), 1)])
 def test_throughput_writes_the_object_stored_before(args):
     """Same keys, same order, same values, its nulls included."""
     written = Throughput.of(*args).to_dict()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import unsaid
-from tebench.plan.environment import GPU, Environment, Support
+from tebench.schema.environment import GPU, Environment, Support
 from tebench.plan.gates import gate_case
 from tebench.plan.matrix import Case
 from tebench.plan.modes import MODES
@@ -16,16 +16,16 @@ GPT = (("vocab", 96), ("d_model", 768), ("heads", 12), ("layers", 4), ("ffn", 30
 
 
 def gpu_env(cc=(9, 0), te="2.20.2", fp8=True, gpus=1) -> Environment:
-    env = Environment(device_type="cuda", gpus=[GPU(i, "NVIDIA H200", cc, 141 << 30, 132) for i in range(gpus)])
+    env = Environment(device_type="cuda", gpus=[GPU(index=i, name="NVIDIA H200", capability=list(cc), memory_bytes=141 << 30, multiprocessors=132) for i in range(gpus)])
     env.te = te
     env.te_recipes = [s.te_class for s in RECIPES.values()]
     env.te_api = ["autocast", "quantized_model_init", "make_graphed_callables"]
-    env.fp8 = Support(fp8, "" if fp8 else "Device compute capability 8.9 or higher required for FP8 execution.")
-    env.fp8_block = Support(True)
-    env.mxfp8 = Support(False, "Device compute capability 10.0 or higher required for MXFP8 execution.")
-    env.nvfp4 = Support(False, "Device compute capability 10.0 or higher required for NVFP4 execution.")
-    env.compile = Support(True)
-    env.fsdp2 = Support(True)
+    env.fp8 = Support(ok=fp8, reason="" if fp8 else "Device compute capability 8.9 or higher required for FP8 execution.")
+    env.fp8_block = Support.yes()
+    env.mxfp8 = Support.no("Device compute capability 10.0 or higher required for MXFP8 execution.")
+    env.nvfp4 = Support.no("Device compute capability 10.0 or higher required for NVFP4 execution.")
+    env.compile = Support.yes()
+    env.fsdp2 = Support.yes()
     return env
 
 
@@ -34,7 +34,7 @@ def case(mode: str, fp8: FP8Options | None = None, dims=GPT, **kw) -> Case:
 
 
 def test_cpu_runs_pytorch_and_skips_te_with_reason():
-    env = Environment(device_type="cpu", compile=Support(True))
+    env = Environment(device_type="cpu", compile=Support.yes())
     assert gate_case(case("PT-FP32"), env) is None
     assert gate_case(case("PT-AMP"), env) is None
     assert "CUDA GPU" in gate_case(case("TE-BF16"), env)
@@ -42,7 +42,7 @@ def test_cpu_runs_pytorch_and_skips_te_with_reason():
 
 
 def test_compile_gate_reports_the_missing_backend():
-    env = Environment(device_type="cpu", compile=Support(False, "no C++ compiler"))
+    env = Environment(device_type="cpu", compile=Support.no("no C++ compiler"))
     assert gate_case(case("PT-AMP+compile"), env) == "no C++ compiler"
 
 
@@ -79,7 +79,7 @@ def test_fp8_needs_dims_divisible_by_16():
 
 
 def test_graphs_and_parallel_gates():
-    cpu = Environment(device_type="cpu", compile=Support(True), fsdp2=Support(True))
+    cpu = Environment(device_type="cpu", compile=Support.yes(), fsdp2=Support.yes())
     assert "CUDA graphs" in gate_case(case("PT-AMP", graphs=True), cpu)
     assert gate_case(case("PT-AMP", parallel="ddp", nproc=2), cpu) is None  # gloo on the CPU
     reason = gate_case(case("PT-AMP", parallel="ddp", nproc=2), gpu_env())
@@ -93,7 +93,7 @@ def test_every_mode_has_the_gate_answer_its_registry_entry_implies(name):
     if mode.fp8 == "torchao":
         pytest.skip("AO-FP8's gate: tests/unit/plan/test_torchao_modes.py (it needs torchao and a GPU)")
     fp8 = FP8Options() if mode.fp8 else None
-    cpu = Environment(device_type="cpu", compile=Support(True))
+    cpu = Environment(device_type="cpu", compile=Support.yes())
     no_te = gpu_env()
     no_te.te, no_te.te_error = None, "No module named 'transformer_engine'"
     if mode.family == "pt":
@@ -107,5 +107,5 @@ def test_every_mode_has_the_gate_answer_its_registry_entry_implies(name):
     # An H200 with TE and FP8 runs every mode (the default delayed recipe included).
     assert gate_case(case(name, fp8), gpu_env()) is None
     if mode.compile:
-        broken = Environment(device_type="cpu", compile=Support(False, "no C++ compiler"))
+        broken = Environment(device_type="cpu", compile=Support.no("no C++ compiler"))
         assert gate_case(case(name, fp8), broken) == "no C++ compiler"

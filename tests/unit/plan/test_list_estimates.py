@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tebench.plan.environment import Environment
+from tebench.schema.environment import Environment
 from tebench.plan.matrix import Case, Settings
 from tebench.plan.shards import estimate_cost, estimate_seconds
 

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import unsaid
 from tebench.plan import modes, torchao_support
-from tebench.plan.environment import Environment, Support
+from tebench.schema.environment import Environment, Support
 from tebench.plan.gates import gate_case
 from tebench.plan.matrix import Case, MatrixError, expand, load
 from tebench.plan.modes import MODES
@@ -122,14 +122,14 @@ def test_gate_refuses_with_the_reason(env, words):
 
 
 def test_gate_on_a_cpu_and_without_a_compiler():
-    cpu = Environment(device_type="cpu", compile=Support(True), torch="2.13.0+cpu", torchao="0.18.0")
+    cpu = Environment(device_type="cpu", compile=Support.yes(), torch="2.13.0+cpu", torchao="0.18.0")
     assert unsaid(gate_case(ao_case(), cpu) or "", "needs a CUDA GPU", "torchao", "CUDA-only") == []
     # Without torchao too, the CPU decides: installing torchao would not make it run there.
-    bare = Environment(device_type="cpu", compile=Support(True), torch="2.13.0+cpu", torchao=None)
+    bare = Environment(device_type="cpu", compile=Support.yes(), torch="2.13.0+cpu", torchao=None)
     assert gate_case(ao_case(), bare).startswith("AO-FP8 needs a CUDA GPU") and "pip install" not in gate_case(
         ao_case(), bare)
     broken = ao_env()
-    broken.compile = Support(False, "torch.compile on CUDA needs Triton, which does not import: x")
+    broken.compile = Support.no("torch.compile on CUDA needs Triton, which does not import: x")
     assert "Triton" in gate_case(ao_case(), broken)
     # Installed but failing to import: the import error is the reason.
     bad = ao_env(torchao=None)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -129,7 +128,7 @@ def test_calibration_from_a_pool_of_rounds(tmp_path):
 def test_ab_sides_run_in_prestarted_workers(tmp_path, stub_cli, stub_worker, monkeypatch):
     # Each side pre-starts its own next case while the other side's case runs; the stub worker
     # answers at once, so this checks the hand-off and pairing, not timing.
-    monkeypatch.setattr(ab, "probe", lambda *a, **k: dataclasses.replace(CPU_ENV))
+    monkeypatch.setattr(ab, "probe", lambda *a, **k: CPU_ENV.model_copy())
     matrix = tmp_path / "m.toml"
     matrix.write_text(textwrap.dedent(TINY))
     out = tmp_path / "ab"
@@ -158,7 +157,7 @@ def test_a_sides_probe_runs_with_its_variables_and_leaves_this_process_alone(tmp
         if "tebench.worker.probe" not in cmd:
             return run(cmd, **kwargs)  # git, asked for the commit
         seen.append(kwargs.get("env") or {})
-        answer = json.dumps(dataclasses.replace(CPU_ENV).to_dict())
+        answer = json.dumps(CPU_ENV.model_copy().to_dict())
         return subprocess.CompletedProcess(cmd, 0, stdout=answer + "\n", stderr="")
 
     monkeypatch.setenv(environment.CACHE_ENV, str(tmp_path / "cache"))

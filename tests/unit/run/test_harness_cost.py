@@ -23,7 +23,7 @@ from conftest import MICRO_GPT
 from helpers.executors import build_executor
 from tebench.run import caches, options, prestart
 from tebench.worker import case as measure, timing
-from tebench.plan.environment import Environment
+from tebench.schema.environment import Environment
 from tebench.plan.matrix import Settings
 from tebench.run.prestart import default_prestart_depth
 
@@ -351,7 +351,7 @@ def test_run_options_leave_the_depth_to_the_machine_until_resolved(tmp_path):
 def test_usable_cpus_respect_a_cgroup_quota(tmp_path, text, cap):
     import os
 
-    from tebench.plan.environment import usable_cpus
+    from tebench.cpus import usable_cpus
 
     affinity = len(os.sched_getaffinity(0))
     cpu_max = tmp_path / "cpu.max"

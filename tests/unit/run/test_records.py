@@ -12,7 +12,7 @@ import json
 
 from helpers.executors import KeptLines, build_executor
 from tebench.analysis import parity
-from tebench.plan.environment import Environment
+from tebench.schema.environment import Environment
 from tebench.plan.matrix import Case, Settings
 from tebench.plan.schedule import Planned
 from tebench.run import executor

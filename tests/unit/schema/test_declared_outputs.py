@@ -13,6 +13,7 @@ import pytest
 
 from conftest import read_jsonl
 from tebench.analysis import parity
+from tebench.schema.environment import PeakRates
 from tebench.schema.records import CaseResult, Parity, Summary, Throughput
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -43,5 +44,5 @@ def test_every_parity_key_is_declared(path):
 def test_summary_and_throughput_keys_are_declared():
     summary = Summary.of([1.0, 1.2, 0.9, 1.1, 1.05])
     assert Summary.from_dict(summary.to_dict()).extra == {}
-    throughput = Throughput.of(1.0, 4096, 1e12, {"bf16": 989.0, "source": "datasheet"})
+    throughput = Throughput.of(1.0, 4096, 1e12, PeakRates(match="H200", bf16=989.0, fp32=66.9, source="datasheet"))
     assert Throughput.from_dict(throughput.to_dict()).extra == {}

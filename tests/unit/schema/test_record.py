@@ -19,6 +19,7 @@ from tebench.analysis import run_records
 from tebench.store import reader as results
 from tebench.schema.version import MIN_READABLE_VERSION, SCHEMA, SCHEMA_VERSION, SchemaError
 from tebench.schema import version as versions
+from tebench.schema.environment import PeakRates
 from tebench.schema.records import CaseResult, RunHeader
 from tebench.analysis.run_records import CaseRounds
 
@@ -130,7 +131,7 @@ def test_median_interval_and_rates_from_samples():
     r = _case_result([10.0, 12.0, 11.0, 30.0, 9.0])
     assert r.median_ms == 11.0
     assert (r.summary.p25, r.summary.p75) == (10.0, 12.0) and r.summary.to_dict() == record.Summary.of(r.samples_ms).to_dict()
-    peak = {"bf16": 100.0, "source": "test"}
+    peak = PeakRates(match="test", bf16=100.0, fp32=1.0, source="test")
     rates = CaseRounds([r], peak).throughput()
     assert rates.tokens_per_s == pytest.approx(1000 / 0.011)
     assert rates.tflops == pytest.approx(2e12 / 0.011 / 1e12)

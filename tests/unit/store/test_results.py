@@ -142,7 +142,7 @@ def test_values_readers_compute_with_must_have_their_type(tmp_path, extra, messa
 
 @pytest.mark.parametrize("extra, message", [
     # Found by tests/unit/store/test_properties.py: compare raised a TypeError on each.
-    ({"env": {"device_type": "cpu", "env_vars": 1}}, r"\[env.env_vars\] = 1: must be an object or null, not an integer"),
+    ({"env": {"device_type": "cpu", "env_vars": 1}}, r"\[env.env_vars\] = 1: must be an object, not an integer"),
     ({"devices": 2}, r"\[devices\] = 2: must be an array or null, not an integer"),
     ({"ab": {"id": "x", "env": "A=1"}}, r"\[ab.env\] = 'A=1': must be an object or null, not a string"),
 ])

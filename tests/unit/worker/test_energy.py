@@ -150,7 +150,7 @@ def test_a_cpu_case_records_energy_as_unavailable_with_the_reason():
 
 
 def test_tokens_per_joule_is_derived_in_the_parent():
-    from tebench.plan.environment import Environment
+    from tebench.schema.environment import Environment
     from tebench.plan.matrix import Case, Settings
     from tebench.plan.schedule import Planned
     from tebench.run.records import build_record

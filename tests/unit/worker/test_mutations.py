@@ -19,7 +19,7 @@ from tebench.analysis import parity
 from tebench.plan import schedule
 from tebench.run.records import build_record
 from tebench.schema.records import CaseResult
-from tebench.plan.environment import Environment
+from tebench.schema.environment import Environment
 from tebench.plan.matrix import Case, Settings
 from tebench.worker.case import run_case
 from tebench.worker.models import WORKLOADS
