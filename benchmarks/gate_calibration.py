@@ -48,7 +48,7 @@ from tebench.analysis import compare  # noqa: E402
 from tebench.cli.thresholds import parse_thresholds  # noqa: E402
 from tebench.cli.usage import UsageError  # noqa: E402
 from tebench.run import ab  # noqa: E402
-from tebench.analysis import run_records  # noqa: E402
+from tebench.analysis import judged_run  # noqa: E402
 from tebench.store import reader as results  # noqa: E402
 from tebench.plan.matrix import load  # noqa: E402
 from tebench.worker.hooks.slowdown import SLOWDOWN_ENV  # noqa: E402
@@ -141,7 +141,7 @@ def _pool(paths: list[str]) -> dict[tuple[str, str], list[tuple[list[float], lis
 
     def ok_rounds(path: Path) -> dict[tuple[tuple[str, str], int], tuple[str, list[float]]]:
         out = {}
-        for rec in run_records.read(path, judge=False).cases:
+        for rec in judged_run.read(path, judge=False).cases:
             if rec.status == "ok" and rec.samples_ms:
                 out[((rec.case_id, rec.device_name), rec.round_no)] = (rec.started or "", rec.samples_ms)
         return out

@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         result["attach_s"][n] = time_attach(n)
         print(f"parity.attach, {n:>6} synthetic records: {result['attach_s'][n]:8.2f} s", flush=True)
     if args.records:
-        from tebench.analysis import run_records as record
+        from tebench.analysis import judged_run as record
 
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "results.jsonl"

@@ -5,7 +5,7 @@ Two timings the parent's speed is judged by (targets: 5 s each on a 2-core CPU):
 * ``tebench report`` of the stored nightly (reports/h200-nightly-energy): load,
   tables, every chart drawn and saved, both templates rendered, files written;
 * reading 10,000 case records with the store's reader (``store.reader.read``,
-  then the typed records of ``analysis.run_records.read``), from a results file
+  then the typed records of ``analysis.judged_run.read``), from a results file
   made once per session by repeating the stored nightly's records under new
   case ids and rounds (:func:`write_large_results`).
 
@@ -167,10 +167,10 @@ def test_read_large_results(benchmark, large_results: Path) -> None:
 
 
 def test_read_large_run_records(benchmark, large_results: Path) -> None:
-    """The same file as typed records, parity judged (``analysis.run_records.read``): what report reads."""
-    from tebench.analysis import run_records
+    """The same file as typed records, parity judged (``analysis.judged_run.read``): what report reads."""
+    from tebench.analysis import judged_run
 
-    records = benchmark.pedantic(run_records.read, args=(large_results,), rounds=3, iterations=1)
+    records = benchmark.pedantic(judged_run.read, args=(large_results,), rounds=3, iterations=1)
     assert len(records.cases) == RECORDS
 
 
@@ -179,14 +179,14 @@ import json, sys, time, warnings
 warnings.simplefilter("ignore")
 from tebench.store import reader
 try:
-    from tebench.analysis import run_records
+    from tebench.analysis import judged_run
 except ImportError:  # a checkout from before it moved there (2026-12-04)
     from tebench.store import run_records
 start = time.perf_counter(); cpu = time.process_time()
 run = reader.read(sys.argv[1])
 out = {"read_s": time.perf_counter() - start, "read_cpu_s": time.process_time() - cpu}
 start = time.perf_counter(); cpu = time.process_time()
-records = run_records.read(sys.argv[1])
+records = judged_run.read(sys.argv[1])
 out.update(run_records_s=time.perf_counter() - start, run_records_cpu_s=time.process_time() - cpu,
            cases=len(records.cases))
 print(json.dumps(out))
@@ -194,7 +194,7 @@ print(json.dumps(out))
 
 
 def timed_read(tree: Path, results: Path) -> dict[str, float]:
-    """``reader.read`` and ``run_records.read`` of ``results`` with the code of ``tree``, each timed in
+    """``reader.read`` and ``judged_run.read`` of ``results`` with the code of ``tree``, each timed in
     the process (imports left out): wall and CPU seconds, and the load average before."""
     env = dict(os.environ, PYTHONPATH=str(tree))
     load = os.getloadavg()[0]
@@ -208,7 +208,7 @@ def timed_read(tree: Path, results: Path) -> dict[str, float]:
 
 def test_read_against_baseline(benchmark, large_results: Path) -> None:
     """Reading the 10,000 records with the baseline's code (``TEBENCH_BASELINE``) and this tree's, in turn,
-    one fresh process each: ``extra_info`` keeps both sides' ``reader.read`` and ``run_records.read``
+    one fresh process each: ``extra_info`` keeps both sides' ``reader.read`` and ``judged_run.read``
     seconds (wall and CPU), every pair and the medians."""
     base = baseline_tree()
     runs: dict[str, list[dict[str, float]]] = {"baseline": [], "head": []}

@@ -57,14 +57,14 @@ import numpy as np
 
 from tebench.schema import records as record
 
-from tebench.analysis import run_records
+from tebench.analysis import judged_run
 from tebench.store import reader as results
 from tebench.errors import EXIT_BAD_INPUT, TebenchError
 from tebench.schema.version import SchemaError
 from tebench.analysis import stats
 from tebench.analysis.parity import counts_for_speed
 from tebench.schema.records import CaseResult
-from tebench.analysis.run_records import CaseRounds, RunRecords
+from tebench.analysis.judged_run import CaseRounds, RunRecords
 
 from tebench.analysis.defaults import CORRECTIONS, DEFAULT_ALPHA, DEFAULT_THRESHOLDS  # noqa: E402  (their home; re-exported)
 ENV_KEYS = ("device", "driver", "cuda", "torch", "te")
@@ -167,7 +167,7 @@ class Side:
 def side(records: list[CaseResult] | CaseRounds, concurrent: bool = False) -> Side:
     """Summarize the records (rounds) of one case in one run.
 
-    The step time is the median of the rounds' medians (:attr:`run_records.CaseRounds.level_ms`),
+    The step time is the median of the rounds' medians (:attr:`judged_run.CaseRounds.level_ms`),
     the round being the unit of replication; tokens/s is taken at that step time.
     """
     rounds = records if isinstance(records, CaseRounds) else CaseRounds(records)
@@ -593,8 +593,8 @@ def judge_cases(pairs: list[tuple[str, str, Side, Side]], opts: Options, paired:
 
 
 def _typed(run: results.Run | RunRecords) -> RunRecords:
-    """The run as typed records, parity judged as the report judges it (:func:`run_records.from_run`)."""
-    return run if isinstance(run, RunRecords) else run_records.from_run(run)
+    """The run as typed records, parity judged as the report judges it (:func:`judged_run.from_run`)."""
+    return run if isinstance(run, RunRecords) else judged_run.from_run(run)
 
 
 def _header(run: results.Run | RunRecords) -> record.RunHeader:
@@ -760,7 +760,7 @@ def ab_id(run: results.Run | RunRecords) -> str | None:
 
 def compare_runs(base: results.Run | RunRecords, head: results.Run | RunRecords, opts: Options | None = None,
                  base_name: str = "base", head_name: str = "head") -> Comparison:
-    """Compare two runs already read (by :func:`results.read` or :func:`run_records.read`)."""
+    """Compare two runs already read (by :func:`results.read` or :func:`judged_run.read`)."""
     opts = opts or Options()
     base, head = _typed(base), _typed(head)
     bcases, hcases = base.by_case(by_device=True), head.by_case(by_device=True)
@@ -797,11 +797,11 @@ def _run_limits(run: RunRecords) -> Side:
 def compare(base_path: str | Path, head_path: str | Path, thresholds: dict[str, float] | None = None,
             count_env_changes: bool = False, opts: Options | None = None, rejudge: bool = False) -> Comparison:
     """Compare two results files or run directories (``rejudge``: judge every parity verdict again,
-    :func:`run_records.judge_parity`)."""
+    :func:`judged_run.judge_parity`)."""
     if opts is None:
         opts = Options(thresholds=dict(thresholds or {}), count_env_changes=count_env_changes)
     try:
-        base, head = run_records.read(base_path, rejudge=rejudge), run_records.read(head_path, rejudge=rejudge)
+        base, head = judged_run.read(base_path, rejudge=rejudge), judged_run.read(head_path, rejudge=rejudge)
     except (OSError, SchemaError) as exc:
         raise CompareError(str(exc)) from None
     return compare_runs(base, head, opts, str(base_path), str(head_path))

@@ -63,12 +63,12 @@ def report(db: str | Path, out: str | Path, window: int = 5, thresholds: dict[st
 def cmd_history_add(args: argparse.Namespace) -> int:
     check_db(args.db, must_exist=False)
     check_results_paths(args.results)
-    from tebench.analysis import run_records
+    from tebench.analysis import judged_run
     from tebench.store import history  # pandas and the rest: only for input known to be good
 
     for path in args.results:
         # A file of several runs (runs appended to one file) is stored as its runs, one by one.
-        for run in run_records.runs_in(path, args.rejudge):
+        for run in judged_run.runs_in(path, args.rejudge):
             try:
                 added = history.add(args.db, run)
             except history.HistoryError as exc:

@@ -66,11 +66,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             pause=not args.no_pause,
         )
         path = run_locked(mat, env, opts)
-        from tebench.analysis import run_records
+        from tebench.analysis import judged_run
         from tebench.escape import for_terminal
 
         # Parity judged again over the whole run, as the report judges it: --strict and the report agree.
-        run = run_records.read(path)
+        run = judged_run.read(path)
         print(f"\nresults: {path}")
         if not args.no_report:
             from tebench.report import render

@@ -7,7 +7,7 @@ machine drops its "source" column (:func:`tebench.report.context.both`).
 from __future__ import annotations
 
 from tebench.report import tables
-from tebench.schema.model import shown
+from tebench.schema.part import shown
 from tebench.schema.records import Phases
 
 FP8 = " or ".join(tables.TE_FP8_MODES)

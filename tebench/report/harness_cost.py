@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from tebench.schema.model import shown
+from tebench.schema.part import shown
 from tebench.schema.records import Phases
 
 def _phases() -> list[tuple[str, str, str]]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from tebench import bounded
-from tebench.analysis import run_records
+from tebench.analysis import judged_run
 from tebench.store import reader as results
 from tebench.schema.version import RecordError
 from tebench.schema.environment import Environment
@@ -202,14 +202,14 @@ def _from_pytest_benchmark(path: Path, data: dict[str, Any]) -> Source:
 
 def load(path: str | Path, rejudge: bool = False) -> Source:
     """Load one results file, run directory or pytest-benchmark JSON file (parity: as
-    :func:`run_records.read` judges it; every verdict again with ``rejudge``)."""
+    :func:`judged_run.read` judges it; every verdict again with ``rejudge``)."""
     p = Path(path)
     bench = _pytest_benchmark(p)
     if bench is not None:
         return _from_pytest_benchmark(p, bench)
     # Every round of each case (the report pools their samples), but only the
     # last record of a (case, round) pair; parity judged over them where not of these rules.
-    run = run_records.read(p, rejudge=rejudge)
+    run = judged_run.read(p, rejudge=rejudge)
     src = Source(run.path, "tebench", run.header, run.cases)
     if run.problems:
         src.notes.append(f"{len(run.problems)} unreadable line(s) skipped (a run killed mid-write?)")

@@ -10,7 +10,7 @@ import jinja2
 from tebench.report.context import build_context
 from tebench.report.load import load_all
 from tebench.report.markup import code_safe, html_finalize, md_escape, templates_dir
-from tebench.heap import collector_off, frozen_heap
+from tebench.gc_control import collector_off, frozen_heap
 from tebench.store import atomic
 
 MD_LIMIT = 60_000

@@ -23,7 +23,7 @@ import sys
 from typing import Any, Callable, Sequence
 
 from tebench import envvars
-from tebench.heap import collector_off, frozen_heap
+from tebench.gc_control import collector_off, frozen_heap
 from tebench.cpus import usable_cpus
 from tebench.report import charts
 

@@ -17,7 +17,7 @@ import pandas as pd
 from tebench.plan import modes
 from tebench.analysis import parity, stats
 from tebench.schema import records as record
-from tebench.analysis import run_records
+from tebench.analysis import judged_run
 from tebench import workloads
 from tebench.plan.modes import MODES
 from tebench.plan.recipes import RECIPES
@@ -27,15 +27,15 @@ BASELINE = modes.baseline("amp")
 COMPILED = modes.baseline("compile")
 CPU_BOUND_BELOW = 0.5
 """A GPU busy less than half of the step is labelled launch-bound (the word the docs and `ab` use too)."""
-STATUS_SEVERITY = run_records.STATUS_SEVERITY
+STATUS_SEVERITY = judged_run.STATUS_SEVERITY
 JUDGED = parity.JUDGED
 
 
 def case_frame(sources: list[Source]) -> pd.DataFrame:
-    """One row per (source, case id): rounds pooled, statistics recomputed from samples (:class:`run_records.CaseRounds`)."""
+    """One row per (source, case id): rounds pooled, statistics recomputed from samples (:class:`judged_run.CaseRounds`)."""
     rows = []
     for src in sources:
-        for case_id, rounds in run_records.by_case(src.records, src.header.peak_tflops).items():
+        for case_id, rounds in judged_run.by_case(src.records, src.header.peak_tflops).items():
             # The case as its newest round describes it; measured values from the last ok round.
             newest, last = rounds.records[-1], rounds.last
             summary = rounds.summary
@@ -222,8 +222,8 @@ def _add_baselines(df: pd.DataFrame) -> pd.DataFrame:
     c = comp.set_index(key)[["median_ms"]].rename(columns={"median_ms": "compile_ms"})
     df = df.join(b, on=key).join(c, on=key)
     ok = df["status"] == "ok"
-    df["speedup_vs_amp"] = np.where(ok, run_records.speedup(df["amp_ms"], df["median_ms"]), np.nan)
-    df["speedup_vs_compile"] = np.where(ok, run_records.speedup(df["compile_ms"], df["median_ms"]), np.nan)
+    df["speedup_vs_amp"] = np.where(ok, judged_run.speedup(df["amp_ms"], df["median_ms"]), np.nan)
+    df["speedup_vs_compile"] = np.where(ok, judged_run.speedup(df["compile_ms"], df["median_ms"]), np.nan)
     df["memory_vs_amp"] = np.where(ok, df["memory_bytes"] / df["amp_mem"], np.nan)
     return df
 

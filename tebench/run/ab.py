@@ -41,7 +41,7 @@ from tebench.schema.records import RunHeader, SideInfo
 from tebench.run.options import RunOptions, resolve_options
 from tebench.run.outdir import OutLock
 from tebench.run.prestart import upcoming_cases
-from tebench.analysis import run_records
+from tebench.analysis import judged_run
 from tebench.store import atomic
 from tebench.store import reader as results
 from tebench.store.writer import Writer
@@ -260,7 +260,7 @@ def _run_sides(matrix: Matrix, opts: ABOptions, cases: list, sides: dict[str, _S
     for s in sides.values():
         with contextlib.suppress(OSError):
             (s.out / ".work").rmdir()
-    result = compare.compare_runs(run_records.read(sides["base"].out), run_records.read(sides["head"].out), opts.compare,
+    result = compare.compare_runs(judged_run.read(sides["base"].out), judged_run.read(sides["head"].out), opts.compare,
                                   str(sides["base"].out), str(sides["head"].out))
     atomic.write_text(opts.out / "compare.md", to_markdown(result, title="tebench ab") + "\n")
     atomic.write_text(opts.out / "compare.json", result.to_json() + "\n")

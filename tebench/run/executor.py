@@ -30,7 +30,7 @@ from tebench.run.display import Progress
 from tebench.run.outdir import out_of_space, storage_error
 from tebench.run.case_log import append_prestart_log, log_tail, write_log
 from tebench.run.prestart import Spare, launch_bound, preload_for
-from tebench.run.records import build_record, measurements
+from tebench.run.record_builder import build_record, measurements
 from tebench.schema.records import CaseResult, Device, Launch, Measurements
 from tebench.run.options import RunOptions, launch_method, resolve_options
 

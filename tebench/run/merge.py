@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tebench import bounded
-from tebench.analysis import run_records
+from tebench.analysis import judged_run
 from tebench.store import reader as results
 from tebench.store.atomic import same_file
 from tebench.store.writer import write_all
@@ -137,7 +137,7 @@ def join(paths: list[str | Path], out: str | Path, rejudge: bool = False) -> Mer
         raise MergeError("nothing to merge")
     check_target(paths, out)
     # Parity is judged below, over all shards together.
-    runs = [run_records.read(p, judge=False) for p in paths]
+    runs = [judged_run.read(p, judge=False) for p in paths]
     ref = runs[0].header
     for path, run in zip(paths, runs):
         head = run.header
@@ -166,7 +166,7 @@ def join(paths: list[str | Path], out: str | Path, rejudge: bool = False) -> Mer
     # A shard may have judged against a fallback reference (PT-AMP) because
     # PT-FP32 ran in another shard: judge again over all shards. One file's verdicts
     # of these rules were judged over these same records.
-    run_records.judge_parity(records, rejudge or len(runs) > 1, str(paths[0]) if len(paths) == 1 else "merge")
+    judged_run.judge_parity(records, rejudge or len(runs) > 1, str(paths[0]) if len(paths) == 1 else "merge")
     run_id = "merged-" + time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     header = {
         **{k: v for k, v in ref.to_dict().items() if k not in ("schema", "schema_version")},

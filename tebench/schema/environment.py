@@ -17,7 +17,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import Field
 
-from tebench.schema.model import Bool, Int, Limits, Num, OneOf, Part, Str, field
+from tebench.schema.part import Bool, Int, Limits, Num, OneOf, Part, Str, field
 
 _DEVICE_TYPES = ("cpu", "cuda")
 

@@ -6,9 +6,9 @@
 * :class:`RunHeader`: a run's identity and environment (the ``header`` line).
 
 Each record is made of parts (:class:`Timing`, :class:`Memory`, :class:`Loss`,
-:class:`Phases` …), pydantic models on :class:`tebench.schema.model.Part`. A field is
+:class:`Phases` …), pydantic models on :class:`tebench.schema.part.Part`. A field is
 declared once, on its part: its type (the annotation), its limits and its doc
-(:func:`~tebench.schema.model.field`). Reading, validation with the field's path in every
+(:func:`~tebench.schema.part.field`). Reading, validation with the field's path in every
 error, writing and the results reference (:mod:`tebench.store.reference`) all come from
 those declarations: a new measured field is one line here.
 
@@ -34,7 +34,7 @@ from pydantic_core import PydanticCustomError
 
 from tebench.schema import version as versions
 from tebench.schema.environment import Environment, PeakRates
-from tebench.schema.model import AnyNum, Bool, Int, Limits, Num, OneOf, Part, Str, field, kind
+from tebench.schema.part import AnyNum, Bool, Int, Limits, Num, OneOf, Part, Str, field, kind
 from tebench.schema.version import SCHEMA, STATUSES, RecordError, check_version
 from tebench.schema.vocabulary import AMAX_ALGOS, FORMATS, JUDGED, PARALLEL
 

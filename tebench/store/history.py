@@ -36,7 +36,7 @@ __all__ = ["Added", "HistoryError", "JudgedRun", "UNKNOWN_DEVICE", "add", "conne
 
 
 class JudgedRun(Protocol):
-    """A run as :func:`tebench.analysis.run_records.read` returns it (parity judged over it): what
+    """A run as :func:`tebench.analysis.judged_run.read` returns it (parity judged over it): what
     :func:`add` stores. Judging is done above this layer; here the run is read by attribute only."""
 
     path: str
@@ -173,7 +173,7 @@ def _check_one_run(run: JudgedRun) -> None:
 
 
 def add(db: str | Path, run: JudgedRun) -> Added:
-    """Store a run read from a results file (:func:`tebench.analysis.run_records.read`: parity judged
+    """Store a run read from a results file (:func:`tebench.analysis.judged_run.read`: parity judged
     over it as the report and ``--strict`` judge it); adding the same run again changes nothing.
 
     Every value is checked before the database is opened: a run that cannot be

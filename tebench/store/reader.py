@@ -26,7 +26,7 @@ from tebench.schema.environment import Environment
 from tebench.schema.records import CaseInfo, CaseResult, RunHeader
 from tebench import bounded
 from tebench.escape import short_repr
-from tebench.heap import collector_off
+from tebench.gc_control import collector_off
 from tebench.plan import record_checks
 from tebench.schema.text import check_text
 from tebench.schema.version import SCHEMA, RecordError, SchemaError, check_version

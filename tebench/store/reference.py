@@ -20,7 +20,7 @@ from pydantic.fields import FieldInfo
 from tebench.plan.modes import MODES
 from tebench.plan.recipes import RECIPES
 from tebench.schema import records
-from tebench.schema.model import MAX_EXACT, Part
+from tebench.schema.part import MAX_EXACT, Part
 
 ROOTS: tuple[tuple[str, type[Part]], ...] = (("The header line", records.RunHeader),
                                              ("A case record", records.CaseResult))
@@ -110,7 +110,7 @@ def _item_limits(hint: Any) -> list[float]:
 
 
 def _choices(hint: Any) -> tuple[Any, ...]:
-    from tebench.schema.model import OneOf
+    from tebench.schema.part import OneOf
 
     if typing.get_origin(hint) is typing.Annotated:
         for m in typing.get_args(hint)[1:]:
@@ -125,7 +125,7 @@ def _choices(hint: Any) -> tuple[Any, ...]:
 
 def _spelled(hint: Any) -> str:
     """Whether a number of the type may be NaN: the float member of AnyNum is not limited to finite."""
-    from tebench.schema.model import AnyNum
+    from tebench.schema.part import AnyNum
 
     def walk(h: Any) -> bool:
         return h == AnyNum or any(walk(a) for a in typing.get_args(h))

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 from tebench.schema import version as versions
-from tebench.schema.model import Part
+from tebench.schema.part import Part
 
 
 def sanitize(obj: Any, path: tuple = (), notes: list[dict[str, Any]] | None = None) -> Any:

@@ -23,7 +23,7 @@ import pytest
 
 from conftest import MICRO_DISTILL, MICRO_GPT, ROOT, unsaid
 
-from tebench.analysis.run_records import CaseRounds
+from tebench.analysis.judged_run import CaseRounds
 from tebench.run.prestart import launch_bound
 from tebench.run.prestart import default_prestart_depth
 

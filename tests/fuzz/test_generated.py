@@ -37,10 +37,10 @@ from tebench import cli
 from tebench.cli.history import report as history_report
 from tebench.plan import environment as detect
 from tebench.plan import matrix
-from tebench.schema.model import MAX_EXACT, Part
+from tebench.schema.part import MAX_EXACT, Part
 from tebench.schema.records import CaseResult, RunHeader
 from tebench.schema.version import SchemaError
-from tebench.analysis import run_records
+from tebench.analysis import judged_run
 from tebench.run import merge
 from tebench.store import history
 from tebench.store import reader as results
@@ -191,7 +191,7 @@ def test_a_damaged_field_at_any_depth_is_read_or_refused_and_loses_nothing_else(
         return
     # Every other case line is still there (the damaged one may be kept or skipped).
     assert len(run.cases) >= len(RECORDS) - 2
-    typed = _quiet(run_records.read, path)
+    typed = _quiet(judged_run.read, path)
     assert len(typed.cases) >= len(RECORDS) - 2
     from tebench.analysis.compare import compare
 
@@ -277,7 +277,7 @@ COLUMNS = ("device", "status", "median_ms", "tokens_per_s", "memory_bytes", "fin
 @pytest.fixture(scope="module")
 def stored_db(tmp_path_factory):
     path = tmp_path_factory.mktemp("h") / "h.db"
-    history.add(path, run_records.read(CPU))
+    history.add(path, judged_run.read(CPU))
     return path.read_bytes()
 
 

@@ -407,7 +407,7 @@ FP8_PROOF_RECIPES = [FP8Options("delayed", "HYBRID", 16, "max"), FP8Options("cur
 def _built(case: Case, raw) -> "CaseResult":  # noqa: F821
     from tebench.schema.environment import Environment
     from tebench.plan.schedule import Planned
-    from tebench.run.records import build_record
+    from tebench.run.record_builder import build_record
 
     env = Environment(device_type="cuda")
     return build_record(Planned(case, 0, None), raw, env, "gpu-test", 0.0, 1.0, None)

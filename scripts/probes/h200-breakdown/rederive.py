@@ -16,7 +16,7 @@ import json
 import sys
 
 from tebench.analysis.breakdown import breakdown_of
-from tebench.run.records import is_fp8_case
+from tebench.run.record_builder import is_fp8_case
 from tebench.analysis.breakdown import fp8_proof
 from tebench.schema.records import CaseResult, RunHeader
 

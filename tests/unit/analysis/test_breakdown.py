@@ -13,7 +13,7 @@ from tebench.schema.environment import Environment, PeakRates
 from tebench.plan.matrix import Case, Settings
 from tebench.plan.recipes import FP8Options
 from tebench.plan.schedule import Planned
-from tebench.run.records import build_record
+from tebench.run.record_builder import build_record
 from tebench.schema import kernel_rules
 from tebench.schema.records import Kernels, Measurements, Memory, ModuleCensus
 

@@ -171,7 +171,7 @@ def test_parity_pass_to_fail_or_inconclusive_is_a_regression(tmp_path, head_verd
     # Parity is recomputed from the curves on read; pin it so the test is about compare's rule.
     from tebench.analysis import compare as cmp
 
-    monkeypatch.setattr(cmp.run_records.parity_rules, "attach", lambda records, only=None: None)
+    monkeypatch.setattr(cmp.judged_run.parity_rules, "attach", lambda records, only=None: None)
     base = multi_round(tmp_path, "base.jsonl", edit=_parity("pass"))
     head = multi_round(tmp_path, "head.jsonl", edit=_parity(head_verdict))
     d = delta(compare(base, head))

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from tebench.analysis import run_records
+from tebench.analysis import judged_run
 from tebench.analysis import compare as cmp
 from tebench.analysis.compare import compare
 from tebench.report.compare_markdown import to_markdown
@@ -40,7 +40,7 @@ def _edit(parity: str | None = None, fp8_proof: str | None = None):
 @pytest.fixture
 def pinned(monkeypatch):
     """Parity is judged again from the curves on read; pin the verdicts the records carry."""
-    monkeypatch.setattr(cmp.run_records.parity_rules, "attach", lambda records, only=None: None)
+    monkeypatch.setattr(cmp.judged_run.parity_rules, "attach", lambda records, only=None: None)
 
 
 def _compared_pair(tmp_path, factor: float, base: dict, head: dict):
@@ -142,7 +142,7 @@ def test_history_does_not_count_the_gain_of_a_case_with_a_partial_fp8_proof(tmp_
     paths[-1].write_text("".join(json.dumps(r) + "\n" for r in records))
     db = tmp_path / "h.db"
     for path in paths:
-        history.add(db, run_records.read(path))
+        history.add(db, judged_run.read(path))
     deltas, _ = latest_vs_recent(db, window=5)
     (d,) = [d for d in deltas if d.case_id == AMP]
     assert d.verdict == "improved" and d.counted is False

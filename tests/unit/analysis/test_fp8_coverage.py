@@ -11,7 +11,7 @@ from tebench.schema.environment import Environment
 from tebench.plan.matrix import Case, Settings
 from tebench.plan.recipes import FP8Options
 from tebench.plan.schedule import Planned
-from tebench.run.records import NOT_TE_REASON, build_record
+from tebench.run.record_builder import NOT_TE_REASON, build_record
 from tebench.schema.records import FP8Proof, Kernels, Measurements, ModuleCensus
 
 BF16_GEMM, FP8_GEMM = "nvjet_sm90_tst_128x128_64x6_2x1_v_bz_TNT", "nvjet_sm90_qqtst_128x128_128x6_2x1_v_bz_TNT"

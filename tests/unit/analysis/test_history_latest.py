@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from history_runs import nightly
-from tebench.analysis import run_records
+from tebench.analysis import judged_run
 from tebench.analysis.history_latest import latest_vs_recent
 from tebench.store import history
 
@@ -11,7 +11,7 @@ from tebench.store import history
 def test_latest_run_against_the_window_includes_run_to_run_variance(tmp_path):
     db = tmp_path / "h.db"
     for path in nightly(tmp_path, 7, slow_from=6):
-        history.add(db, run_records.read(path))
+        history.add(db, judged_run.read(path))
     deltas, info = latest_vs_recent(db, window=5)
     by_case = {d.case_id: d for d in deltas}
     assert info["CPU (AMD EPYC)"]["latest"] == "night-06"
@@ -21,7 +21,7 @@ def test_latest_run_against_the_window_includes_run_to_run_variance(tmp_path):
     # Too few earlier runs: the run-to-run spread is unknown, no step-time verdict.
     db2 = tmp_path / "h2.db"
     for path in nightly(tmp_path, 3, slow_from=2):
-        history.add(db2, run_records.read(path))
+        history.add(db2, judged_run.read(path))
     deltas, _ = latest_vs_recent(db2, window=5)
     assert {d.verdict for d in deltas if d.time_ratio is not None} == {"inconclusive"}
 
@@ -29,7 +29,7 @@ def test_latest_run_against_the_window_includes_run_to_run_variance(tmp_path):
 def test_the_rows_already_read_give_the_same_verdicts(tmp_path):
     db = tmp_path / "h.db"
     for path in nightly(tmp_path, 7, slow_from=6):
-        history.add(db, run_records.read(path))
+        history.add(db, judged_run.read(path))
     read_here = latest_vs_recent(db, window=4)
     given = latest_vs_recent(db, window=4, df=history.frame(db))
     assert [(d.case_id, d.verdict, d.time_ratio) for d in given[0]] == \
@@ -39,6 +39,6 @@ def test_the_rows_already_read_give_the_same_verdicts(tmp_path):
 
 def test_a_single_run_has_nothing_to_be_judged_against(tmp_path):
     db = tmp_path / "h.db"
-    history.add(db, run_records.read(nightly(tmp_path, 1)[0]))
+    history.add(db, judged_run.read(nightly(tmp_path, 1)[0]))
     deltas, info = latest_vs_recent(db)
     assert deltas == [] and info == {"CPU (AMD EPYC)": {"latest": "night-00", "baseline_runs": []}}

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import FIXTURES, read_jsonl, write_jsonl
 from tebench import cli
-from tebench.analysis import parity, run_records
+from tebench.analysis import parity, judged_run
 from tebench.cli import build_parser
 from tebench.run import merge
 
@@ -48,7 +48,7 @@ def _judged_file(tmp_path: Path, rules: str | None = parity.PARITY_RULES) -> Pat
     (no ``rules`` key when None), written as a results file."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        run = run_records.read(CROSSOVER)
+        run = judged_run.read(CROSSOVER)
     by_id = {(c.case_id, c.round_no): c for c in run.cases}
     lines = read_jsonl(CROSSOVER)
     for line in lines:
@@ -60,7 +60,7 @@ def _judged_file(tmp_path: Path, rules: str | None = parity.PARITY_RULES) -> Pat
     return write_jsonl(tmp_path / "results.jsonl", lines)
 
 
-def _verdicts(run: run_records.RunRecords) -> dict[tuple[str, int], str | None]:
+def _verdicts(run: judged_run.RunRecords) -> dict[tuple[str, int], str | None]:
     return {(c.case_id, c.round_no): c.parity.verdict if c.parity else None for c in run.cases}
 
 
@@ -69,7 +69,7 @@ def test_a_verdict_of_the_current_rules_is_read_as_stored(tmp_path, monkeypatch)
     _no_judging(monkeypatch)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing judged again: no notice either
-        run = run_records.read(path)
+        run = judged_run.read(path)
     assert {c.parity.rules for c in run.cases if c.parity is not None} == {parity.PARITY_RULES}
     assert sum(v == "fail" for v in _verdicts(run).values()) > 0
 
@@ -79,11 +79,11 @@ def test_a_stored_verdict_of_the_current_rules_wins_over_the_curves(tmp_path, mo
     case = next(line for line in lines if (line.get("parity") or {}).get("verdict") == "pass")
     case["parity"]["verdict"] = "fail"  # not what its curve says: proves the stored verdict is what is shown
     path = write_jsonl(tmp_path / "edited.jsonl", lines)
-    run = run_records.read(path)
+    run = judged_run.read(path)
     assert _verdicts(run)[(case["case_id"], case["round"])] == "fail"
     # --rejudge judges it from the curve, and says that it changed and why.
-    with pytest.warns(UserWarning, match=run_records.REJUDGED) as caught:
-        run = run_records.read(path, rejudge=True)
+    with pytest.warns(UserWarning, match=judged_run.REJUDGED) as caught:
+        run = judged_run.read(path, rejudge=True)
     assert _verdicts(run)[(case["case_id"], case["round"])] == "pass"
     message = str(caught[0].message)
     assert "--rejudge" in message and "1 of" in message and case["case_id"] in message
@@ -93,7 +93,7 @@ def test_a_stored_verdict_of_the_current_rules_wins_over_the_curves(tmp_path, mo
 def test_a_verdict_without_or_with_other_rules_is_judged_again(tmp_path, monkeypatch, rules):
     path = _judged_file(tmp_path, rules)
     judged = _counting(monkeypatch)
-    run = run_records.read(path)
+    run = judged_run.read(path)
     judgeable = [c for c in run.cases if parity.judgeable(c)]
     assert judgeable and len(judged) == len(judgeable)
     assert {c.parity.rules for c in judgeable if c.parity is not None} == {parity.PARITY_RULES}
@@ -103,9 +103,9 @@ def test_rejudge_judges_every_verdict(tmp_path, monkeypatch):
     path = _judged_file(tmp_path)
     _no_judging(monkeypatch)
     with pytest.raises(Judged):
-        run_records.read(path, rejudge=True)
+        judged_run.read(path, rejudge=True)
     with pytest.raises(Judged):
-        run_records.runs_in(path, rejudge=True)
+        judged_run.runs_in(path, rejudge=True)
 
 
 def test_only_the_stale_records_are_judged_against_all_references(tmp_path, monkeypatch):
@@ -114,15 +114,15 @@ def test_only_the_stale_records_are_judged_against_all_references(tmp_path, monk
     del stale["parity"]["rules"]
     path = write_jsonl(tmp_path / "one-stale.jsonl", lines)
     judged = _counting(monkeypatch)
-    run = run_records.read(path)
+    run = judged_run.read(path)
     assert judged == [stale["case_id"]]
     assert _verdicts(run)[(stale["case_id"], stale["round"])] == "fail"
 
 
 def test_a_changed_verdict_is_said_once_per_run_with_its_cause():
-    with pytest.warns(UserWarning, match=run_records.REJUDGED) as caught:
-        run_records.read(CROSSOVER)
-    notices = [w for w in caught if run_records.REJUDGED in str(w.message)]
+    with pytest.warns(UserWarning, match=judged_run.REJUDGED) as caught:
+        judged_run.read(CROSSOVER)
+    notices = [w for w in caught if judged_run.REJUDGED in str(w.message)]
     assert len(notices) == 1
     message = str(notices[0].message)
     assert "4 of 18" in message and parity.PARITY_RULES in message and str(CROSSOVER) in message
@@ -132,7 +132,7 @@ def test_an_unchanged_verdict_is_not_announced(tmp_path):
     path = _judged_file(tmp_path, None)  # no rules, but judged by these: judging again changes nothing
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        run_records.read(path)
+        judged_run.read(path)
 
 
 @pytest.mark.parametrize("command", [

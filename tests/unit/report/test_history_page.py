@@ -6,7 +6,7 @@ import sqlite3
 import warnings
 
 from history_runs import nightly
-from tebench.analysis import run_records
+from tebench.analysis import judged_run
 from tebench.cli.history import report
 from tebench.store import history
 
@@ -14,7 +14,7 @@ from tebench.store import history
 def test_report_marks_the_step_and_flags_the_latest_run(tmp_path):
     db = tmp_path / "h.db"
     for path in nightly(tmp_path, 9, slow_from=8):
-        history.add(db, run_records.read(path))
+        history.add(db, judged_run.read(path))
     out = report(db, tmp_path / "hist")
     html = (out / "history.html").read_text()
     md = (out / "history.md").read_text()
@@ -26,7 +26,7 @@ def test_report_marks_the_step_and_flags_the_latest_run(tmp_path):
     # Three runs later the change is confirmed at the run where it happened.
     db2 = tmp_path / "h2.db"
     for path in nightly(tmp_path, 9, slow_from=6):
-        history.add(db2, run_records.read(path))
+        history.add(db2, judged_run.read(path))
     md2 = (report(db2, tmp_path / "hist2") / "history.md").read_text()
     assert "night-06" in md2 and "awaiting 1 more" not in md2 and "awaiting 2 more" not in md2
 
@@ -46,14 +46,14 @@ def test_cli_history(tmp_path, tebench_cli):
 def test_history_headline_counts_the_runs_there_are_and_says_inconclusive(tmp_path):
     db = tmp_path / "h.db"
     for path in nightly(tmp_path, 2):
-        history.add(db, run_records.read(path))
+        history.add(db, judged_run.read(path))
     first = (report(db, tmp_path / "hist") / "history.md").read_text().splitlines()[0]
     # One earlier run: not "the 5 before it", and not a green "nothing": it cannot tell.
     assert "1 run before it" in first and first.startswith("### ⚪"), first
     assert "inconclusive" in first and "Can't tell" in first and "at least 3" in first
     db1 = tmp_path / "h1.db"
     (tmp_path / "one").mkdir()
-    history.add(db1, run_records.read(nightly(tmp_path / "one", 1)[0]))
+    history.add(db1, judged_run.read(nightly(tmp_path / "one", 1)[0]))
     alone = (report(db1, tmp_path / "hist1") / "history.md").read_text().splitlines()[0]
     assert "no earlier run" in alone and not alone.startswith("### 🟢"), alone
 
@@ -61,7 +61,7 @@ def test_history_headline_counts_the_runs_there_are_and_says_inconclusive(tmp_pa
 def test_an_unusable_row_is_warned_about_once(tmp_path):
     db = tmp_path / "h.db"
     for path in nightly(tmp_path, 2):
-        history.add(db, run_records.read(path))
+        history.add(db, judged_run.read(path))
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE cases SET median_ms = 'fast' WHERE rowid = 2")
     conn.close()
@@ -73,7 +73,7 @@ def test_an_unusable_row_is_warned_about_once(tmp_path):
 
 def test_the_pages_escape_what_the_database_holds(tmp_path):
     db = tmp_path / "h.db"
-    history.add(db, run_records.read(nightly(tmp_path, 1)[0]))
+    history.add(db, judged_run.read(nightly(tmp_path, 1)[0]))
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE runs SET git_commit = '<script>alert(1)</script>'")
     conn.close()

@@ -17,7 +17,7 @@ from tebench.plan.matrix import Case, Settings
 from tebench.plan.schedule import Planned
 from tebench.run import executor
 from tebench.run.display import Display
-from tebench.run.records import build_record
+from tebench.run.record_builder import build_record
 from tebench.schema.records import CaseResult, Measurements
 from tebench.workloads import SPECS
 

@@ -15,13 +15,13 @@ from hypothesis import strategies as st
 from conftest import FIXTURES, ROOT, read_text
 from tebench.analysis import compare
 from tebench.schema import records as record
-from tebench.analysis import run_records
+from tebench.analysis import judged_run
 from tebench.store import reader as results
 from tebench.schema.version import MIN_READABLE_VERSION, SCHEMA, SCHEMA_VERSION, SchemaError
 from tebench.schema import version as versions
 from tebench.schema.environment import PeakRates
 from tebench.schema.records import CaseResult, RunHeader
-from tebench.analysis.run_records import CaseRounds
+from tebench.analysis.judged_run import CaseRounds
 
 RESULT_FILES = sorted(ROOT.glob("reports/*/results.jsonl*")) + sorted(FIXTURES.glob("*.jsonl"))
 CPU = FIXTURES / "cpu-smoke.jsonl"
@@ -159,8 +159,8 @@ def test_peak_memory_gpu_or_cpu_and_speedup():
     cpu = _case_result([1.0], memory={"kind": "rss", "peak_rss_bytes": 999})
     assert gpu.peak_memory == 100 and cpu.peak_memory == 999 and _case_result([1.0]).peak_memory is None
     assert CaseRounds([gpu, cpu]).memory_peaks == [100, 999]
-    assert run_records.speedup(10.0, 4.0) == 2.5
-    assert list(run_records.speedup(np.array([10.0, 3.0]), np.array([5.0, 3.0]))) == [2.0, 1.0]
+    assert judged_run.speedup(10.0, 4.0) == 2.5
+    assert list(judged_run.speedup(np.array([10.0, 3.0]), np.array([5.0, 3.0]))) == [2.0, 1.0]
 
 
 @pytest.mark.parametrize("verdict,passed,problem", [("pass", True, False), ("fail", False, True),
@@ -184,7 +184,7 @@ def test_report_compare_and_strict_use_one_judgement():
 
     stored = {(d["case_id"], d.get("round", 0)): (d.get("parity") or {}).get("verdict")
               for d in _schema_records(H200) if d["type"] == "case"}
-    run = run_records.read(H200)
+    run = judged_run.read(H200)
     judged = {(r.case_id, r.round_no): r.verdict for r in run.cases}
     assert judged != stored  # this fixture has verdicts the current rules judge differently
     df = tables.case_frame(load_all([H200]))
@@ -205,7 +205,7 @@ def test_case_frame_values_come_from_case_rounds():
 
     src = load_all([CPU])[0]
     df = tables.case_frame([src]).set_index("case_id")
-    for case_id, rounds in run_records.by_case(src.records, src.header.peak_tflops).items():
+    for case_id, rounds in judged_run.by_case(src.records, src.header.peak_tflops).items():
         row = df.loc[case_id]
         assert row["status"] == rounds.status
         if rounds.ok:
@@ -268,7 +268,7 @@ def test_run_strict_fails_on_the_verdicts_the_report_shows(strict, stub_cli, tmp
 
     monkeypatch.setattr(runner, "run_locked", finished_run)  # what tebench run calls, OUT locked
     proc = stub_cli("run", "--preset", "smoke", "--out", str(out), "--no-report", *(["--strict"] if strict else []))
-    judged = run_records.read(H200)
+    judged = judged_run.read(H200)
     stale = [d["case_id"] for d in _schema_records(H200) if d["type"] == "case"
              and (d.get("parity") or {}).get("verdict") == "pass"
              and next(r for r in judged.cases if r.case_id == d["case_id"]).verdict == "fail"]

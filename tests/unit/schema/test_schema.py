@@ -21,9 +21,9 @@ import pytest
 
 from conftest import FIXTURES, ROOT, STUB_CLI, read_jsonl
 from tebench.schema import records
-from tebench.schema.model import OneOf
+from tebench.schema.part import OneOf
 from tebench.schema.text import check_text
-from tebench.schema.model import Part as _Part
+from tebench.schema.part import Part as _Part
 from tebench.schema.records import CaseResult, Measurements, RunHeader
 from tebench.schema.version import RecordError
 
@@ -199,12 +199,12 @@ def test_a_new_field_is_declared_in_one_place_and_is_stored_read_validated_and_r
     damaged.write_text("\n".join([lines[0], json.dumps(bad), *lines[2:]]) + "\n")
     check = textwrap.dedent(f"""
         import warnings
-        from tebench.analysis import run_records
-        run = run_records.read({str(out)!r})
+        from tebench.analysis import judged_run
+        run = judged_run.read({str(out)!r})
         assert [r.phases.compile_s for r in run.cases] == [0.25, 0.25], run.cases  # read, typed
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
-            run = run_records.read({str(damaged)!r})
+            run = judged_run.read({str(damaged)!r})
         assert len(run.cases) == 1, run.cases
         assert "damaged.jsonl:2: [phases.compile_s] = 'slow': must be a number or null" in str(w[0].message)
         print("ok")

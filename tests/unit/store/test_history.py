@@ -8,15 +8,15 @@ import sqlite3
 from contextlib import closing
 
 from history_runs import CPU, nightly
-from tebench.analysis import run_records
+from tebench.analysis import judged_run
 from tebench.store import history
 
 
 def test_add_is_idempotent(tmp_path):
     db = tmp_path / "h.db"
     (path,) = nightly(tmp_path, 1)
-    first = history.add(db, run_records.read(path))
-    again = history.add(db, run_records.read(path))
+    first = history.add(db, judged_run.read(path))
+    again = history.add(db, judged_run.read(path))
     assert first.new_run and first.new_cases == 11
     assert not again.new_run and again.new_cases == 0 and again.total_cases == 11
     assert len(history.frame(db)) == 11
@@ -28,14 +28,14 @@ def test_the_run_row_keeps_the_headers_device_and_commit(tmp_path):
     records[0]["env"]["git_commit"] = "abc1234"
     path = tmp_path / "run.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    history.add(db, run_records.read(path))
+    history.add(db, judged_run.read(path))
     with closing(sqlite3.connect(db)) as conn:
         assert conn.execute("SELECT device, git_commit FROM runs").fetchall() == [("CPU (AMD EPYC)", "abc1234")]
 
 
 def _add(args):
     db, path = args
-    return history.add(db, run_records.read(path)).new_cases
+    return history.add(db, judged_run.read(path)).new_cases
 
 
 def test_concurrent_adds_lose_nothing(tmp_path):

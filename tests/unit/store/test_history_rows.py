@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from conftest import FIXTURES
-from tebench.analysis import run_records
+from tebench.analysis import judged_run
 from tebench import cli
 from tebench.store import history, history_db
 
@@ -19,7 +19,7 @@ CPU = FIXTURES / "cpu-smoke.jsonl"
 @pytest.fixture
 def db(tmp_path):
     path = tmp_path / "h.db"
-    history.add(path, run_records.read(CPU))
+    history.add(path, judged_run.read(CPU))
     return path
 
 
@@ -63,7 +63,7 @@ def test_a_read_only_database_is_called_read_only_not_damaged(db, monkeypatch):
     again = db.parent / "again.jsonl"
     again.write_text("\n".join(line.replace("20261130T114532-f1b5f869", "other-run") for line in other) + "\n")
     with pytest.raises(history.HistoryError) as caught:
-        history.add(db, run_records.read(again))
+        history.add(db, judged_run.read(again))
     assert "read-only" in str(caught.value) and "damaged" not in str(caught.value)
 
 

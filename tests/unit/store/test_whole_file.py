@@ -9,7 +9,7 @@ import pytest
 from conftest import FIXTURES, read_jsonl, unsaid, write_jsonl
 from tebench import cli
 from tebench.run import merge
-from tebench.analysis import run_records
+from tebench.analysis import judged_run
 from tebench.store import history, reader
 
 CPU = FIXTURES / "cpu-smoke.jsonl"
@@ -47,7 +47,7 @@ def test_history_stores_a_file_of_two_runs_as_two_runs_each_with_its_own_records
     assert "ok" in statuses["run-A"] and "failed" not in statuses["run-A"]
     assert "failed" in statuses["run-B"] and "ok" not in statuses["run-B"]
     with pytest.raises(history.HistoryError, match="holds 2 runs"):  # the store itself still takes one run
-        history.add(db, run_records.read(path))
+        history.add(db, judged_run.read(path))
 
 
 def test_history_refuses_a_run_without_a_run_id(tmp_path, capsys):

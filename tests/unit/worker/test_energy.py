@@ -153,7 +153,7 @@ def test_tokens_per_joule_is_derived_in_the_parent():
     from tebench.schema.environment import Environment
     from tebench.plan.matrix import Case, Settings
     from tebench.plan.schedule import Planned
-    from tebench.run.records import build_record
+    from tebench.run.record_builder import build_record
     from tebench.schema.records import Energy, Loss, Measurements, Timing
     from tebench.worker.models.gpt import GPTSize
 

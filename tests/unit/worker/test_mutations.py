@@ -17,7 +17,7 @@ import torch
 from tebench.worker.hooks import faults
 from tebench.analysis import parity
 from tebench.plan import schedule
-from tebench.run.records import build_record
+from tebench.run.record_builder import build_record
 from tebench.schema.records import CaseResult
 from tebench.schema.environment import Environment
 from tebench.plan.matrix import Case, Settings
