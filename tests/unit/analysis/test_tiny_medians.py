@@ -15,6 +15,7 @@ from tebench import cli
 from tebench.analysis import stats
 from tebench.analysis.compare import Options, _Findings, _judge_level
 from tebench.schema.records import Throughput
+from tebench.schema.environment import PeakRates
 
 CPU = FIXTURES / "cpu-smoke.jsonl"
 
@@ -59,7 +60,7 @@ def test_an_interval_beyond_a_float_is_not_comparable():
 
 
 def test_rates_at_a_subnormal_step_time_are_none_not_inf():
-    rates = Throughput.of(1e-310, 512, 3e8, {"bf16": 989.0})  # 1e-313 s: 512 tokens in it overflow
+    rates = Throughput.of(1e-310, 512, 3e8, PeakRates(bf16=989.0))  # 1e-313 s: 512 tokens in it overflow
     assert rates.tokens_per_s is None and rates.tflops is None and rates.mfu is None
     assert Throughput.of(6.0, 512, 3e8, None).tokens_per_s == pytest.approx(512 / 0.006)
 
