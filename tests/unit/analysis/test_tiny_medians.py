@@ -60,7 +60,7 @@ def test_an_interval_beyond_a_float_is_not_comparable():
 
 
 def test_rates_at_a_subnormal_step_time_are_none_not_inf():
-    rates = Throughput.of(1e-310, 512, 3e8, PeakRates(bf16=989.0))  # 1e-313 s: 512 tokens in it overflow
+    rates = Throughput.of(1e-310, 512, 3e8, PeakRates(match="H200", bf16=989.0, fp32=66.9, source="test"))  # 1e-313 s: 512 tokens in it overflow
     assert rates.tokens_per_s is None and rates.tflops is None and rates.mfu is None
     assert Throughput.of(6.0, 512, 3e8, None).tokens_per_s == pytest.approx(512 / 0.006)
 
