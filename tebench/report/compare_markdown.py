@@ -25,8 +25,18 @@ def headline_icon(*, failing: bool, concern: bool, unknown: bool) -> str:
     return "🟢"
 
 
+PCT_SHOWN = 1e4
+"""Changes beyond ±1,000,000% are shown as that bound: a ratio of tiny medians (1e-300 ms against 1e-310) is
+finite but its 27 digits say nothing a reader can use."""
+
+
 def _pct(value: float | None) -> str:
-    return "–" if value is None or not math.isfinite(value) else f"{value - 1:+.1%}"
+    if value is None or not math.isfinite(value):
+        return "–"
+    change = value - 1
+    if change > PCT_SHOWN:
+        return f">+{PCT_SHOWN:.0%}"  # a ratio is positive: only growth is unbounded
+    return f"{change:+.1%}"
 
 
 def headline(c: Comparison, title: str = "tebench compare") -> list[str]:
@@ -124,7 +134,7 @@ def to_markdown(c: Comparison, title: str = "tebench compare") -> str:
         return {"case": d.case_id, "device": d.device,
                 "verdict": verdict_text(d),
                 "step time": _pct(d.time_ratio),
-                "CI": f"{ci[0] - 1:+.1%} … {ci[1] - 1:+.1%}" if ci else "–",
+                "CI": f"{_pct(ci[0])} … {_pct(ci[1])}" if ci else "–",
                 "rounds": f"{d.rounds[0]}/{d.rounds[1]}" if d.rounds else "–",
                 "tokens/s": _pct(d.tokens_ratio), "memory": _pct(d.memory_ratio),
                 **({"J/token": _pct(d.energy_ratio)} if energy else {}),

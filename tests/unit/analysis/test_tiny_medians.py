@@ -87,3 +87,10 @@ def test_compare_of_tiny_medians_shows_no_inf_or_nan(tmp_path, capsys, base, hea
         words = out.replace("|", " ").split()
         assert not {"inf", "+inf%", "nan", "nan%", "+nan%"} & {w.lower() for w in words}, out
     assert "internal error" not in err
+
+
+def test_a_huge_finite_change_is_shown_as_its_bound_not_27_digits():
+    from tebench.report.compare_markdown import _pct
+
+    assert _pct(7e23) == ">+1000000%"
+    assert _pct(1.05) == "+5.0%" and _pct(0.5) == "-50.0%" and _pct(float("inf")) == "–"
