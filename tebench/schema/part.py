@@ -205,9 +205,10 @@ class Part(BaseModel):
                               protected_namespaces=(), revalidate_instances="never")
 
     ALWAYS: ClassVar[tuple[str, ...]] = ()
-    """Fields written even when None (records built here, not read from a file)."""
+    """Fields written even when None or not given, by a part with no stored object to follow."""
     FIRST: ClassVar[tuple[str, ...]] = ()
-    """Fields written first in a record built here (identity before measurements, for a human reading the line)."""
+    """Fields written first by a part with no stored object to follow (identity before measurements, for a
+    human reading the line)."""
 
     _source: "_Source | None" = PrivateAttr(default=None)
     """The JSON object :meth:`from_dict` read this part from (or its text), whose key order
@@ -331,7 +332,7 @@ class _Source:
     def json(self) -> Any:
         return json.loads(self.value) if isinstance(self.value, (bytes, str)) else self.value
 
-    def __eq__(self, other: object) -> bool:  # pydantic compares the private slot of two parts
+    def __eq__(self, other: object) -> bool:  # pydantic compares the private attributes of two parts
         return isinstance(other, _Source) and self.json() == other.json()
 
     __hash__ = None  # type: ignore[assignment]
