@@ -285,7 +285,8 @@ class Part(BaseModel):
     def was_stored(self, key: str) -> bool:
         """Whether the JSON object :meth:`from_dict` read this part from held ``key`` (a stored null
         counts); False for a part not read by :meth:`from_dict`."""
-        read = self._source.json() if self._source is not None else None
+        source = self._source
+        read = source.json() if source is not None else None
         return isinstance(read, dict) and key in read
 
     @classmethod
@@ -297,8 +298,9 @@ class Part(BaseModel):
     def to_dict(self, _read: Any = None) -> dict[str, Any]:
         """The JSON object again, by the one rule of the module's doc (the same for a part built here
         and one read). ``_read``: the JSON object a parent part read this one from."""
-        if self._source is not None:
-            _read = self._source.json()
+        source = self._source  # read once: a private attribute is read through pydantic's __getattr__
+        if source is not None:
+            _read = source.json()
         if not isinstance(_read, dict):
             _read = None
         names: Iterable[tuple[str, str]] = self._stored_names()
