@@ -25,6 +25,8 @@ Four rules of the results file are kept here, because pydantic alone would break
     undeclared keys (pydantic's extra) after the declared ones.
 
   So a part built here, written, and read back (with or without its text) writes the same object.
+  A :class:`Row` (a kernel row, thousands to a record) keeps no stored object of its own: its
+  parent's gives its order, and pydantic initialises no private attribute for it.
 * **Numbers as stored.** A field holding a number is :data:`Num` (``int | float``, both strict): a
   stored ``3`` stays ``3`` and is written back as ``3`` (a plain ``float`` field would turn it into
   ``3.0``), and a boolean is not a number.
@@ -36,8 +38,8 @@ Only pydantic's public API is used: the ``__get_pydantic_core_schema__`` hook an
 ``model_extra`` and ``model_fields_set``. Reading is pydantic-core's work wherever it can be: no
 model validators, limits pushed into the number types (:class:`Limits`). A Python call per part or
 per number, multiplied by the 700,000 parts and millions of numbers of a 10,000-record file, was
-most of the reading time (docs/findings/speed.md); the private attribute costs one per part
-(pydantic initialises it), about a tenth of the reading time.
+most of the reading time (docs/findings/speed.md); the private attribute costs one per
+:class:`Part` (pydantic initialises it), hence :class:`Row`.
 
 Torch-free and numpy-free.
 """
@@ -198,8 +200,9 @@ _STORED: dict[str, bool] = {"stored": True}
 """The validation context of an object read from a file (:meth:`Part.from_dict`)."""
 
 
-class Part(BaseModel):
-    """A part of a record read from (or written as) a JSON object; see the module's doc for its rules."""
+class PartBase(BaseModel):
+    """What every part is and does (see the module's doc for its rules); a part is a :class:`Part`
+    (keeps the object it was read from) or a :class:`Row` (does not)."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True, validate_default=False,
                               protected_namespaces=(), revalidate_instances="never")
@@ -209,10 +212,6 @@ class Part(BaseModel):
     FIRST: ClassVar[tuple[str, ...]] = ()
     """Fields written first by a part with no stored object to follow (identity before measurements, for a
     human reading the line)."""
-
-    _source: "_Source | None" = PrivateAttr(default=None)
-    """The JSON object :meth:`from_dict` read this part from (or its text), whose key order
-    :meth:`to_dict` follows at every depth; None for a part built here or validated inside another."""
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
@@ -250,7 +249,7 @@ class Part(BaseModel):
     def part_fields(cls) -> tuple[str, ...]:
         """The stored keys of the fields that hold a nested part (``Timing | None`` …)."""
         return tuple(f.alias or name for name, f in cls.model_fields.items()
-                     if any(isinstance(t, type) and issubclass(t, Part) for t in _options(f.annotation)))
+                     if any(isinstance(t, type) and issubclass(t, PartBase) for t in _options(f.annotation)))
 
     @classmethod
     def from_dict(cls, d: Any, path: str = "", *, line: bytes | str | None = None) -> Any:
@@ -259,7 +258,7 @@ class Part(BaseModel):
         ``line``: the JSON text ``d`` was decoded from, kept instead of ``d`` for :meth:`to_dict`'s key
         order (a reader holding many records keeps the text, not a second tree of dicts)."""
         part = cls._validated(d, path)
-        part._source = _Source(d if line is None else line)
+        part._keep(_Source(d if line is None else line))
         return part
 
     @classmethod
@@ -285,9 +284,15 @@ class Part(BaseModel):
     def was_stored(self, key: str) -> bool:
         """Whether the JSON object :meth:`from_dict` read this part from held ``key`` (a stored null
         counts); False for a part not read by :meth:`from_dict`."""
-        source = self._source
+        source = self._kept_source()
         read = source.json() if source is not None else None
         return isinstance(read, dict) and key in read
+
+    def _keep(self, source: "_Source") -> None:
+        """Keep the object :meth:`from_dict` read (a :class:`Row` does not)."""
+
+    def _kept_source(self) -> "_Source | None":
+        return None
 
     @classmethod
     @functools.cache
@@ -298,7 +303,7 @@ class Part(BaseModel):
     def to_dict(self, _read: Any = None) -> dict[str, Any]:
         """The JSON object again, by the one rule of the module's doc (the same for a part built here
         and one read). ``_read``: the JSON object a parent part read this one from."""
-        source = self._source  # read once: a private attribute is read through pydantic's __getattr__
+        source = self._kept_source()
         if source is not None:
             _read = source.json()
         if not isinstance(_read, dict):
@@ -321,6 +326,26 @@ class Part(BaseModel):
             return out
         order = {k: i for i, k in enumerate(_read)}
         return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
+
+
+class Part(PartBase):
+    """A part of a record that keeps the JSON object :meth:`from_dict` read it from."""
+
+    _source: "_Source | None" = PrivateAttr(default=None)
+    """The JSON object :meth:`from_dict` read this part from (or its text), whose key order
+    :meth:`to_dict` follows at every depth; None for a part built here or validated inside another."""
+
+    def _keep(self, source: "_Source") -> None:
+        self._source = source
+
+    def _kept_source(self) -> "_Source | None":
+        return self._source  # read once per to_dict: a private attribute is read through pydantic's __getattr__
+
+
+class Row(PartBase):
+    """A part that keeps no object of its own: a row of a long list (a record holds thousands of
+    kernel rows), read only inside its parent, whose stored object gives its key order. A declared
+    private attribute makes pydantic run Python code for every part it validates; a row spares it."""
 
 
 class _Source:
@@ -347,11 +372,11 @@ def _options(hint: Any) -> tuple[Any, ...]:
 
 def _plain(value: Any, read: Any) -> Any:
     """A field's JSON value; ``read``: what was stored there, whose key order a part read keeps."""
-    if isinstance(value, Part):
+    if isinstance(value, PartBase):
         return value.to_dict(read)
-    if isinstance(value, list) and any(isinstance(v, Part) for v in value):
+    if isinstance(value, list) and any(isinstance(v, PartBase) for v in value):
         same = isinstance(read, list) and len(read) == len(value)
-        return [v.to_dict(read[i] if same else None) if isinstance(v, Part) else v for i, v in enumerate(value)]
+        return [v.to_dict(read[i] if same else None) if isinstance(v, PartBase) else v for i, v in enumerate(value)]
     return value
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tebench.schema.part import Int, Part, Str, field
+from tebench.schema.part import Int, Part, Row, Str, field
 
 
 class Inner(Part):
@@ -57,3 +57,19 @@ def test_a_field_assigned_after_reading_is_written_after_the_stored_keys():
 def test_records_use_no_pydantic_internals():
     package = Path(__file__).resolve().parents[3] / "tebench"
     assert [p.name for p in package.rglob("*.py") if "__pydantic" in p.read_text(encoding="utf-8")] == []
+
+
+class Line(Row):
+    x: Int | None = field(None, "x")
+    y: Int | None = field(None, "y")
+
+
+class Table(Part):
+    rows: list[Line] = field(list, "rows")
+
+
+def test_a_row_follows_its_parent_s_stored_object():
+    stored = {"rows": [{"y": 1, "x": None}, {"x": 2}]}
+    table = Table.from_dict(stored)
+    assert json.dumps(table.to_dict()) == json.dumps(stored)
+    assert not Line.from_dict({"x": 1}).was_stored("x")  # a row keeps nothing of its own
