@@ -23,11 +23,11 @@ PACKAGES: dict[str, str] = {
     "jinja2": "jinja2>=3.1",
     "markupsafe": "jinja2>=3.1",  # jinja2's own dependency, imported by the report's markup
     "matplotlib": "matplotlib>=3.7",
-    "pydantic": "pydantic>=2.7",
+    "pydantic": "pydantic>=2.7.4,<3",
     # pydantic 2's compiled core and its constraint types, imported by name by the record model: a
     # pydantic 1 (or a pydantic installed without its dependencies) has neither.
-    "pydantic_core": "pydantic>=2.7",
-    "annotated_types": "pydantic>=2.7",
+    "pydantic_core": "pydantic>=2.7.4,<3",
+    "annotated_types": "pydantic>=2.7.4,<3",
     **({"tomli": "tomli>=2.0"} if sys.version_info < (3, 11) else {}),
 }
 """Import name -> the requirement that provides it, for every third-party package the parent side (every

@@ -5,23 +5,41 @@ their limits and doc (:func:`field`). pydantic validates a stored JSON object ag
 declarations at every depth; :func:`record_error` turns its first complaint into a
 :class:`~tebench.schema.version.RecordError` naming the field's path and the value.
 
-Three rules of the results file are kept here, because pydantic alone would break them:
+Four rules of the results file are kept here, because pydantic alone would break them:
 
 * **Round trip.** ``Part.from_dict(d).to_dict() == d``, key order included: the object
-  :meth:`Part.from_dict` returns keeps the JSON it was read from (or its text), and
-  :meth:`Part.to_dict` writes the keys read in its order at every depth; keys this tebench does not
-  declare (written by a newer one) ride along unchecked in pydantic's extra and are written back
-  as they were. A stored null stays null, an absent key stays absent.
+  :meth:`Part.from_dict` returns keeps the JSON it was read from (or its text) in a private
+  attribute, and :meth:`Part.to_dict` writes the keys read in its order at every depth; keys this
+  tebench does not declare (written by a newer one) ride along unchecked in pydantic's extra and
+  are written back as they were. A stored null stays null, an absent key stays absent.
+* **One way to write.** :meth:`Part.to_dict` follows one rule, whichever way the part was made
+  (its constructor, :meth:`Part.from_dict`, or pydantic validating it inside another part):
+
+  - it writes the fields it was *given*: read from the object, passed to the constructor, or
+    assigned since (pydantic's ``model_fields_set``);
+  - a part with no stored object to follow (neither its own nor its parent's) also writes its
+    ``ALWAYS`` fields and its ``required`` ones, given or not: a part read keeps the keys it had
+    (an older file lacks fields added since);
+  - a None is written (as null) only for an ``ALWAYS`` field or a key the stored object held;
+  - keys in the stored object's order where there is one, else ``FIRST`` then declaration order;
+    undeclared keys (pydantic's extra) after the declared ones.
+
+  So a part built here, written, and read back (with or without its text) writes the same object.
+  A :class:`Row` (a kernel row, thousands to a record) keeps no stored object of its own: its
+  parent's gives its order, and pydantic initialises no private attribute for it.
 * **Numbers as stored.** A field holding a number is :data:`Num` (``int | float``, both strict): a
   stored ``3`` stays ``3`` and is written back as ``3`` (a plain ``float`` field would turn it into
   ``3.0``), and a boolean is not a number.
 * **Required means present.** A field marked ``required`` must be stored and not null whenever its
-  part is; a record built in this process may leave it at its default.
+  part is; a record built in this process may leave it at its default (which it then writes).
 
-Reading is pydantic-core's work alone wherever it can be: no private attributes, no model
-validators, limits pushed into the number types (:class:`Limits`). A Python call per part or per
-number, multiplied by the 700,000 parts and millions of numbers of a 10,000-record file, was most
-of the reading time (docs/findings/speed.md).
+Only pydantic's public API is used: the ``__get_pydantic_core_schema__`` hook and
+``pydantic_core.core_schema`` for the checks below, ``PrivateAttr`` for the stored object,
+``model_extra`` and ``model_fields_set``. Reading is pydantic-core's work wherever it can be: no
+model validators, limits pushed into the number types (:class:`Limits`). A Python call per part or
+per number, multiplied by the 700,000 parts and millions of numbers of a 10,000-record file, was
+most of the reading time (docs/findings/speed.md); the private attribute costs one per
+:class:`Part` (pydantic initialises it), hence :class:`Row`.
 
 Torch-free and numpy-free.
 """
@@ -36,7 +54,7 @@ import types
 import typing
 from typing import Annotated, Any, ClassVar, Iterable, Union
 
-from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, Strict, ValidationError, ValidationInfo
+from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, PrivateAttr, Strict, ValidationError, ValidationInfo
 from annotated_types import Interval
 from pydantic_core import PydanticCustomError, core_schema
 
@@ -182,30 +200,18 @@ _STORED: dict[str, bool] = {"stored": True}
 """The validation context of an object read from a file (:meth:`Part.from_dict`)."""
 
 
-class Part(BaseModel):
-    """A part of a record read from (or written as) a JSON object; see the module's doc for its rules."""
+class PartBase(BaseModel):
+    """What every part is and does (see the module's doc for its rules); a part is a :class:`Part`
+    (keeps the object it was read from) or a :class:`Row` (does not)."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True, validate_default=False,
                               protected_namespaces=(), revalidate_instances="never")
 
     ALWAYS: ClassVar[tuple[str, ...]] = ()
-    """Fields written even when None (records built here, not read from a file)."""
+    """Fields written even when None or not given, by a part with no stored object to follow."""
     FIRST: ClassVar[tuple[str, ...]] = ()
-    """Fields written first in a record built here (identity before measurements, for a human reading the line)."""
-
-    # What a part knows of where it came from lives in pydantic's private slot, never in a private
-    # attribute: declaring one makes pydantic run Python code for every part it validates, and a file
-    # of 10,000 records holds 700,000 parts. The slot stays None for a part validated from a file
-    # (pydantic-core fills no more); a part built by its constructor holds {"built": True}; the
-    # object :meth:`from_dict` returns holds {"source": the JSON it was read from (:class:`_Source`)},
-    # whose key order :meth:`to_dict` follows at every depth. (pydantic copies the slot as a dict.)
-
-    def __init__(self, /, **data: Any) -> None:
-        super().__init__(**data)
-        object.__setattr__(self, "__pydantic_private__", {"built": True})
-
-    # pydantic calls an overridden __init__ for every part it validates unless told it is the base one.
-    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+    """Fields written first by a part with no stored object to follow (identity before measurements, for a
+    human reading the line)."""
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
@@ -243,7 +249,7 @@ class Part(BaseModel):
     def part_fields(cls) -> tuple[str, ...]:
         """The stored keys of the fields that hold a nested part (``Timing | None`` …)."""
         return tuple(f.alias or name for name, f in cls.model_fields.items()
-                     if any(isinstance(t, type) and issubclass(t, Part) for t in _options(f.annotation)))
+                     if any(isinstance(t, type) and issubclass(t, PartBase) for t in _options(f.annotation)))
 
     @classmethod
     def from_dict(cls, d: Any, path: str = "", *, line: bytes | str | None = None) -> Any:
@@ -252,7 +258,7 @@ class Part(BaseModel):
         ``line``: the JSON text ``d`` was decoded from, kept instead of ``d`` for :meth:`to_dict`'s key
         order (a reader holding many records keeps the text, not a second tree of dicts)."""
         part = cls._validated(d, path)
-        object.__setattr__(part, "__pydantic_private__", {"source": _Source(d if line is None else line)})
+        part._keep(_Source(d if line is None else line))
         return part
 
     @classmethod
@@ -272,46 +278,74 @@ class Part(BaseModel):
     @property
     def extra(self) -> dict[str, Any]:
         """Keys this tebench does not declare, as read (written back unchanged)."""
-        return self.__pydantic_extra__ if self.__pydantic_extra__ is not None else {}
+        extra = self.model_extra
+        return extra if extra is not None else {}
 
     def was_stored(self, key: str) -> bool:
-        """Whether the object read held ``key`` (a stored null counts); False for a part built here."""
-        if self._built():
-            return False
-        stored = {k for n, k in self._stored_names() if n in self.model_fields_set}
-        return key in stored or key in self.extra
+        """Whether the JSON object :meth:`from_dict` read this part from held ``key`` (a stored null
+        counts); False for a part not read by :meth:`from_dict`."""
+        source = self._kept_source()
+        read = source.json() if source is not None else None
+        return isinstance(read, dict) and key in read
 
-    def _built(self) -> bool:
-        return bool((self.__pydantic_private__ or {}).get("built"))
+    def _keep(self, source: "_Source") -> None:
+        """Keep the object :meth:`from_dict` read (a :class:`Row` does not)."""
+
+    def _kept_source(self) -> "_Source | None":
+        return None
+
+    @classmethod
+    @functools.cache
+    def _kept(cls) -> frozenset[str]:
+        """The stored keys written even when not given: ``ALWAYS`` and the fields declared ``required``."""
+        return frozenset((*cls.ALWAYS, *cls._required()))
 
     def to_dict(self, _read: Any = None) -> dict[str, Any]:
-        """The JSON object again. A part read: the keys it had, in their order (at every depth), and the
-        fields set since after them. A part built here: the fields that hold a value (and ``ALWAYS``)."""
-        built = self._built()
-        source = (self.__pydantic_private__ or {}).get("source")
+        """The JSON object again, by the one rule of the module's doc (the same for a part built here
+        and one read). ``_read``: the JSON object a parent part read this one from."""
+        source = self._kept_source()
         if source is not None:
             _read = source.json()
         if not isinstance(_read, dict):
             _read = None
         names: Iterable[tuple[str, str]] = self._stored_names()
-        if built and self.FIRST:
+        if _read is None and self.FIRST:
             by_key = dict((k, (n, k)) for n, k in names)
             names = [*(by_key[k] for k in self.FIRST), *(nk for nk in names if nk[1] not in self.FIRST)]
-        given = self.model_fields_set
+        given, kept = self.model_fields_set, self._kept()
         out: dict[str, Any] = {}
         for name, key in names:
+            if name not in given and (_read is not None or key not in kept):
+                continue  # a part read keeps the keys it had: an older file lacks newer ALWAYS ones
             value = getattr(self, name)
-            if not built:  # read: the keys it had, and fields set since
-                if name not in given:
-                    continue
-            elif value is None and key not in self.ALWAYS:  # built here: what it holds
-                continue
-            out[key] = _plain(value, None if built or _read is None else _read.get(key))
+            if value is None and key not in self.ALWAYS and (_read is None or key not in _read):
+                continue  # a None is written where it was stored, or where ALWAYS says so
+            out[key] = _plain(value, None if _read is None else _read.get(key))
         out.update(self.extra)
         if _read is None:
             return out
         order = {k: i for i, k in enumerate(_read)}
         return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
+
+
+class Part(PartBase):
+    """A part of a record that keeps the JSON object :meth:`from_dict` read it from."""
+
+    _source: "_Source | None" = PrivateAttr(default=None)
+    """The JSON object :meth:`from_dict` read this part from (or its text), whose key order
+    :meth:`to_dict` follows at every depth; None for a part built here or validated inside another."""
+
+    def _keep(self, source: "_Source") -> None:
+        self._source = source
+
+    def _kept_source(self) -> "_Source | None":
+        return self._source  # read once per to_dict: a private attribute is read through pydantic's __getattr__
+
+
+class Row(PartBase):
+    """A part that keeps no object of its own: a row of a long list (a record holds thousands of
+    kernel rows), read only inside its parent, whose stored object gives its key order. A declared
+    private attribute makes pydantic run Python code for every part it validates; a row spares it."""
 
 
 class _Source:
@@ -325,7 +359,7 @@ class _Source:
     def json(self) -> Any:
         return json.loads(self.value) if isinstance(self.value, (bytes, str)) else self.value
 
-    def __eq__(self, other: object) -> bool:  # pydantic compares the private slot of two parts
+    def __eq__(self, other: object) -> bool:  # pydantic compares the private attributes of two parts
         return isinstance(other, _Source) and self.json() == other.json()
 
     __hash__ = None  # type: ignore[assignment]
@@ -338,11 +372,11 @@ def _options(hint: Any) -> tuple[Any, ...]:
 
 def _plain(value: Any, read: Any) -> Any:
     """A field's JSON value; ``read``: what was stored there, whose key order a part read keeps."""
-    if isinstance(value, Part):
+    if isinstance(value, PartBase):
         return value.to_dict(read)
-    if isinstance(value, list) and any(isinstance(v, Part) for v in value):
+    if isinstance(value, list) and any(isinstance(v, PartBase) for v in value):
         same = isinstance(read, list) and len(read) == len(value)
-        return [v.to_dict(read[i] if same else None) if isinstance(v, Part) else v for i, v in enumerate(value)]
+        return [v.to_dict(read[i] if same else None) if isinstance(v, PartBase) else v for i, v in enumerate(value)]
     return value
 
 

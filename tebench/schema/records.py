@@ -34,7 +34,7 @@ from pydantic_core import PydanticCustomError
 
 from tebench.schema import version as versions
 from tebench.schema.environment import Environment, PeakRates
-from tebench.schema.part import AnyNum, Bool, Int, Limits, Num, OneOf, Part, Str, field, kind
+from tebench.schema.part import AnyNum, Bool, Int, Limits, Num, OneOf, Part, Row, Str, field, kind
 from tebench.schema.version import SCHEMA, STATUSES, RecordError, check_version
 from tebench.schema.vocabulary import AMAX_ALGOS, FORMATS, JUDGED, PARALLEL
 
@@ -323,7 +323,7 @@ class GpuBusy(Part):
     kernels_seen: Int | None = field(None, "Kernel and copy intervals in the profile.", ge=0)
 
 
-class KernelTime(Part):
+class KernelTime(Row):
     """One kernel name's GPU time in the profiled extra steps."""
 
     # Required without a default, so that pydantic checks them natively: a nightly's record holds

@@ -20,9 +20,9 @@ from pydantic.fields import FieldInfo
 from tebench.plan.modes import MODES
 from tebench.plan.recipes import RECIPES
 from tebench.schema import records
-from tebench.schema.part import MAX_EXACT, Part
+from tebench.schema.part import MAX_EXACT, PartBase
 
-ROOTS: tuple[tuple[str, type[Part]], ...] = (("The header line", records.RunHeader),
+ROOTS: tuple[tuple[str, type[PartBase]], ...] = (("The header line", records.RunHeader),
                                              ("A case record", records.CaseResult))
 """The two kinds of line of a results file, in the order a file holds them."""
 CHOICES: dict[str, tuple[str, ...]] = {records.CaseInfo.model_fields["mode"].description or "": tuple(MODES),
@@ -30,11 +30,11 @@ CHOICES: dict[str, tuple[str, ...]] = {records.CaseInfo.model_fields["mode"].des
 """The vocabularies the plan checks a record's words against, by the field's doc."""
 
 
-def _nested(hint: Any) -> list[type[Part]]:
+def _nested(hint: Any) -> list[type[PartBase]]:
     """The record parts a field's type holds: ``Timing | None``, ``list[RankResult]``."""
-    out: list[type[Part]] = []
+    out: list[type[PartBase]] = []
     for arg in typing.get_args(hint) or (hint,):
-        if isinstance(arg, type) and issubclass(arg, Part):
+        if isinstance(arg, type) and issubclass(arg, PartBase):
             out.append(arg)
         elif typing.get_args(arg) and typing.get_origin(arg) is not typing.Annotated:
             out.extend(_nested(arg))
@@ -68,7 +68,7 @@ def _type_name(hint: Any) -> str:
         return "number"
     if hint is str:
         return "text"
-    if isinstance(hint, type) and issubclass(hint, Part):
+    if isinstance(hint, type) and issubclass(hint, PartBase):
         return f"[{hint.__name__}](#{hint.__name__.lower()})"
     return "any"
 
@@ -140,11 +140,11 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _parts(roots: tuple[tuple[str, type[Part]], ...]) -> Iterator[tuple[str, type[Part]]]:
+def _parts(roots: tuple[tuple[str, type[PartBase]], ...]) -> Iterator[tuple[str, type[PartBase]]]:
     """Every part reachable from the roots, each once, depth first in declaration order."""
     seen: set[type] = set()
 
-    def walk(title: str, cls: type[Part]) -> Iterator[tuple[str, type[Part]]]:
+    def walk(title: str, cls: type[PartBase]) -> Iterator[tuple[str, type[PartBase]]]:
         if cls in seen:
             return
         seen.add(cls)

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 from tebench.schema import version as versions
-from tebench.schema.part import Part
+from tebench.schema.part import PartBase
 
 
 def sanitize(obj: Any, path: tuple = (), notes: list[dict[str, Any]] | None = None) -> Any:
@@ -102,10 +102,10 @@ class Writer:
         if needs_newline:
             self._fh.write("\n")
 
-    def append(self, record: Part | dict[str, Any]) -> None:
+    def append(self, record: PartBase | dict[str, Any]) -> None:
         """Write one record (a header or case model, or its JSON object) as a line of strict JSON and fsync
         it. OSError (e.g. ENOSPC) propagates."""
-        body = record.to_dict() if isinstance(record, Part) else record
+        body = record.to_dict() if isinstance(record, PartBase) else record
         line = _dumps({"schema": versions.SCHEMA, "schema_version": versions.SCHEMA_VERSION, **body}, []) + "\n"
         try:
             self._fh.write(line)
@@ -150,7 +150,7 @@ def _jsonable(obj: Any) -> Any:
     return str(obj)
 
 
-def write_all(path: Path, records: Iterable[Part | dict[str, Any]]) -> None:
+def write_all(path: Path, records: Iterable[PartBase | dict[str, Any]]) -> None:
     """Write a complete results file atomically (used by merge): a temp file, then a rename; only a
     regular file is replaced (:func:`tebench.store.atomic.target`)."""
     from tebench.store.atomic import target
@@ -160,7 +160,7 @@ def write_all(path: Path, records: Iterable[Part | dict[str, Any]]) -> None:
     try:
         with Writer(tmp, durable=False) as w:
             for record in records:
-                body = record.to_dict() if isinstance(record, Part) else record
+                body = record.to_dict() if isinstance(record, PartBase) else record
                 w.append({k: v for k, v in body.items() if k not in ("schema", "schema_version")})
             w.sync()
         os.replace(tmp, path)

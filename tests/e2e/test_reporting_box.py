@@ -8,8 +8,6 @@ cannot reach a package index the tests skip, saying so; with ``CI=true`` they fa
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,73 +15,30 @@ import pytest
 
 import reporting_box
 from conftest import ROOT
+from helpers import fresh_venv
+from helpers.fresh_venv import Box, check_ok
 
 SMOKE = ROOT / "reports" / "cpu-smoke" / "results.jsonl"
 NIGHTLY_GZ = ROOT / "reports" / "h200-nightly" / "results.jsonl.gz"  # 4 runs in one file: report and compare
 DISTILL_GZ = ROOT / "reports" / "h200-tutorial-distill" / "results.jsonl.gz"  # one run: history add
-PIP_TIMEOUT = 600
-
-
-class Box:
-    """The venv: its Python, its ``tebench`` script, and an environment that sees nothing of this one's."""
-
-    def __init__(self, where: Path) -> None:
-        self.where = where
-        self.python = where / "venv" / "bin" / "python"
-        self.tebench = where / "venv" / "bin" / "tebench"
-        self.cwd = where / "cwd"  # not the clone: `python -m tebench` must find the installed package
-        self.cwd.mkdir(parents=True, exist_ok=True)
-        drop = {"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "PYTHONSAFEPATH"}
-        env = {k: v for k, v in os.environ.items() if k not in drop}
-        env["PATH"] = os.pathsep.join([str(self.python.parent), env.get("PATH", "")])
-        env["PYTHONNOUSERSITE"] = "1"
-        env["TEBENCH_CACHE_DIR"] = str(where / "cache")  # a probe's answer, if any, stays here
-        self.env = env
-
-    def run(self, *args: str | Path, timeout: float = 300) -> subprocess.CompletedProcess:
-        return subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=timeout,
-                              cwd=self.cwd, env=self.env)
-
-    def pip(self, *args: str | Path) -> subprocess.CompletedProcess:
-        return self.run(self.python, "-m", "pip", "install", *args, timeout=PIP_TIMEOUT)
-
-    def imports(self, module: str) -> bool:
-        return self.run(self.python, "-c", f"import {module}").returncode == 0
-
-
-def _unreachable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true: {reason}")
-    pytest.skip(reason)
-
-
-def _check_ok(proc: subprocess.CompletedProcess, what: str) -> None:
-    assert proc.returncode == 0, f"{what}: exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
 
 
 @pytest.fixture(scope="module")
 def box(tmp_path_factory) -> dict:
     """The reporting box, built step by step by the recipe; what each stage answered, for the tests."""
-    b = Box(tmp_path_factory.mktemp("reporting-box"))
-    # The base interpreter (not this venv's packages, not the system's: no --system-site-packages).
-    _check_ok(subprocess.run([sys.executable, "-m", "venv", str(b.python.parent.parent)], capture_output=True,
-                          text=True, timeout=300, env=b.env), "python -m venv")
+    b = fresh_venv.make(tmp_path_factory.mktemp("reporting-box"))
     assert not b.imports("torch") and not b.imports("pandas"), "the fresh venv sees another environment's packages"
-    # Can pip reach an index? Asked once, briefly, before anything is installed.
-    probe = b.run(b.python, "-m", "pip", "download", "--no-deps", "--retries", "1", "--timeout", "30",
-                  "-d", b.where / "probe", "pydantic>=2.7", timeout=PIP_TIMEOUT)
-    if probe.returncode != 0:
-        _unreachable(f"pip cannot reach a package index: {(probe.stderr.strip().splitlines() or ['?'])[-1]}")
+    fresh_venv.reach_index(b, "pydantic")  # before anything is installed
 
     first, second = reporting_box.recipe()
     if sys.version_info < (3, 11):
         second.append(reporting_box.PY310_EXTRA)  # the guide's note for Python 3.10
     stages: dict = {}
     # The recipe's first command, from the clone (its `.`).
-    _check_ok(b.pip(*[str(ROOT) if a == "." else a for a in first]), "pip install --no-deps -e <clone>")
+    check_ok(b.pip(*[str(ROOT) if a == "." else a for a in first]), "pip install --no-deps -e <clone>")
     stages["bare"] = {"report": b.run(b.tebench, "report", SMOKE, "--out", b.where / "bare-report")}
     # numpy alone: what --help needs; pandas, matplotlib and pydantic still missing.
-    _check_ok(b.pip("numpy"), "pip install numpy")
+    check_ok(b.pip("numpy"), "pip install numpy")
     stages["numpy"] = {
         "help": b.run(b.python, "-m", "tebench", "--help"),
         "report-help": b.run(b.tebench, "report", "--help"),
@@ -92,7 +47,7 @@ def box(tmp_path_factory) -> dict:
     }
     # The recipe's second command, as the guide writes it.
     recipe = b.pip(*second)
-    _check_ok(recipe, "the recipe's second command")
+    check_ok(recipe, "the recipe's second command")
     stages["recipe"] = recipe
     return {"box": b, "stages": stages}
 
@@ -147,7 +102,7 @@ def test_report_compare_merge_history_run_in_the_box(box):
         "history report": (b.tebench, "history", "report", "--db", out / "history.db", "--out", out / "history"),
     }
     for what, args in steps.items():
-        _check_ok(b.run(*args), what)
+        check_ok(b.run(*args), what)
     for path in ("smoke/index.html", "smoke/report.md", "nightly/index.html", "nightly/report.md", "compare.md",
                  "compare.json", "merged/results.jsonl", "merged/report/index.html", "history.db",
                  "history/history.html", "history/history.md"):

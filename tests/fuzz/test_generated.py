@@ -37,7 +37,7 @@ from tebench import cli
 from tebench.cli.history import report as history_report
 from tebench.plan import environment as detect
 from tebench.plan import matrix
-from tebench.schema.part import MAX_EXACT, Part
+from tebench.schema.part import MAX_EXACT, PartBase
 from tebench.schema.records import CaseResult, RunHeader
 from tebench.schema.version import SchemaError
 from tebench.analysis import judged_run
@@ -64,10 +64,10 @@ def profile(ci_examples: int) -> settings:
 
 def _part_of(hint: Any) -> type | None:
     for option in (typing.get_args(hint) or (hint,)):
-        if isinstance(option, type) and issubclass(option, Part):
+        if isinstance(option, type) and issubclass(option, PartBase):
             return option
         for inner in typing.get_args(option):  # list[Part]
-            if isinstance(inner, type) and issubclass(inner, Part):
+            if isinstance(inner, type) and issubclass(inner, PartBase):
                 return inner
     return None
 

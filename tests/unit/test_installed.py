@@ -147,7 +147,7 @@ def test_a_command_without_pydantic_gets_the_remedy_not_a_crash(tmp_path):
     run = _without(("pydantic", "pydantic_core"), "report", str(ROOT / "reports/cpu-smoke/results.jsonl"),
                    "--out", str(tmp_path / "out"), cwd=tmp_path)
     assert run.returncode == 2, run.stderr
-    assert "lacks pydantic, pydantic_core" in run.stderr and 'pip install "pydantic>=2.7"' in run.stderr
+    assert "lacks pydantic, pydantic_core" in run.stderr and 'pip install "pydantic>=2.7.4,<3"' in run.stderr
     assert "Traceback" not in run.stderr and not (tmp_path / "out").exists()
     assert not list(tmp_path.glob("tebench-crash-*.log"))
 

@@ -23,7 +23,7 @@ from conftest import FIXTURES, ROOT, STUB_CLI, read_jsonl
 from tebench.schema import records
 from tebench.schema.part import OneOf
 from tebench.schema.text import check_text
-from tebench.schema.part import Part as _Part
+from tebench.schema.part import PartBase as _Part
 from tebench.schema.records import CaseResult, Measurements, RunHeader
 from tebench.schema.version import RecordError
 
