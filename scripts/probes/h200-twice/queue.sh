@@ -22,6 +22,7 @@ DEADLINE=${DEADLINE:-570}
 for item in "${QUEUE[@]}"; do
   n=${item%%|*}; args=${item#*|}
   [ -f $V/$n.collected ] && continue
+  [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $n "* ]] && continue  # ONLY="gput lx": just those
   if [ "$args" = pytest ]; then  # the GPU test of the new mutation class, in the foreground (about a minute)
     [ $(( DEADLINE - $(el) )) -lt 150 ] && { echo "deadline: $n next"; break; }
     python3 -m pytest -q -p no:cacheprovider -s tests/gpu/test_gpu.py -k subtle 2>&1 | tail -n 25 | tee $OUT/$n.log
