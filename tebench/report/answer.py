@@ -72,7 +72,7 @@ def frame(df: pd.DataFrame) -> pd.DataFrame:
         if ok.empty:
             continue
         good = ok[counted.loc[ok.index]]
-        best = tables._fastest(good)
+        best = tables.fastest(good)
         amp = ok[(ok["variant"] == tables.BASELINE)]
         base = amp.iloc[0] if not amp.empty else None
         compiled = ok[(ok["variant"] == tables.COMPILED)]
@@ -82,7 +82,7 @@ def frame(df: pd.DataFrame) -> pd.DataFrame:
                                "mj_per_token": np.nan, "energy_change": np.nan, "parity": None, "noise": False,
                                "noise_compile": False, "margin": np.nan,
                                "failed": int(g["parity"].isin(["fail", "inconclusive"]).sum()),
-                               "passed_over": tables._faster_not_counted([(ok, best)], counted)}
+                               "passed_over": tables.faster_not_counted([(ok, best)], counted)}
         if best is not None:
             verdict = best["parity"]
             # A pick that counts with no verdict is a timing with no loss curve (a pytest-benchmark module).

@@ -148,7 +148,7 @@ def energy_sentences(df: pd.DataFrame) -> list[str]:
     for (source, workload, size), g in df.groupby(["source", "workload", "size"], sort=False):
         ok = g[counts(g) & g["tokens_per_j"].notna() & (g["parallel"] == "single")]
         base = ok[ok["variant"] == BASELINE]
-        best = _fastest(ok[ok["mode"].isin(modes.FP8_MODES)])
+        best = fastest(ok[ok["mode"].isin(modes.FP8_MODES)])
         if base.empty or best is None:
             continue
         b = base.iloc[0]
@@ -253,15 +253,15 @@ def headline(df: pd.DataFrame) -> pd.DataFrame:
         if ok.empty:
             continue
         good = ok[counted.loc[ok.index]]
-        best = _fastest(good)
+        best = fastest(good)
         fp8 = good[good["mode"].isin(TE_FP8_MODES)]
-        best_fp8 = _fastest(fp8)
+        best_fp8 = fastest(fp8)
         amp = ok[ok["variant"] == BASELINE]
         # Each pick beside the fastest case of its pool that did not count, where that one is faster.
         picks = [(ok, best), (ok[ok["mode"].isin(TE_FP8_MODES)], best_fp8)]
         if ao_ran:
             ao = ok[ok["mode"].isin(AO_FP8_MODES)]
-            picks.append((ao, _fastest(ao[counted.loc[ao.index]])))
+            picks.append((ao, fastest(ao[counted.loc[ao.index]])))
         rows.append({
             "source": source, "workload": workload, "size": size,
             "fastest": best["variant"] if best is not None else None,
@@ -272,7 +272,7 @@ def headline(df: pd.DataFrame) -> pd.DataFrame:
             if best is not None and pd.notna(best["memory_vs_amp"]) else np.nan,
             "memory_change": (best["memory_vs_amp"] - 1)
             if best is not None and pd.notna(best["memory_vs_amp"]) else np.nan,
-            "faster_not_passing": _faster_not_counted(picks, counted),
+            "faster_not_passing": faster_not_counted(picks, counted),
             "best_fp8": best_fp8["variant"] if best_fp8 is not None else None,
             "fp8_speedup_vs_amp": best_fp8["speedup_vs_amp"] if best_fp8 is not None else np.nan,
             "noise": within_noise(best, amp.iloc[0] if not amp.empty else None) if best is not None else "",
@@ -315,7 +315,7 @@ def counts(df: pd.DataFrame) -> pd.Series:
     return (df["status"] == "ok") & judged_ok & ~proof.isin(NOT_FP8_PROOFS)
 
 
-def _fastest(cases: pd.DataFrame) -> pd.Series | None:
+def fastest(cases: pd.DataFrame) -> pd.Series | None:
     """The case with the lowest median step, or None for no case."""
     return cases.loc[cases["median_ms"].idxmin()] if not cases.empty else None
 
@@ -336,7 +336,7 @@ def not_counted_text(row: pd.Series) -> str:
     return f"{row['variant']} {shown} ({', '.join(why)})"
 
 
-def _faster_not_counted(picks: list[tuple[pd.DataFrame, pd.Series | None]], counted: pd.Series) -> str:
+def faster_not_counted(picks: list[tuple[pd.DataFrame, pd.Series | None]], counted: pd.Series) -> str:
     """Per (pool, its pick among the counting cases): the pool's fastest case that does not count, where it is
     faster than the pick (or there is no pick), each named once; "" where none."""
     named: dict[str, str] = {}
@@ -344,7 +344,7 @@ def _faster_not_counted(picks: list[tuple[pd.DataFrame, pd.Series | None]], coun
         rest = pool[~counted.loc[pool.index]]
         if pick is not None:
             rest = rest[rest["median_ms"] < pick["median_ms"]]
-        top = _fastest(rest)
+        top = fastest(rest)
         if top is not None:
             named.setdefault(top["case_id"], not_counted_text(top))
     return "; ".join(named.values())
