@@ -34,7 +34,7 @@ from tebench.plan import schedule as plan_schedule
 from tebench.plan.environment import ProbeError, probe
 from tebench.plan.matrix import Matrix
 from tebench.report.compare_markdown import to_markdown
-from tebench.run import runner
+from tebench.run import final_verdicts, runner
 from tebench.run.display import Display, SideDisplay
 from tebench.run.executor import Executor
 from tebench.schema.records import RunHeader, SideInfo
@@ -258,6 +258,7 @@ def _run_sides(matrix: Matrix, opts: ABOptions, cases: list, sides: dict[str, _S
                 ex.kill_all()
             raise
     for s in sides.values():
+        final_verdicts.write_at_end(s.out / results.RESULTS_NAME)
         with contextlib.suppress(OSError):
             (s.out / ".work").rmdir()
     result = compare.compare_runs(judged_run.read(sides["base"].out), judged_run.read(sides["head"].out), opts.compare,

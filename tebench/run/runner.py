@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path
 from typing import Callable, TYPE_CHECKING
 import tebench
-from tebench.run import caches
+from tebench.run import caches, final_verdicts
 from tebench.store import reader as results
 from tebench.store.writer import Writer
 from tebench.errors import RunError
@@ -140,6 +140,7 @@ def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[
         except BaseException:
             ex.kill_all()  # a storage failure in one device thread: stop the others' children too
             raise
+    final_verdicts.write_at_end(path)
     with contextlib.suppress(OSError):
         (opts.out / ".work").rmdir()  # only if empty
     return path

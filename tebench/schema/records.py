@@ -702,8 +702,9 @@ class Parity(Part):
     validation: ValidationVerdict | None = field(None, "The validation metric against the reference's (folded into "
                                                        "the verdict).")
     rules: Str | None = field(None, "Which rules judged it: tebench.analysis.parity.PARITY_RULES of the tebench "
-                                    "that judged it over the whole run. A reader takes a verdict of its own rules "
-                                    "as stored and judges again one without (unknown rules) or of other rules.")
+                                    "that judged it over the whole run (a finished run, a merge). A reader takes a "
+                                    "verdict of its own rules as stored and judges again one without (a running "
+                                    "or interrupted run's, judged against the records before it) or of other rules.")
 
     @property
     def judged(self) -> bool:

@@ -48,6 +48,8 @@ class Run:
     path: str
     headers: list[RunHeader] = field(default_factory=list)
     cases: list[CaseResult] = field(default_factory=list)
+    case_lines: list[int] = field(default_factory=list)
+    """The line number (from 1) each record of :attr:`cases` was read from."""
     skipped_lines: int = 0
     problems: list[str] = field(default_factory=list)
     """``file:line: what is wrong`` for each skipped line."""
@@ -328,6 +330,7 @@ def _read(path: str | Path) -> Run:
         if note:
             run.replaced.append(note)
         run.cases.append(parsed)
+        run.case_lines.append(lineno)
     run.skipped_lines = len(problems)
     run.problems = problems
     if problems:

@@ -12,8 +12,10 @@ import re
 import os
 from pathlib import Path
 from typing import Any, Iterable
+from tebench import bounded
 from tebench.schema import version as versions
 from tebench.schema.part import PartBase
+from tebench.store.atomic import target
 
 
 def sanitize(obj: Any, path: tuple = (), notes: list[dict[str, Any]] | None = None) -> Any:
@@ -153,8 +155,6 @@ def _jsonable(obj: Any) -> Any:
 def write_all(path: Path, records: Iterable[PartBase | dict[str, Any]]) -> None:
     """Write a complete results file atomically (used by merge): a temp file, then a rename; only a
     regular file is replaced (:func:`tebench.store.atomic.target`)."""
-    from tebench.store.atomic import target
-
     path = target(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -166,3 +166,39 @@ def write_all(path: Path, records: Iterable[PartBase | dict[str, Any]]) -> None:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+class _TooLong(Exception):
+    pass
+
+
+def replace_lines(path: Path, records: dict[int, PartBase]) -> bool:
+    """Rewrite a plain results file atomically with the line numbered ``n`` (from 1) replaced by
+    ``records[n]``, written as :meth:`Writer.append` writes it; every other line is kept byte for byte,
+    unreadable ones included. Returns False, and leaves the file as it was, where that cannot be done
+    exactly: a gzip-compressed file, or a line too long to be read. Only a regular file is replaced
+    (:func:`tebench.store.atomic.target`); OSError propagates."""
+    path = target(path)
+    with path.open("rb") as fh:
+        if fh.read(2) == bounded.GZIP_MAGIC:
+            return False
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("wb") as out:
+            for lineno, raw in bounded.iter_lines(path):
+                record = records.get(lineno)
+                if record is not None:
+                    body = {"schema": versions.SCHEMA, "schema_version": versions.SCHEMA_VERSION, **record.to_dict()}
+                    out.write((_dumps(body, []) + "\n").encode("utf-8"))
+                elif raw is None:  # skipped unread by the bounded reader: it cannot be copied
+                    raise _TooLong
+                else:
+                    out.write(raw)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except _TooLong:
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
+    return True

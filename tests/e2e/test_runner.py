@@ -24,6 +24,7 @@ import pytest
 from conftest import MICRO_DISTILL, MICRO_GPT, ROOT, unsaid
 
 from tebench.analysis.judged_run import CaseRounds
+from tebench.analysis.parity import PARITY_RULES
 from tebench.run.prestart import launch_bound
 from tebench.run.prestart import default_prestart_depth
 
@@ -76,6 +77,8 @@ def test_run_records_everything_and_skips_te_with_reasons(tiny, tmp_path, tebenc
         assert rec["throughput"]["tokens_per_s"] > 0 and rec["throughput"]["mfu"] is None  # CPU: no known peak
         # 7 losses are too few to judge a curve: inconclusive, never a pass.
         assert rec["parity"]["verdict"] in ("reference", "inconclusive")
+        # Judged over the whole run when it ended, and stored so: no reader judges it again.
+        assert rec["parity"]["rules"] == PARITY_RULES
         if rec["parity"]["verdict"] == "inconclusive":
             assert "too short" in rec["parity"]["reason"]
         assert rec["setup"]["master_weights"].startswith("fp32 master weights")
@@ -131,6 +134,8 @@ def test_resume_after_kill_9_loses_only_the_case_in_flight(tiny, tmp_path, stub_
     proc.wait()
     before = cases(out)
     assert "distill/micro/PT-AMP" not in before and len(before) == 6
+    # A killed run keeps its running verdicts (no rules: every reader judges them); the finished one seals them.
+    assert not any((r.get("parity") or {}).get("rules") for r in before.values())
     time.sleep(1.5)  # the orphaned worker notices its runner is gone
     env.pop("STUB_FAULT")
     resumed = subprocess.run(cmd + ["--resume"], env=env, capture_output=True, text=True, timeout=300)
@@ -140,6 +145,7 @@ def test_resume_after_kill_9_loses_only_the_case_in_flight(tiny, tmp_path, stub_
     ids = [r["case_id"] for r in all_records]
     assert len(ids) == len(set(ids)) == 10, "finished cases must not run again"
     assert cases(out)["distill/micro/PT-AMP"]["status"] == "ok"
+    assert {r["parity"]["rules"] for r in all_records if r["status"] == "ok"} == {PARITY_RULES}
     assert len({r["run_id"] for r in all_records}) == 1
     heads = [r for r in records(out) if r["type"] == "header"]
     assert len(heads) == 2 and heads[1]["resumed"]

@@ -10,6 +10,7 @@ import textwrap
 
 import pytest
 
+from tebench.analysis.parity import PARITY_RULES
 from conftest import CPU_ENV, MICRO_GPT, read_jsonl
 from tebench.run import ab
 
@@ -82,6 +83,8 @@ def test_ab_end_to_end(tmp_path, tebench_cli):
     base, head = (read_jsonl(out / side / "results.jsonl") for side in ("base", "head"))
     assert base[0]["ab"]["id"] == head[0]["ab"]["id"] and base[0]["ab"]["side"] == "base"
     assert all(r["setup"]["test_slowdown"] == 10.0 for r in head[1:])
+    # Each side's verdicts were judged over its whole run when it ended, and stored with their rules.
+    assert {r["parity"]["rules"] for r in base[1:] + head[1:] if r.get("parity")} == {PARITY_RULES}
     # ABBA: in even rounds base ran first, in odd rounds head did.
     started = {(side, r["case_id"], r["round"]): r["started"] for side, recs in (("base", base), ("head", head))
                for r in recs[1:]}
