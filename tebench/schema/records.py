@@ -103,6 +103,14 @@ def _ratio(num: float, den: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def median(samples: Sequence[float] | Any) -> float:
+    """The median of per-step times: the one definition (``np.median``) behind every stored and derived
+    median step time, in the worker and the parent alike."""
+    import numpy as np  # only where a median is computed
+
+    return float(np.median(np.asarray(samples, dtype=float)))
+
+
 class Summary(Part):
     """Median, its interquartile interval (``p25`` … ``p75``), spread and extremes of step times (ms).
 
@@ -131,7 +139,10 @@ class Summary(Part):
         if a.size == 0:
             values: dict[str, Any] = {"n": 0}
         else:
-            p10, p25, p50, p75, p90 = (float(x) for x in np.percentile(a, [10, 25, 50, 75, 90]))
+            p10, p25, p75, p90 = (float(x) for x in np.percentile(a, [10, 25, 75, 90]))
+            # np.median, not the 50th percentile: the one median every value over samples is taken with
+            # (the regression tests' round levels too); the percentile's interpolation can differ in the last bit.
+            p50 = median(a)
             mean, stdev = _mean_stdev(a)
             values = {"n": int(a.size), "median": p50, "mean": mean, "stdev": stdev, "min": float(a.min()),
                       "max": float(a.max()), "p10": p10, "p25": p25, "p75": p75, "p90": p90,
@@ -892,11 +903,9 @@ class CaseResult(Measurements):
 
     @property
     def round_median_ms(self) -> float | None:
-        """This round's level as the regression tests take it (``np.median``; may differ from
-        :attr:`median_ms` in the last bit, since ``np.percentile`` interpolates in another order)."""
-        import numpy as np
-
-        return float(np.median(self.samples_ms)) if self.samples_ms else None
+        """This round's level as the regression tests take it: :attr:`median_ms` where the round has its
+        samples (None where only a stored summary is left)."""
+        return self.median_ms if self.samples_ms else None
 
     @property
     def peak_memory(self) -> float | None:

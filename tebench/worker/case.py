@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import inspect
 import math
-import statistics
 import time
 from typing import Any, Callable
 import torch
 from tebench.worker.fp8state import ScalingRecorder
 from tebench.plan.matrix import Case
 from tebench.plan.modes import MODES
-from tebench.schema.records import (Energy, FP8State, GpuBusy, Kernels, Loss, Measurements, Memory, ModuleCensus, Phases,
+from tebench.schema.records import (median, Energy, FP8State, GpuBusy, Kernels, Loss, Measurements, Memory, ModuleCensus, Phases,
                                     Setup, Timing, Updates, Validation, Warmup)
 from tebench.worker import memory as worker_memory
 from tebench.worker import energy, replicas
@@ -200,7 +199,7 @@ def run_case(case: Case, device: torch.device, progress: Progress,
     if device.type == "cuda":
         progress("profile", total, total)
         t = time.perf_counter()
-        profiled = profiled_steps(trainer, batches, statistics.median(samples), st.profile_steps)
+        profiled = profiled_steps(trainer, batches, median(samples), st.profile_steps)
         phases["profile_s"] = time.perf_counter() - t
 
     validation: dict[str, Any] = {}

@@ -9,13 +9,12 @@ group). Per-rank step times are gathered to rank 0, which writes the result.
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
 import torch
 
 from tebench.plan.matrix import Case
-from tebench.schema.records import Distributed, Measurements
+from tebench.schema.records import Distributed, Measurements, median as median_of
 from tebench.worker.case import Progress, run_case
 from tebench.worker.seeds import derive_seed
 from tebench.worker.models import WORKLOADS
@@ -54,7 +53,7 @@ def run_distributed(case: Case, device: torch.device, progress: Progress) -> Mea
         raw = run_case(case, device, progress, wrap=_wrap(case, device, built), amax_group=group, data_seed=seed)
         timing, mem, loss = raw.timing, raw.memory, raw.loss
         assert timing is not None and mem is not None and loss is not None, "run_case measures all three"
-        median = statistics.median(timing.samples_ms)
+        median = median_of(timing.samples_ms)
         tokens = WORKLOADS[case.workload].tokens_per_step(case.size_spec)
         mine = {
             "rank": rank,
