@@ -168,10 +168,6 @@ def write_all(path: Path, records: Iterable[PartBase | dict[str, Any]]) -> None:
         tmp.unlink(missing_ok=True)
 
 
-class _TooLong(Exception):
-    pass
-
-
 def replace_lines(path: Path, records: dict[int, PartBase]) -> bool:
     """Rewrite a plain results file atomically with the line numbered ``n`` (from 1) replaced by
     ``records[n]``, written as :meth:`Writer.append` writes it; every other line is kept byte for byte,
@@ -191,14 +187,12 @@ def replace_lines(path: Path, records: dict[int, PartBase]) -> bool:
                     body = {"schema": versions.SCHEMA, "schema_version": versions.SCHEMA_VERSION, **record.to_dict()}
                     out.write((_dumps(body, []) + "\n").encode("utf-8"))
                 elif raw is None:  # skipped unread by the bounded reader: it cannot be copied
-                    raise _TooLong
+                    return False
                 else:
                     out.write(raw)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
-    except _TooLong:
-        return False
     finally:
         tmp.unlink(missing_ok=True)
     return True

@@ -84,3 +84,19 @@ def test_a_file_it_cannot_rewrite_exactly_stays_as_it_was(tmp_path):
     assert final_verdicts.write(path) == 0
     assert path.read_bytes() == before
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+
+def test_a_line_too_long_to_copy_leaves_the_file_as_it_was(tmp_path, monkeypatch):
+    from tebench import bounded
+
+    path, lines = _run_file(tmp_path)
+    longest = max(len(line) for line in lines)
+    with path.open("ab") as fh:  # one line longer than the line limit below, every record shorter
+        fh.write(b'{"x": "' + b"y" * longest + b'"}\n')
+    before = path.read_bytes()
+    real = bounded.iter_lines
+    monkeypatch.setattr(bounded, "iter_lines", lambda p, *a, **k: real(p, line_limit=longest + 1))
+    assert final_verdicts.write(path) == 0
+    assert path.read_bytes() == before
+    assert not list(tmp_path.glob(".*.tmp"))
