@@ -31,18 +31,13 @@ def write(path: Path) -> int:
         # A damaged line is said by every later reader; the run already said what went wrong.
         warnings.simplefilter("ignore")
         run = results.read(path)
-    last: dict[tuple[str, int], int] = {}
-    for i, rec in enumerate(run.cases):
-        last[(rec.case_id, rec.round_no)] = i
-    records = [run.cases[i] for i in last.values()]
-    stale = [rec for rec in records if parity.judgeable(rec) and not parity.current(rec)]
+    # The last record of each case and round (as Run.latest), with the line it was read from.
+    last = {(rec.case_id, rec.round_no): (line, rec) for line, rec in zip(run.case_lines, run.cases)}
+    stale = {line: rec for line, rec in last.values() if parity.judgeable(rec) and not parity.current(rec)}
     if not stale:
         return 0
-    parity.attach(records, stale)
-    judged = {id(rec) for rec in stale}
-    lines = {run.case_lines[i]: run.cases[i] for i in last.values() if id(run.cases[i]) in judged}
-    return len(lines) if replace_lines(path, dict(lines)) else 0
-
+    parity.attach([rec for _, rec in last.values()], list(stale.values()))
+    return len(stale) if replace_lines(path, stale) else 0
 
 def write_at_end(path: Path) -> None:
     """:func:`write` at the end of a run: where it fails, the run's records stay as measured and written

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Sequence
 
 from annotated_types import Interval
 from pydantic import field_validator, model_validator
@@ -37,6 +37,9 @@ from tebench.schema.environment import Environment, PeakRates
 from tebench.schema.part import AnyNum, Bool, Int, Limits, Num, OneOf, Part, Row, Str, field, kind
 from tebench.schema.version import SCHEMA, STATUSES, RecordError, check_version
 from tebench.schema.vocabulary import AMAX_ALGOS, FORMATS, JUDGED, PARALLEL
+
+if TYPE_CHECKING:  # numpy is imported only where a statistic is computed
+    import numpy as np
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 """Unicode's control characters (category Cc): C0, DEL and C1."""
@@ -103,7 +106,7 @@ def _ratio(num: float, den: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def median(samples: Sequence[float] | Any) -> float:
+def median(samples: Sequence[float] | np.ndarray) -> float:
     """The median of per-step times: the one definition (``np.median``) behind every stored and derived
     median step time, in the worker and the parent alike."""
     import numpy as np  # only where a median is computed

@@ -11,11 +11,11 @@ import math
 import re
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 from tebench import bounded
 from tebench.schema import version as versions
 from tebench.schema.part import PartBase
-from tebench.store.atomic import target
+from tebench.store.atomic import target, write_bytes
 
 
 def sanitize(obj: Any, path: tuple = (), notes: list[dict[str, Any]] | None = None) -> Any:
@@ -168,31 +168,26 @@ def write_all(path: Path, records: Iterable[PartBase | dict[str, Any]]) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def replace_lines(path: Path, records: dict[int, PartBase]) -> bool:
+def replace_lines(path: Path, records: Mapping[int, PartBase]) -> bool:
     """Rewrite a plain results file atomically with the line numbered ``n`` (from 1) replaced by
     ``records[n]``, written as :meth:`Writer.append` writes it; every other line is kept byte for byte,
     unreadable ones included. Returns False, and leaves the file as it was, where that cannot be done
     exactly: a gzip-compressed file, or a line too long to be read. Only a regular file is replaced
     (:func:`tebench.store.atomic.target`); OSError propagates."""
-    path = target(path)
+    path = target(path)  # before the open: a FIFO would block it
     with path.open("rb") as fh:
         if fh.read(2) == bounded.GZIP_MAGIC:
             return False
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("wb") as out:
-            for lineno, raw in bounded.iter_lines(path):
-                record = records.get(lineno)
-                if record is not None:
-                    body = {"schema": versions.SCHEMA, "schema_version": versions.SCHEMA_VERSION, **record.to_dict()}
-                    out.write((_dumps(body, []) + "\n").encode("utf-8"))
-                elif raw is None:  # skipped unread by the bounded reader: it cannot be copied
-                    return False
-                else:
-                    out.write(raw)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    # Held whole, then written by atomic.write_bytes: the caller holds the file's records already, far larger.
+    chunks: list[bytes] = []
+    for lineno, raw in bounded.iter_lines(path):
+        record = records.get(lineno)
+        if record is not None:
+            body = {"schema": versions.SCHEMA, "schema_version": versions.SCHEMA_VERSION, **record.to_dict()}
+            chunks.append((_dumps(body, []) + "\n").encode("utf-8"))
+        elif raw is None:  # skipped unread by the bounded reader: it cannot be copied
+            return False
+        else:
+            chunks.append(raw)
+    write_bytes(path, b"".join(chunks))
     return True
