@@ -382,10 +382,10 @@ def _dims(record: CaseResult) -> dict[str, Any]:
 
 
 def _setup(record: CaseResult) -> tuple[Any, ...]:
-    """What makes two runs the same training: workload, size, dimensions, seed, steps, learning rate and warm-up."""
+    """What makes two runs the same training: workload, size, dimensions, seed, steps, the optimizer's settings."""
     s = record.settings
     return (record.workload, record.size, _dims(record), s["seed"], s["steps"] + s["warmup"], s["lr"],
-            s.get("lr_warmup", 0))
+            s.get("lr_warmup", 0), s.get("adam_beta2", 0.999), s.get("grad_clip", 0.0))
 
 
 def _same_setup(record: CaseResult, other: CaseResult) -> bool:

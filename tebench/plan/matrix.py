@@ -93,6 +93,11 @@ class Settings:
     lr_warmup: int = knob(0, "Steps of linear learning-rate warm-up from lr/lr_warmup up to lr (0: constant lr); "
                           "wide models need it (at d_model 4096 a full-size first Adam step drives the loss up).",
                           min=0, max=1_000_000)
+    adam_beta2: float = knob(0.999, "AdamW's beta2 (the second moment's decay; beta1 is 0.9). Llama-style "
+                             "recipes train with 0.95, which keeps a sudden larger gradient from making an outsized "
+                             "step after a quiet stretch.", min=0.0, max=0.99999)
+    grad_clip: float = knob(0.0, "Clip the gradients' global norm to this before every optimizer step (0: no "
+                            "clipping); Llama-style recipes clip at 1.0.", min=0.0, max=1e6)
     timeout_s: float = knob(900.0, "Wall-clock limit of one case's process in seconds, start-up included.",
                             min=1.0, max=7 * 86400.0)
     parity_rtol: float = knob(0.15, "Loss parity: the narrowest the band around the reference curve gets "

@@ -461,6 +461,7 @@ class Setup(Part):
     fp8_calibration: Str | None = field(None, "Delayed scaling's calibration passes before training, in words.")
     fp8_weight_transpose: Str | None = field(None, "FP8 weights: how their cached transposes follow the optimizer.")
     lr_schedule: Str | None = field(None, "The learning-rate schedule, in words (a warm-up; constant otherwise).")
+    grad_clip: Str | None = field(None, "Gradient clipping before each optimizer step, in words (settings grad_clip).")
     test_slowdown: Num | None = field(None, "TEBENCH_TEST_SLOWDOWN's factor, when set.", ge=1)
     test_mutation: Str | None = field(None, "TEBENCH_TEST_FAULT's self-test mutation applied to this case, and what "
                                             "it did. Parity judges such a case but never takes it as a reference.")

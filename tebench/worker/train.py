@@ -83,17 +83,23 @@ def make_optimizer(model: torch.nn.Module, case: Case, device: torch.device,
     """AdamW with fp32 state for every mode; fused on CUDA (a fair baseline uses a fused optimizer)."""
     params = [p for p in model.parameters() if p.requires_grad]
     lr = case.settings.lr * lr_scale
+    beta2 = case.settings.adam_beta2
+    betas = (0.9, beta2)
+    # Named only where it is not torch's default, so that the setup of every earlier run reads as before.
+    named = "" if beta2 == 0.999 else f", betas=(0.9, {beta2:g})"
     if case.fp8_weights:
         # FP8 weights carry no fp32 copy of their own; TE's FusedAdam keeps the
         # fp32 master weights, so the master-weight policy still holds.
         from transformer_engine.pytorch.optimizers import FusedAdam
 
-        optimizer = FusedAdam(params, lr=lr, weight_decay=0.0, master_weights=True)
+        optimizer = FusedAdam(params, lr=lr, betas=betas, weight_decay=0.0, master_weights=True)
         seed_fp8_masters(optimizer, params)
-        return optimizer, "te.FusedAdam(master_weights=fp32, seeded from the exact initial values)"
+        return optimizer, f"te.FusedAdam(master_weights=fp32, seeded from the exact initial values{named})"
     if device.type == "cuda":
-        return torch.optim.AdamW(params, lr=lr, weight_decay=0.0, fused=True), "torch.optim.AdamW(fused=True)"
-    return torch.optim.AdamW(params, lr=lr, weight_decay=0.0, foreach=True), "torch.optim.AdamW(foreach=True)"
+        return (torch.optim.AdamW(params, lr=lr, betas=betas, weight_decay=0.0, fused=True),
+                f"torch.optim.AdamW(fused=True{named})")
+    return (torch.optim.AdamW(params, lr=lr, betas=betas, weight_decay=0.0, foreach=True),
+            f"torch.optim.AdamW(foreach=True{named})")
 
 
 def _exact_inits(params: Iterable[torch.nn.Parameter]) -> list[tuple[torch.nn.Parameter, torch.Tensor]]:
@@ -202,12 +208,18 @@ class Trainer:
         with self.precision.forward_ctx():
             loss = self.workload.loss(self.model, batch)
         scaler = self.precision.scaler
+        clip = self.case.settings.grad_clip
         if scaler is not None:
             scaler.scale(loss).backward()
+            if clip:
+                scaler.unscale_(self.optimizer)  # clip the true gradients, not the scaled ones
+                torch.nn.utils.clip_grad_norm_(self.eager.parameters(), clip)
             scaler.step(self.optimizer)
             scaler.update()
         else:
             loss.backward()
+            if clip:
+                torch.nn.utils.clip_grad_norm_(self.eager.parameters(), clip)
             self.optimizer.step()
         if self.scheduler is not None:
             self.scheduler.step()
@@ -302,6 +314,8 @@ def build_trainer(case: Case, device: torch.device, batches: list[Batch],
         n = case.settings.lr_warmup
         trainer.scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / n))
         setup["lr_schedule"] = f"linear warm-up over {n} steps to {case.settings.lr:g}, then constant"
+    if case.settings.grad_clip:
+        setup["grad_clip"] = f"torch.nn.utils.clip_grad_norm_(max_norm={case.settings.grad_clip:g}) before each step"
     calibration = case.fp8.calibration_steps if (case.fp8 and mode.fp8 == "te") else 0
     if calibration:
         calibrate_fp8(trainer, batches, calibration)

@@ -33,7 +33,9 @@ def _same_setup_before(case: dict[str, Any], other: dict[str, Any]) -> bool:
             and o["seed"] == s["seed"]
             and o["steps"] + o["warmup"] == s["steps"] + s["warmup"]
             and o["lr"] == s["lr"]
-            and o.get("lr_warmup", 0) == s.get("lr_warmup", 0))
+            and o.get("lr_warmup", 0) == s.get("lr_warmup", 0)
+            and o.get("adam_beta2", 0.999) == s.get("adam_beta2", 0.999)
+            and o.get("grad_clip", 0.0) == s.get("grad_clip", 0.0))
 
 
 class QuadraticRuns(list):
@@ -132,6 +134,9 @@ SETUPS: dict[str, dict[str, Any]] = {
     "nan lr": {"settings": {"lr": math.nan}},
     "no lr_warmup": {"drop": ["lr_warmup"]},
     "lr_warmup": {"settings": {"lr_warmup": 5}},
+    "adam_beta2": {"settings": {"adam_beta2": 0.95}},
+    "adam_beta2 at its default": {"settings": {"adam_beta2": 0.999}},
+    "grad_clip": {"settings": {"grad_clip": 1.0}},
     "dims reordered": {"dims": {"l": 2, "d": 8}},
     "other dims": {"dims": {"d": 16, "l": 2}},
     "other size": {"size": "m"},
