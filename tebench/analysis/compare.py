@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import json
 import math
 from dataclasses import asdict, dataclass, field
@@ -65,6 +64,7 @@ from tebench.analysis import stats
 from tebench.analysis.parity import counts_for_speed
 from tebench.schema.records import CaseResult
 from tebench.analysis.judged_run import CaseRounds, RunRecords
+from tebench.plan.matrix import Settings
 
 from tebench.analysis.defaults import CORRECTIONS, DEFAULT_ALPHA, DEFAULT_THRESHOLDS  # noqa: E402  (their home; re-exported)
 ENV_KEYS = ("device", "driver", "cuda", "torch", "te")
@@ -83,15 +83,6 @@ UNMEASURED = ("not-measured", "not-comparable", "missing-in-head", "new-in-head"
 """Verdicts of cases that were not measured on both sides: no evidence either way."""
 CLAIMS = ("improved", "faster")
 """Verdicts that claim a gain: counted only where the head side may back a speed claim."""
-
-
-@functools.lru_cache(maxsize=1)
-def _setting_defaults() -> dict[str, Any]:
-    # Imported only when a record lacks a setting: tebench.plan.matrix pulls in torch (via the
-    # workloads), which compare and history otherwise never need.
-    from tebench.plan.matrix import Settings
-
-    return {f.name: f.default for f in dataclasses.fields(Settings) if f.default is not dataclasses.MISSING}
 
 
 class CompareError(TebenchError, ValueError):
@@ -319,7 +310,7 @@ def _settings_diff(b: dict[str, Any], h: dict[str, Any]) -> list[str]:
     fb, fh = flat(b), flat(h)
     if set(fb) != set(fh):
         # A setting added after one side was recorded had its default there.
-        defaults = {f"settings.{k}": v for k, v in _setting_defaults().items()}
+        defaults = {f"settings.{k}": v for k, v in Settings.defaults().items()}
         fb, fh = {**defaults, **fb}, {**defaults, **fh}
     return [f"{k} {fb.get(k)!r} → {fh.get(k)!r}" for k in sorted(set(fb) | set(fh)) if fb.get(k) != fh.get(k)]
 

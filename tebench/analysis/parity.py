@@ -43,6 +43,7 @@ import numpy as np
 
 from tebench.analysis import equivalence
 from tebench.analysis.equivalence import longest_run as _longest_run, smooth
+from tebench.plan.matrix import Settings
 from tebench.plan.modes import MODES, REFERENCE_MODES
 from tebench.plan.recipes import RECIPES
 from tebench.schema.records import CaseResult, Parity, Validation, ValidationVerdict
@@ -381,11 +382,15 @@ def _dims(record: CaseResult) -> dict[str, Any]:
     return record.case.dims
 
 
+LATER_TRAINING_SETTINGS = ("lr_warmup", "adam_beta2", "grad_clip")
+"""Settings that change the training and were added after the first records: absent, they read as their defaults."""
+
+
 def _setup(record: CaseResult) -> tuple[Any, ...]:
     """What makes two runs the same training: workload, size, dimensions, seed, steps, the optimizer's settings."""
-    s = record.settings
+    s, defaults = record.settings, Settings.defaults()
     return (record.workload, record.size, _dims(record), s["seed"], s["steps"] + s["warmup"], s["lr"],
-            s.get("lr_warmup", 0), s.get("adam_beta2", 0.999), s.get("grad_clip", 0.0))
+            *(s.get(k, defaults[k]) for k in LATER_TRAINING_SETTINGS))
 
 
 def _same_setup(record: CaseResult, other: CaseResult) -> bool:

@@ -19,7 +19,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from types import MappingProxyType
+from typing import Any, Iterable, Iterator, Mapping
 
 try:
     import tomllib
@@ -133,6 +134,16 @@ class Settings:
     @classmethod
     def field_names(cls) -> set[str]:
         return {f.name for f in dataclasses.fields(cls)}
+
+    @classmethod
+    def defaults(cls) -> Mapping[str, Any]:
+        """Every setting's default by name: what a record stored before that setting existed means by its absence."""
+        return _SETTING_DEFAULTS
+
+
+# Read for every record parity groups: built once, read-only.
+_SETTING_DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {f.name: f.default for f in dataclasses.fields(Settings) if f.default is not dataclasses.MISSING})
 
 
 @dataclass(frozen=True)

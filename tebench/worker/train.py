@@ -20,7 +20,7 @@ from tebench.worker.hooks import mutations
 from tebench.worker import ao_fp8, te_compat
 from tebench.worker.te_recipe import build_recipe
 from tebench.worker.hooks.faults import mutation_for
-from tebench.plan.matrix import Case
+from tebench.plan.matrix import Case, Settings
 from tebench.plan.modes import MASTER_WEIGHT_POLICY, MODES
 from tebench.worker.models import WORKLOADS
 from tebench.worker.models.base import Batch
@@ -85,8 +85,8 @@ def make_optimizer(model: torch.nn.Module, case: Case, device: torch.device,
     lr = case.settings.lr * lr_scale
     beta2 = case.settings.adam_beta2
     betas = (0.9, beta2)
-    # Named only where it is not torch's default, so that the setup of every earlier run reads as before.
-    named = "" if beta2 == 0.999 else f", betas=(0.9, {beta2:g})"
+    # Named only where it is not the default (torch's too), so that the setup of every earlier run reads as before.
+    named = "" if beta2 == Settings.defaults()["adam_beta2"] else f", betas=(0.9, {beta2:g})"
     if case.fp8_weights:
         # FP8 weights carry no fp32 copy of their own; TE's FusedAdam keeps the
         # fp32 master weights, so the master-weight policy still holds.

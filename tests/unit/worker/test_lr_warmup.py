@@ -8,8 +8,6 @@ import pytest
 import torch
 
 from tebench.plan import matrix
-from tebench.analysis import parity
-from tebench.schema.records import CaseResult
 from tebench.plan.matrix import Case, MatrixError, Settings, iter_cases
 from tebench.worker.train import build_trainer
 from tebench.worker.models import WORKLOADS
@@ -55,16 +53,3 @@ def test_no_warmup_keeps_a_constant_rate():
         trainer.step(batch)
     assert trainer.optimizer.param_groups[0]["lr"] == 1e-3 and "lr_schedule" not in trainer.setup
 
-
-def test_a_reference_with_another_warmup_is_not_the_same_training():
-    def record(mode: str, lr_warmup: int | None) -> CaseResult:
-        settings = {"seed": 1, "steps": 30, "warmup": 10, "lr": 1e-3, "parity_rtol": 0.1, "parity_atol": 0.05}
-        if lr_warmup is not None:  # None: a record from before the setting existed
-            settings["lr_warmup"] = lr_warmup
-        return CaseResult.from_dict({"case_id": f"gpt/s/{mode}", "status": "ok", "loss": {"per_step": [4.0] * 40},
-                                     "case": {"workload": "gpt", "size": "s", "mode": mode, "dims": {"d": 1},
-                                              "graphs": False, "parallel": "single", "settings": settings}})
-
-    assert parity.reference_for([record("PT-FP32", 16)], record("TE-FP8", 0))[0] is None
-    assert parity.reference_for([record("PT-FP32", None)], record("TE-FP8", 0))[0] == "PT-FP32"
-    assert parity.reference_for([record("PT-FP32", 16)], record("TE-FP8", 16))[0] == "PT-FP32"

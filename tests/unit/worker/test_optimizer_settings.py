@@ -1,4 +1,5 @@
-"""AdamW's beta2 and gradient clipping: per-size settings, applied by the trainer, part of what parity compares."""
+"""AdamW's beta2 and gradient clipping: per-size settings, applied by the trainer; these and the lr warm-up are
+part of what parity compares."""
 
 from __future__ import annotations
 
@@ -65,7 +66,8 @@ def test_the_step_clips_the_gradients_global_norm():
     assert "grad_clip" not in free.setup
 
 
-@pytest.mark.parametrize("key, value, default", [("adam_beta2", 0.95, 0.999), ("grad_clip", 1.0, 0.0)])
+@pytest.mark.parametrize("key, value, default",
+                         [("lr_warmup", 16, 0), ("adam_beta2", 0.95, 0.999), ("grad_clip", 1.0, 0.0)])
 def test_a_reference_with_other_optimizer_settings_is_not_the_same_training(key, value, default):
     def record(mode: str, setting: float | None) -> CaseResult:
         settings = {"seed": 1, "steps": 30, "warmup": 10, "lr": 1e-3, "parity_rtol": 0.1, "parity_atol": 0.05}
