@@ -30,3 +30,30 @@ wait_run() {
 # The new mutation class at the GPT tutorial size, one mutation per case, beside unmutated cases.
 MUTATIONS='gpt/tutorial/PT-AMP=norm-eps;gpt/tutorial/PT-AMP+compile=lr-quarter;gpt/tutorial/TE-BF16=dropout-on;gpt/tutorial/TE-FP8/current.HYBRID=leak-small'
 MUT_ONLY="--only gpt/tutorial/PT-FP32 --only gpt/tutorial/PT-AMP --only gpt/tutorial/PT-AMP+compile --only gpt/tutorial/TE-BF16 --only gpt/tutorial/TE-FP8/current.HYBRID --only gpt/tutorial/TE-FP8/delayed.HYBRID.h16.max.cal8"
+# versions: the GPU and the library versions a queue's log starts with.
+versions() {
+  nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader
+  python3 -c "import torch, pydantic, transformer_engine, torchao; print('torch', torch.__version__, 'pydantic', pydantic.VERSION, 'TE', transformer_engine.__version__, 'torchao', torchao.__version__)" 2>&1 | tail -1
+}
+# run_queue "NAME|ARGS"...: a queue that outlasts a device call. Each item is `tebench run ARGS` (start_run),
+# or with ARGS "pytest" the GPU test of the new mutation class in the foreground (about a minute); items
+# already collected are passed over, ONLY="a b" runs just those, and waiting stops DEADLINE s in (570).
+run_queue() {
+  local item n args left deadline=${DEADLINE:-570}
+  for item in "$@"; do
+    n=${item%%|*}; args=${item#*|}
+    [ -f $V/$n.collected ] && continue
+    [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $n "* ]] && continue
+    if [ "$args" = pytest ]; then
+      [ $(( deadline - $(el) )) -lt 150 ] && { echo "deadline: $n next"; break; }
+      python3 -m pytest -q -p no:cacheprovider -s tests/gpu/test_gpu.py -k subtle 2>&1 | tail -n 25 | tee $OUT/$n.log
+      touch $V/$n.collected; continue
+    fi
+    [ -f $V/$n.pid ] || start_run $n $args
+    left=$(( deadline - $(el) )); [ $left -lt 5 ] && { echo "deadline: $n left running"; break; }
+    wait_run $n $left
+    if kill -0 $(cat $V/$n.pid) 2> /dev/null; then echo "deadline: $n left running"; break; fi
+    touch $V/$n.collected
+  done
+  ls $V/*.collected 2> /dev/null | xargs -n1 basename 2> /dev/null | tr '\n' ' '; echo; echo "call done at $(el) s"
+}
