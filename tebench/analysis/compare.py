@@ -54,7 +54,6 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from tebench.schema import records as record
 
 from tebench.analysis import judged_run
 from tebench.store import reader as results
@@ -63,7 +62,7 @@ from tebench.schema.version import SchemaError
 from tebench.analysis import stats
 from tebench.analysis.parity import counts_for_speed
 from tebench.schema.records import CaseResult
-from tebench.analysis.judged_run import CaseRounds, RunRecords
+from tebench.analysis.judged_run import CaseRounds
 from tebench.plan.matrix import Settings
 
 from tebench.analysis.defaults import CORRECTIONS, DEFAULT_ALPHA, DEFAULT_THRESHOLDS  # noqa: E402  (their home; re-exported)
@@ -583,18 +582,9 @@ def judge_cases(pairs: list[tuple[str, str, Side, Side]], opts: Options, paired:
     return [judge(c, dev, b, h, opts, tests[i], adjusted.get(i), damage[i]) for i, (c, dev, b, h) in enumerate(pairs)]
 
 
-def _typed(run: results.Run | RunRecords) -> RunRecords:
-    """The run as typed records, parity judged as the report judges it (:func:`judged_run.from_run`)."""
-    return run if isinstance(run, RunRecords) else judged_run.from_run(run)
-
-
-def _header(run: results.Run | RunRecords) -> record.RunHeader:
-    return run.header
-
-
-def environment(run: results.Run | RunRecords) -> dict[str, Any]:
+def environment(run: results.Run) -> dict[str, Any]:
     """The parts of a run's environment that change performance."""
-    header = _header(run)
+    header = run.header
     env = header.environment
     ab = header.ab
     return {
@@ -743,18 +733,19 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def ab_id(run: results.Run | RunRecords) -> str | None:
+def ab_id(run: results.Run) -> str | None:
     """The id of the interleaved ``tebench ab`` run this side belongs to (None for a plain run)."""
-    ab = _header(run).ab
+    ab = run.header.ab
     return ab.id if ab else None
 
 
-def compare_runs(base: results.Run | RunRecords, head: results.Run | RunRecords, opts: Options | None = None,
+def compare_runs(base: results.Run, head: results.Run, opts: Options | None = None,
                  base_name: str = "base", head_name: str = "head") -> Comparison:
-    """Compare two runs already read (by :func:`results.read` or :func:`judged_run.read`)."""
+    """Compare two runs as :func:`judged_run.read` reads them (the last record of each case and round, parity
+    judged)."""
     opts = opts or Options()
-    base, head = _typed(base), _typed(head)
-    bcases, hcases = base.by_case(by_device=True), head.by_case(by_device=True)
+    bcases = judged_run.by_case(base.cases, base.header.peak_tflops, by_device=True)
+    hcases = judged_run.by_case(head.cases, head.header.peak_tflops, by_device=True)
     if not set(bcases) & set(hcases):
         raise CompareError(f"{base_name} and {head_name} have no case in common (same case id on the same device)")
     paired = ab_id(base) is not None and ab_id(base) == ab_id(head)
@@ -778,7 +769,7 @@ def compare_runs(base: results.Run | RunRecords, head: results.Run | RunRecords,
                       limit_differences(_run_limits(base), _run_limits(head)))
 
 
-def _run_limits(run: RunRecords) -> Side:
+def _run_limits(run: results.Run) -> Side:
     """The power limits and maximum SM clocks over a run's records, as a :class:`Side` holds them."""
     return Side("ok", None, [], None, None, [], None, None,
                 power_limits=_energy_values(run.cases, "power_limit_w"),

@@ -3,15 +3,14 @@
 :class:`CaseRounds` holds every round of one case in one run, where the values
 over rounds (pooled median, its interquartile interval, tokens/s, TFLOP/s, MFU,
 memory peaks, the median of round medians) are computed, once; :func:`read`
-turns a results file into :class:`RunRecords` that report, compare, merge and
-history all use.
+turns a results file into the :class:`~tebench.store.reader.Run` that report, compare,
+merge and history all use: the last record of each (case, round), parity judged.
 """
 
 from __future__ import annotations
 
 import functools
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -19,7 +18,7 @@ import numpy as np
 
 from tebench.analysis import parity as parity_rules
 from tebench.schema.environment import PeakRates
-from tebench.schema.records import CaseInfo, CaseResult, RunHeader, Summary, Throughput
+from tebench.schema.records import CaseInfo, CaseResult, Summary, Throughput
 from tebench.store import reader as results
 
 STATUS_SEVERITY = ("failed", "timeout", "oom", "diverged", "ok", "skipped")
@@ -185,44 +184,17 @@ def judge_parity(records: Sequence[CaseResult], rejudge: bool = False, where: st
     return len(changed)
 
 
-@dataclass
-class RunRecords:
-    """A results file read into typed records: the last record of each (case, round)."""
-
-    path: str
-    header: RunHeader
-    headers: list[RunHeader]
-    cases: list[CaseResult]
-    problems: list[str] = field(default_factory=list)
-    """``file:line: what is wrong`` for each line skipped while reading."""
-
-    @property
-    def run_id(self) -> str:
-        return self.header.run_id or ""
-
-    @property
-    def concurrent(self) -> bool:
-        return any(h.concurrent for h in self.headers)
-
-    def by_case(self, by_device: bool = False) -> dict[Any, CaseRounds]:
-        return by_case(self.cases, self.header.peak_tflops, by_device)
-
-    @property
-    def problem_cases(self) -> list[CaseResult]:
-        """Cases not ok, or judged on loss parity without passing: what ``tebench run --strict`` fails on."""
-        return [r for r in self.cases if r.problem]
-
-
-def from_run(run: results.Run, judge: bool = True, rejudge: bool = False) -> RunRecords:
-    """Typed records of a run read by :func:`results.read`; parity judged where the stored verdict is not of
+def from_run(run: results.Run, judge: bool = True, rejudge: bool = False) -> results.Run:
+    """A run read by :func:`results.read`, narrowed to the last record of each (case, round)
+    (:meth:`~tebench.store.reader.Run.last_records`), parity judged where the stored verdict is not of
     this tebench's rules (every verdict with ``rejudge``; none when ``judge`` is False): :func:`judge_parity`."""
-    cases = list(run.latest().values())
+    last = run.last_records()
     if judge:
-        judge_parity(cases, rejudge, run.path)
-    return RunRecords(run.path, run.header, run.headers, cases, list(run.problems))
+        judge_parity(last.cases, rejudge, run.path)
+    return last
 
 
-def read(path: str | Path, judge: bool = True, rejudge: bool = False) -> RunRecords:
+def read(path: str | Path, judge: bool = True, rejudge: bool = False) -> results.Run:
     """Read a results file or run directory (see :func:`results.read`) into typed records (parity: see
     :func:`from_run`)."""
     with warnings.catch_warnings(record=True) as caught:
@@ -235,7 +207,7 @@ def read(path: str | Path, judge: bool = True, rejudge: bool = False) -> RunReco
     return from_run(run, judge, rejudge)
 
 
-def runs_in(path: str | Path, rejudge: bool = False) -> list[RunRecords]:
+def runs_in(path: str | Path, rejudge: bool = False) -> list[results.Run]:
     """Each run a results file holds, apart (runs appended to one file, as ``reports/h200-nightly``), each read
     as :func:`read` reads a file of one run: its own headers and the last record of each of its cases and
     rounds, parity judged among them as :func:`judge_parity` does. A file of one run gives one."""
@@ -251,10 +223,8 @@ def runs_in(path: str | Path, rejudge: bool = False) -> list[RunRecords]:
         return [from_run(run, rejudge=rejudge)]
     out = []
     for run_id in ids:
-        headers = [h for h in run.headers if h.run_id == run_id]
-        latest = {(r.case_id, r.round_no): r for r in run.cases if (r.run_id or run_id) == run_id}
-        cases = list(latest.values())
-        judge_parity(cases, rejudge, f"{run.path} (run {run_id})")
-        out.append(RunRecords(run.path, headers[0], headers, cases, list(run.problems)))
+        one = run.of_run(run_id).last_records()
+        judge_parity(one.cases, rejudge, f"{run.path} (run {run_id})")
+        out.append(one)
     return out
 

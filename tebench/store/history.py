@@ -21,31 +21,18 @@ import warnings
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Protocol
+from typing import Any, Iterator
 
 import pandas as pd
 
-from tebench.schema.records import CaseResult, RunHeader, Throughput
+from tebench.schema.records import CaseResult, Throughput
 from tebench.schema.version import RecordError
 from tebench import bounded
 from tebench.store import history_db
 from tebench.store import reader as results
 from tebench.store.history_db import HistoryError
 
-__all__ = ["Added", "HistoryError", "JudgedRun", "UNKNOWN_DEVICE", "add", "connect", "frame", "records"]
-
-
-class JudgedRun(Protocol):
-    """A run as :func:`tebench.analysis.judged_run.read` returns it (parity judged over it): what
-    :func:`add` stores. Judging is done above this layer; here the run is read by attribute only."""
-
-    path: str
-    header: RunHeader
-    headers: list[RunHeader]
-    cases: list[CaseResult]
-
-    @property
-    def run_id(self) -> str: ...
+__all__ = ["Added", "HistoryError", "UNKNOWN_DEVICE", "add", "connect", "frame", "records"]
 
 
 def connect(db: str | Path, create: bool = False) -> sqlite3.Connection:
@@ -136,7 +123,7 @@ def _checked(row: tuple[Any, ...], columns: tuple[tuple[str, str], ...], file: s
     return row
 
 
-def _rows(run: JudgedRun) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
+def _rows(run: results.Run) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
     """The run's row and its cases' rows, every value checked before the database is opened."""
     header = run.header
     header_row = (run.run_id, header.created or "", time.strftime("%Y-%m-%dT%H:%M:%S%z"), header.device,
@@ -156,7 +143,7 @@ def _rows(run: JudgedRun) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
     return header_row, case_rows
 
 
-def _check_one_run(run: JudgedRun) -> None:
+def _check_one_run(run: results.Run) -> None:
     """HistoryError unless the file holds one run with a run id: the history is keyed by it.
 
     A header without one was stored under a null id and reported as "already stored" the next
@@ -172,7 +159,7 @@ def _check_one_run(run: JudgedRun) -> None:
                            "run per file: split it into one file per run and add each (nothing was stored)")
 
 
-def add(db: str | Path, run: JudgedRun) -> Added:
+def add(db: str | Path, run: results.Run) -> Added:
     """Store a run read from a results file (:func:`tebench.analysis.judged_run.read`: parity judged
     over it as the report and ``--strict`` judge it); adding the same run again changes nothing.
 

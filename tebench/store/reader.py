@@ -43,7 +43,12 @@ report or compare is told what would have worked."""
 
 @dataclass
 class Run:
-    """Everything one results file (or several merged) holds, as typed records."""
+    """A results file (or several merged) as typed records: the one type of a run, from the reader to the report.
+
+    :func:`read` keeps every record the file holds, in order; :meth:`last_records` keeps the last
+    record of each (case id, round), which is what a report, a comparison and the history read once
+    :func:`tebench.analysis.judged_run.read` has judged parity over them.
+    """
 
     path: str
     headers: list[RunHeader] = field(default_factory=list)
@@ -75,9 +80,38 @@ class Run:
     def run_id(self) -> str:
         return self.header.run_id or ""
 
+    @property
+    def concurrent(self) -> bool:
+        """Whether any of its runs ran cases side by side on several devices (their times are not solo times)."""
+        return any(h.concurrent for h in self.headers)
+
+    @property
+    def problem_cases(self) -> list[CaseResult]:
+        """Cases not ok, or judged on loss parity without passing: what ``tebench run --strict`` fails on."""
+        return [r for r in self.cases if r.problem]
+
     def latest(self) -> dict[tuple[str, int], CaseResult]:
         """The last record of each (case id, round): a resumed run may have re-run one."""
         return {(record.case_id, record.round_no): record for record in self.cases}
+
+    def last_records(self) -> "Run":
+        """This run with only the last record of each (case id, round), in the order the file first holds each
+        (as :meth:`latest`)."""
+        last: dict[tuple[str, int], tuple[CaseResult, int]] = {}
+        for record, line in zip(self.cases, self.case_lines or [0] * len(self.cases)):
+            last[(record.case_id, record.round_no)] = (record, line)
+        return self._with(self.headers, list(last.values()))
+
+    def of_run(self, run_id: str | None) -> "Run":
+        """Only the headers and records of run ``run_id`` (of a file that holds several runs, appended); a record
+        without a run id counts as every run's."""
+        kept = [(r, n) for r, n in zip(self.cases, self.case_lines or [0] * len(self.cases))
+                if (r.run_id or run_id) == run_id]
+        return self._with([h for h in self.headers if h.run_id == run_id], kept)
+
+    def _with(self, headers: list[RunHeader], cases: list[tuple[CaseResult, int]]) -> "Run":
+        return Run(self.path, list(headers), [r for r, _ in cases], [n for _, n in cases] if self.case_lines else [],
+                   self.skipped_lines, list(self.problems), list(self.replaced))
 
 
 def results_path(path: str | Path) -> Path:

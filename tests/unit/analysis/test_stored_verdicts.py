@@ -14,6 +14,7 @@ from tebench import cli
 from tebench.analysis import parity, judged_run
 from tebench.cli import build_parser
 from tebench.run import merge
+from tebench.store import reader as results
 
 CROSSOVER = FIXTURES / "h200-crossover.jsonl"
 """An H200 run stored before the rules were recorded: judged again, 4 of its 18 verdicts change."""
@@ -60,7 +61,7 @@ def _judged_file(tmp_path: Path, rules: str | None = parity.PARITY_RULES) -> Pat
     return write_jsonl(tmp_path / "results.jsonl", lines)
 
 
-def _verdicts(run: judged_run.RunRecords) -> dict[tuple[str, int], str | None]:
+def _verdicts(run: results.Run) -> dict[tuple[str, int], str | None]:
     return {(c.case_id, c.round_no): c.parity.verdict if c.parity else None for c in run.cases}
 
 

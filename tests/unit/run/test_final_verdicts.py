@@ -12,6 +12,7 @@ from pathlib import Path
 from conftest import FIXTURES
 from tebench.analysis import judged_run, parity
 from tebench.run import final_verdicts
+from tebench.store import reader as results
 from tebench.store.writer import write_all
 
 CROSSOVER = FIXTURES / "h200-crossover.jsonl"
@@ -34,7 +35,7 @@ def _run_file(tmp_path: Path) -> tuple[Path, list[bytes]]:
     return path, lines
 
 
-def _read(path: Path) -> judged_run.RunRecords:
+def _read(path: Path) -> results.Run:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the unreadable line
         return judged_run.read(path)

@@ -194,7 +194,7 @@ def test_report_compare_and_strict_use_one_judgement():
     assert strict == shown and strict
     # compare reads the same verdicts and the same round-level step time.
     raw = results.read(H200)
-    for rounds in run.by_case(by_device=True).values():
+    for rounds in judged_run.by_case(run.cases, run.header.peak_tflops, by_device=True).values():
         side = compare.side(rounds)
         assert side.parity == rounds.records[-1].verdict and side.median_ms == rounds.level_ms
     assert compare.environment(raw) == compare.environment(run)

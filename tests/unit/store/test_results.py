@@ -36,6 +36,27 @@ def test_roundtrip_and_latest(tmp_path):
     assert all(c.schema_version == SCHEMA_VERSION for c in run.cases)
 
 
+def test_last_records_and_one_run_of_appended_runs(tmp_path):
+    """One Run type: narrowed to the last record of each (case, round), lines kept beside them, or to one run."""
+    path = tmp_path / "results.jsonl"
+    with Writer(path) as w:
+        w.append(header())
+        w.append(case("a", "failed", run_id="r1"))
+        w.append(case("b", run_id="r1"))
+        w.append(case("a", run_id="r1"))
+        w.append({**header(), "run_id": "r2"})
+        w.append(case("b", "oom", run_id="r2"))
+    with pytest.warns(UserWarning, match="replaced by another"):
+        run = results.read(tmp_path)
+    last = run.last_records()
+    assert [(r.case_id, r.status, r.run_id) for r in last.cases] == [("a", "ok", "r1"), ("b", "oom", "r2")]
+    assert last.case_lines == [4, 6] and last.headers == run.headers and len(run.cases) == 4
+    one = run.of_run("r1").last_records()
+    assert [(r.case_id, r.status) for r in one.cases] == [("a", "ok"), ("b", "ok")]
+    assert one.run_id == "r1" and [h.run_id for h in one.headers] == ["r1"] and one.case_lines == [4, 3]
+    assert run.of_run("r2").run_id == "r2" and [r.status for r in run.of_run("r2").cases] == ["oom"]
+
+
 def test_partial_last_line_is_skipped_and_appends_start_clean(tmp_path):
     path = tmp_path / "results.jsonl"
     with Writer(path) as w:
