@@ -122,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:
         pass
     from tebench.plan import gates
+    from tebench.plan.recipes import RECIPES
     from tebench.worker.probe import detect
     from tebench.worker.case import run_case
     from tebench.analysis.parity import final_loss
@@ -136,8 +137,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"skip {case.id}: {reason}", file=sys.stderr)
         else:
             runnable.append(case)
-    runnable += [dataclasses.replace(c, fp8=dataclasses.replace(c.fp8, calibration_steps=n))
-                 for n in args.calibration for c in list(runnable) if c.fp8 and c.fp8.spec.stateful]
+    runnable += [dataclasses.replace(c, fp8=c.fp8.model_copy(update={"calibration_steps": n}))
+                 for n in args.calibration for c in list(runnable) if c.fp8 and RECIPES[c.fp8.recipe].stateful]
     if not runnable:
         print("no runnable case matches", file=sys.stderr)
         return 2

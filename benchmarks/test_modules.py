@@ -21,12 +21,12 @@ import torch
 from conftest import shapes
 from tebench.plan.gates import gate_case
 from tebench.plan.matrix import Case
-from tebench.plan.recipes import FP8Options
+from tebench.schema.records import FP8Options
 from tebench.worker.train import make_precision
 from tebench.worker.models import WORKLOADS
 from tebench.workloads.modules_spec import MODULES, ModuleSize
 
-MODES = {"PT-AMP": None, "TE-BF16": None, "TE-FP8": FP8Options("delayed", "HYBRID", 16, "max")}
+MODES = {"PT-AMP": None, "TE-BF16": None, "TE-FP8": FP8Options(recipe="delayed", format="HYBRID", amax_history_len=16, amax_compute_algo="max")}
 
 
 @pytest.mark.parametrize("hidden,tokens", shapes(), ids=lambda v: str(v))

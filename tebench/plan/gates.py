@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from tebench.plan.matrix import Case
 from tebench.plan.modes import MODES
+from tebench.plan.recipes import RECIPES
 from tebench.workloads import BUILT_IN, SPECS
 from tebench.workloads.spec import workload_kind
 
@@ -25,7 +26,7 @@ def gate_case(case: Case, env: Environment) -> str | None:
     if reason:
         return reason
     if mode.fp8 and case.fp8 is not None:
-        reason = case.fp8.spec.gate(env)
+        reason = RECIPES[case.fp8.recipe].gate(env)
         if reason:
             return reason
         reason = SPECS[case.workload].fp8_problem(case.size_spec)

@@ -33,7 +33,8 @@ from tebench import bounded
 from tebench.schema.knobs import FieldError, knob
 from tebench.schema.vocabulary import AMAX_ALGOS, FORMATS, PARALLEL
 from tebench.plan.modes import MODES
-from tebench.plan.recipes import DEFAULT_RECIPE, RECIPES, FP8Options
+from tebench.plan.recipes import DEFAULT_RECIPE, RECIPES, fp8_options
+from tebench.schema.records import FP8Options
 from tebench.workloads import BUILT_IN, SPECS, SizeError
 from tebench.workloads.plugins import PluginError
 from tebench.workloads.spec import size_from_dict
@@ -261,7 +262,7 @@ class Case:
             "size": self.size,
             "mode": self.mode,
             "dims": dict(self.dims),
-            "fp8": dataclasses.asdict(self.fp8) if self.fp8 else None,
+            "fp8": self.fp8.to_dict() if self.fp8 else None,
             "graphs": self.graphs,
             "fp8_weights": self.fp8_weights,
             "parallel": self.parallel,
@@ -604,7 +605,7 @@ def _axes(data: dict[str, Any], sizes: dict[str, Any]) -> _Axes:
         fp8_weights=_list("axes.fp8_weights", axes.get("fp8_weights", [False]), AxisValue, "fp8_weights"),
         parallel=_list("axes.parallel", axes.get("parallel", ["single"]), AxisValue, "parallel"),
         nprocs=_list("axes.nproc", axes.get("nproc", [2]), AxisValue, "nproc"),
-        fp8_points=list(dict.fromkeys(FP8Options.normalized(*point) for point in points)),
+        fp8_points=list(dict.fromkeys(fp8_options(*point) for point in points)),
     )
 
 
@@ -772,14 +773,14 @@ def _candidates(axes: _Axes, sizes: dict[str, Any], base: Settings) -> Iterator[
 def _library_points(points: list[FP8Options], library: str) -> list[FP8Options]:
     """The recipe points of one FP8 library; its default recipe where ``[fp8] recipes`` lists none of its
     (a matrix of TE recipes still gives AO-FP8 a case, and the other way round)."""
-    mine = [p for p in points if p.spec.library == library]
+    mine = [p for p in points if RECIPES[p.recipe].library == library]
     if mine:
         return mine
     # The matrix's own TE options where a listed point has them (a torchao point has none).
     given, default = (points[0] if points else FP8Options()), FP8Options()
     pick = [getattr(given, k) if getattr(given, k) is not None else getattr(default, k)
             for k in ("format", "amax_history_len", "amax_compute_algo", "calibration_steps")]
-    return [FP8Options.normalized(DEFAULT_RECIPE[library], *pick)]
+    return [fp8_options(DEFAULT_RECIPE[library], *pick)]
 
 
 def _dims(size: Any) -> tuple[tuple[str, Any], ...]:

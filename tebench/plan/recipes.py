@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tebench.schema.records import FP8Options
+
 
 if TYPE_CHECKING:
     from tebench.schema.environment import Environment
@@ -98,46 +100,14 @@ DEFAULT_RECIPE = {"te": "delayed", "torchao": "tensorwise"}
 """The recipe an FP8 mode gets when the matrix's ``[fp8] recipes`` lists none of its library's."""
 
 
-@dataclass(frozen=True)
-class FP8Options:
-    """One point on the FP8 recipe axes. Options a recipe ignores are None."""
-
-    recipe: str = "delayed"
-    format: str | None = "HYBRID"
-    amax_history_len: int | None = 1024
-    amax_compute_algo: str | None = "max"
-    calibration_steps: int | None = 0
-    """Forward+backward passes (no optimizer step) run before training, so that a
-    stateful recipe starts from measured amaxes. With 0, TE's first step
-    quantizes with the initial scale of 1: on the H200 that zeroed (E4M3) or
-    scrambled (HYBRID) the TE layers' first gradients (see docs/findings/fp8-calibration.md)."""
-
-    @property
-    def spec(self) -> RecipeSpec:
-        return RECIPES[self.recipe]
-
-    def label(self) -> str:
-        """A short, stable label used in case ids, e.g. ``delayed.E4M3.h16.max``."""
-        parts = [self.recipe]
-        if self.format is not None:
-            parts.append(self.format)
-        if self.amax_history_len is not None:
-            parts.append(f"h{self.amax_history_len}")
-        if self.amax_compute_algo is not None:
-            parts.append(self.amax_compute_algo)
-        if self.calibration_steps:
-            parts.append(f"cal{self.calibration_steps}")
-        return ".".join(parts)
-
-    @classmethod
-    def normalized(cls, recipe: str, format: str | None, amax_history_len: int | None,
-                   amax_compute_algo: str | None, calibration_steps: int | None = 0) -> "FP8Options":
-        """Drop the options that do not apply to ``recipe`` (they would only duplicate cases)."""
-        spec = RECIPES[recipe]
-        return cls(
-            recipe=recipe,
-            format=format if "format" in spec.options else None,
-            amax_history_len=amax_history_len if "amax_history_len" in spec.options else None,
-            amax_compute_algo=amax_compute_algo if "amax_compute_algo" in spec.options else None,
-            calibration_steps=calibration_steps if "calibration_steps" in spec.options else None,
-        )
+def fp8_options(recipe: str, format: str | None, amax_history_len: int | None, amax_compute_algo: str | None,
+                calibration_steps: int | None = 0) -> FP8Options:
+    """The FP8 options of one matrix point, without the options ``recipe`` ignores (they would only duplicate cases)."""
+    spec = RECIPES[recipe]
+    return FP8Options(
+        recipe=recipe,
+        format=format if "format" in spec.options else None,
+        amax_history_len=amax_history_len if "amax_history_len" in spec.options else None,
+        amax_compute_algo=amax_compute_algo if "amax_compute_algo" in spec.options else None,
+        calibration_steps=calibration_steps if "calibration_steps" in spec.options else None,
+    )

@@ -24,7 +24,7 @@ import pandas as pd
 
 from tebench import workloads
 from tebench.plan.modes import MODES, Mode, is_fp8
-from tebench.schema.records import Band, CaseResult, FP8Info
+from tebench.schema.records import Band, CaseResult, FP8Options
 from tebench.plan.recipes import RECIPES
 from tebench.report import tables
 
@@ -369,10 +369,10 @@ PYTORCH = "PyTorch"
 def family(case: dict[str, Any]) -> str:
     """The loss chart's panel a case (a matrix case's fields: ``mode``, ``fp8``) belongs to (:func:`mode_family`)."""
     fp8 = case.get("fp8")
-    return mode_family(case["mode"], FP8Info.from_dict(fp8) if fp8 else None)
+    return mode_family(case["mode"], FP8Options.from_dict(fp8) if fp8 else None)
 
 
-def mode_family(mode: str, fp8: FP8Info | None = None) -> str:
+def mode_family(mode: str, fp8: FP8Options | None = None) -> str:
     """The loss chart's panel of a mode with these FP8 options: PyTorch, a TE mode, or an FP8 mode by recipe."""
     known = MODES.get(mode)
     if is_fp8(mode):

@@ -20,10 +20,9 @@ from tebench.analysis import judged_run
 from tebench.store import reader as results
 from tebench.schema.version import RecordError
 from tebench.schema.environment import Environment
-from tebench.schema.records import MAX_STEP_MS, CaseResult, RunHeader, Summary, Throughput
+from tebench.schema.records import MAX_STEP_MS, CaseResult, FP8Options, RunHeader, Summary, Throughput
 from tebench.schema.version import SchemaError
 from tebench.plan.matrix import Case
-from tebench.plan.recipes import FP8Options
 from tebench.workloads.modules_spec import ModuleSpec
 
 
@@ -100,8 +99,8 @@ def _check_benchmark(bench: Any, where: str) -> None:
         raise bad("name", bench.get("name"), "must be a string")
     if info.get("fp8") is not None:
         try:
-            FP8Options(**info["fp8"]).label()
-        except (TypeError, AttributeError) as exc:
+            FP8Options.from_dict(info["fp8"])
+        except RecordError as exc:
             raise bad("extra_info.fp8", info["fp8"], f"not FP8 options ({exc})") from None
     for key in ("tokens", "flops", "hidden"):
         value = info.get(key, 0)

@@ -29,7 +29,7 @@ import re
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Sequence
 
 from annotated_types import Interval
-from pydantic import field_validator, model_validator
+from pydantic import ConfigDict, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from tebench.schema import version as versions
@@ -736,14 +736,50 @@ class Parity(Part):
         return self.validation.verdict if self.validation else None
 
 
-class FP8Info(Part):
-    """A case's FP8 recipe options, as the matrix wrote them (plan.recipes.FP8Options)."""
+class FP8Options(Part):
+    """One point on the FP8 recipe axes, from the plan to the stored record; options a recipe ignores are None.
 
-    recipe: Str = field("", "The recipe's registry name (a known one: plan.record_checks).", required=True)
-    format: Annotated[Str, OneOf(*FORMATS)] | None = field(None, "E4M3 or HYBRID.")
-    amax_history_len: Int | None = field(None, "Delayed scaling's history.", ge=1)
-    amax_compute_algo: Annotated[Str, OneOf(*AMAX_ALGOS)] | None = field(None, "max or most_recent.")
-    calibration_steps: Int | None = field(None, "Calibration passes before training.", ge=0)
+    The plan makes it (:func:`tebench.plan.recipes.fp8_options` drops the options a recipe ignores), the
+    worker builds its recipe from it, and the record stores it. Frozen and hashable: one matrix point is
+    one case.
+    """
+
+    model_config = ConfigDict(frozen=True)
+    ALWAYS = ("recipe", "format", "amax_history_len", "amax_compute_algo", "calibration_steps")
+    """Every key, null ones too, as a case's FP8 options have always been stored."""
+
+    recipe: Str = field("delayed", "The recipe's registry name (a known one: plan.record_checks).", required=True)
+    format: Annotated[Str, OneOf(*FORMATS)] | None = field("HYBRID", "E4M3 or HYBRID.")
+    amax_history_len: Int | None = field(1024, "Delayed scaling's history.", ge=1)
+    amax_compute_algo: Annotated[Str, OneOf(*AMAX_ALGOS)] | None = field("max", "max or most_recent.")
+    calibration_steps: Int | None = field(0, "Calibration passes (forward and backward, no optimizer step) before "
+                                             "training, so that a stateful recipe starts from measured amaxes. With "
+                                             "0, TE's first step quantizes with the initial scale of 1: on the H200 "
+                                             "that zeroed (E4M3) or scrambled (HYBRID) the TE layers' first "
+                                             "gradients (docs/findings/fp8-calibration.md).", ge=0)
+
+    # By value: a point read from a record equals the same point the plan built (the JSON it was read from,
+    # which pydantic's own equality compares, is not part of its value).
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FP8Options):
+            return NotImplemented
+        return self.__dict__ == other.__dict__ and self.extra == other.extra
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.__dict__.values()))
+
+    def label(self) -> str:
+        """A short, stable label used in case ids, e.g. ``delayed.E4M3.h16.max``."""
+        parts = [self.recipe]
+        if self.format is not None:
+            parts.append(self.format)
+        if self.amax_history_len is not None:
+            parts.append(f"h{self.amax_history_len}")
+        if self.amax_compute_algo is not None:
+            parts.append(self.amax_compute_algo)
+        if self.calibration_steps:
+            parts.append(f"cal{self.calibration_steps}")
+        return ".".join(parts)
 
 
 class CaseInfo(Part):
@@ -763,7 +799,7 @@ class CaseInfo(Part):
     size: Str = field("", "The size's name in the matrix.", required=True)
     mode: Str = field("", "The precision mode (a known one: plan.record_checks).", required=True)
     dims: dict[str, Num | Str] = field(dict, "The size's dimensions (numbers, a module's name).", required=True)
-    fp8: FP8Info | None = field(None, "The FP8 recipe options (FP8 modes only).")
+    fp8: FP8Options | None = field(None, "The FP8 recipe options (FP8 modes only).")
     graphs: Bool | None = field(None, "Whether the step runs as CUDA graphs.")
     fp8_weights: Bool | None = field(None, "Whether the weights are stored in FP8 (TE's quantized parameters).")
     parallel: Annotated[Str, OneOf(*PARALLEL)] | None = field(None, "single, ddp or fsdp2.")
@@ -869,7 +905,7 @@ class CaseResult(Measurements):
         return bool(self.case.fp8_weights)
 
     @property
-    def fp8(self) -> FP8Info | None:
+    def fp8(self) -> FP8Options | None:
         return self.case.fp8
 
     @property

@@ -26,7 +26,7 @@ ROOTS: tuple[tuple[str, type[PartBase]], ...] = (("The header line", records.Run
                                              ("A case record", records.CaseResult))
 """The two kinds of line of a results file, in the order a file holds them."""
 CHOICES: dict[str, tuple[str, ...]] = {records.CaseInfo.model_fields["mode"].description or "": tuple(MODES),
-                                       records.FP8Info.model_fields["recipe"].description or "": tuple(RECIPES)}
+                                       records.FP8Options.model_fields["recipe"].description or "": tuple(RECIPES)}
 """The vocabularies the plan checks a record's words against, by the field's doc."""
 
 

@@ -15,6 +15,7 @@ import torch
 from tebench.worker.fp8state import ScalingRecorder
 from tebench.plan.matrix import Case
 from tebench.plan.modes import MODES
+from tebench.plan.recipes import RECIPES
 from tebench.schema.records import (median, Energy, FP8State, GpuBusy, Kernels, Loss, Measurements, Memory, ModuleCensus, Phases,
                                     Setup, Timing, Updates, Validation, Warmup)
 from tebench.worker import memory as worker_memory
@@ -160,7 +161,7 @@ def run_case(case: Case, device: torch.device, progress: Progress,
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
 
-    recorder = ScalingRecorder(trainer.eager) if (case.fp8 and case.fp8.spec.stateful) else None
+    recorder = ScalingRecorder(trainer.eager) if (case.fp8 and RECIPES[case.fp8.recipe].stateful) else None
     sample_at = _sample_points(total, st.scaling_samples) if recorder else set()
     losses: list[torch.Tensor] = []
 

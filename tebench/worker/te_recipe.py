@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tebench.plan.recipes import FP8Options
+from tebench.plan.recipes import RECIPES
+from tebench.schema.records import FP8Options
 
 
 def build_recipe(opts: FP8Options) -> Any:
-    """The TE recipe object for ``opts`` (``opts.spec`` says which class and which of its options apply)."""
-    spec = opts.spec
+    """The TE recipe object for ``opts`` (its recipe's registry entry says which class and which of its options
+    apply)."""
+    spec = RECIPES[opts.recipe]
     if spec.te_class is None:
         raise ValueError(f"recipe '{spec.name}' names no Transformer Engine recipe class")
     from transformer_engine.common import recipe as te_recipe

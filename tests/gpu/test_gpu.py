@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from tebench.plan.matrix import Case, Settings
-from tebench.plan.recipes import FP8Options
+from tebench.plan.recipes import fp8_options
+from tebench.schema.records import FP8Options
 from tebench.worker.models import WORKLOADS
 from tebench.worker.models.distill import DistillSize
 from tebench.worker.models.gpt import GPTSize
@@ -94,7 +95,7 @@ def _per_step(raw) -> list[float]:
 def test_fp8_delayed_case_records_scaling_state_and_busy_fraction():
     from tebench.worker.case import run_case
 
-    raw = run_case(_small_gpt_case("TE-FP8", FP8Options("delayed", "HYBRID", 16, "max")), DEV, lambda *a: None)
+    raw = run_case(_small_gpt_case("TE-FP8", FP8Options(recipe="delayed", format="HYBRID", amax_history_len=16, amax_compute_algo="max")), DEV, lambda *a: None)
     state = raw.fp8_state
     assert state and state.layers, "delayed scaling must record per-layer scale/amax"
     some = next(iter(state.layers.values()))
@@ -104,7 +105,7 @@ def test_fp8_delayed_case_records_scaling_state_and_busy_fraction():
 
 
 @pytest.mark.parametrize("mode,fp8", [("PT-AMP", None), ("TE-BF16", None),
-                                      ("TE-FP8", FP8Options("delayed", "HYBRID", 16, "max"))])
+                                      ("TE-FP8", FP8Options(recipe="delayed", format="HYBRID", amax_history_len=16, amax_compute_algo="max"))])
 def test_cuda_graphs_train_like_eager(mode, fp8):
     """Graphed steps must follow the eager loss curve (the BRIEF's naive-FP8-capture trap)."""
     from tebench.worker.case import run_case
@@ -124,7 +125,7 @@ def test_fp8_weight_transposes_follow_the_optimizer():
 
     from tebench.worker.train import build_trainer
 
-    case = _small_gpt_case("TE-FP8", FP8Options("delayed", "HYBRID", 16, "max"), fp8_weights=True)
+    case = _small_gpt_case("TE-FP8", FP8Options(recipe="delayed", format="HYBRID", amax_history_len=16, amax_compute_algo="max"), fp8_weights=True)
     batches = WORKLOADS["gpt"].batches(case.size_spec, 3, 1, DEV)
     trainer = build_trainer(case, DEV, batches)
     for b in batches:
@@ -140,7 +141,7 @@ def test_fp8_weights_train_like_high_precision_weights(graphs):
     """Delayed-scaling FP8 weights must follow the same case with fp32 weights, step by step."""
     from tebench.worker.case import run_case
 
-    fp8 = FP8Options("delayed", "HYBRID", 16, "max")
+    fp8 = FP8Options(recipe="delayed", format="HYBRID", amax_history_len=16, amax_compute_algo="max")
     ref = _per_step(run_case(_small_gpt_case("TE-FP8", fp8, graphs=graphs), DEV, lambda *a: None))
     raw = run_case(_small_gpt_case("TE-FP8", fp8, graphs=graphs, fp8_weights=True), DEV, lambda *a: None)
     got = _per_step(raw)
@@ -315,8 +316,8 @@ def _llama_case(mode: str, fp8: FP8Options | None = None, **kw) -> Case:
 
 
 @pytest.mark.parametrize("mode,fp8", [("PT-AMP", None), ("TE-BF16", None),
-                                      ("TE-FP8", FP8Options("delayed", "HYBRID", 16, "max")),
-                                      ("TE-FP8", FP8Options.normalized("current", "HYBRID", None, None))],
+                                      ("TE-FP8", FP8Options(recipe="delayed", format="HYBRID", amax_history_len=16, amax_compute_algo="max")),
+                                      ("TE-FP8", fp8_options("current", "HYBRID", None, None))],
                          ids=["PT-AMP", "TE-BF16", "TE-FP8-delayed", "TE-FP8-current"])
 def test_llama_cuda_graphs_train_like_eager(mode, fp8):
     """Every mode trains the Llama stack, and capturing it (rotary angles included) changes nothing."""
@@ -342,7 +343,7 @@ def test_llama_compiled_pytorch_trains_like_eager():
 TE_MUTATION_SIZE = GPTSize(vocab=32, d_model=64, heads=4, layers=2, ffn=128, seq=32, batch=16)
 TE_MUTATION_STEPS = 160
 # E4M3 for gradients too: there an unscaled (scale 1) quantization flushes them to zero.
-DELAYED_CAL = FP8Options("delayed", "E4M3", 16, "max", calibration_steps=8)
+DELAYED_CAL = FP8Options(recipe="delayed", format="E4M3", amax_history_len=16, amax_compute_algo="max", calibration_steps=8)
 
 
 def _mutation_record(mode: str, fp8: FP8Options | None, mutation: str | None, monkeypatch) -> dict:
@@ -401,7 +402,7 @@ def test_every_te_mutation_fails(te_judged, name):
 
 # --- the FP8 proof: an FP8 case whose GEMMs all ran in BF16 is refused -------------------------
 
-FP8_PROOF_RECIPES = [FP8Options("delayed", "HYBRID", 16, "max"), FP8Options("current", "HYBRID")]
+FP8_PROOF_RECIPES = [FP8Options(recipe="delayed", format="HYBRID", amax_history_len=16, amax_compute_algo="max"), FP8Options(recipe="current", format="HYBRID")]
 
 
 def _built(case: Case, raw) -> "CaseResult":  # noqa: F821
@@ -475,7 +476,7 @@ def zipf_judged():
         out = {"reference": _zipf_record("PT-FP32", None, None, mp, seeds=2),
                "TE-BF16": _zipf_record("TE-BF16", None, None, mp),
                "TE-FP8 cal8": _zipf_record("TE-FP8", DELAYED_CAL, None, mp),
-               "TE-FP8 current": _zipf_record("TE-FP8", FP8Options("current", "HYBRID"), None, mp)}
+               "TE-FP8 current": _zipf_record("TE-FP8", FP8Options(recipe="current", format="HYBRID"), None, mp)}
         for m in ("no-causal", "swap-layout", "freeze-layer", "lr-x10", "leak-next", "init-default"):
             out[f"TE-BF16 {m}"] = _zipf_record("TE-BF16", None, m, mp)
         out["TE-FP8 fp8-scale-one"] = _zipf_record("TE-FP8", DELAYED_CAL, "fp8-scale-one", mp)
@@ -537,7 +538,7 @@ def test_partial_fp8_is_kept_out(monkeypatch):
 
     size = GPTSize(vocab=32, d_model=64, heads=4, layers=4, ffn=128, seq=32, batch=16)
     case = Case("gpt", "tiny4", "TE-FP8", tuple(dataclasses.asdict(size).items()),
-                fp8=FP8Options("delayed", "HYBRID", 16, "max"),
+                fp8=FP8Options(recipe="delayed", format="HYBRID", amax_history_len=16, amax_compute_algo="max"),
                 settings=Settings(steps=8, warmup=2, lr=3e-3, profile_steps=0, validate=False))
     full = run_built(case, None, monkeypatch)
     assert full.fp8_proof.verdict == "fp8", full.fp8_proof.note
@@ -568,7 +569,7 @@ def subtle_judged():
 
     try:
         out = {"reference": record("PT-FP32", None, None, twins=2), "TE-BF16": record("TE-BF16", None, None),
-               "TE-FP8 current": record("TE-FP8", FP8Options("current", "HYBRID"), None)}
+               "TE-FP8 current": record("TE-FP8", FP8Options(recipe="current", format="HYBRID"), None)}
         for m in faults.SUBTLE:
             out[f"TE-BF16 {m}"] = record("TE-BF16", None, m)
     finally:

@@ -11,7 +11,7 @@ import pytest
 from tebench.analysis import breakdown, memory
 from tebench.schema.environment import Environment, PeakRates
 from tebench.plan.matrix import Case, Settings
-from tebench.plan.recipes import FP8Options
+from tebench.schema.records import FP8Options
 from tebench.plan.schedule import Planned
 from tebench.run.record_builder import build_record
 from tebench.schema import kernel_rules
@@ -157,7 +157,7 @@ def test_worker_counts_each_storage_once():
 
 def _fp8_case() -> Case:
     dims = (("vocab", 32), ("d_model", 64), ("heads", 4), ("layers", 2), ("ffn", 128), ("seq", 32), ("batch", 4))
-    return Case("gpt", "t", "TE-FP8", dims, FP8Options("delayed", "HYBRID", 16, "max"),
+    return Case("gpt", "t", "TE-FP8", dims, FP8Options(recipe="delayed", format="HYBRID", amax_history_len=16, amax_compute_algo="max"),
                 settings=Settings(steps=4, warmup=0))
 
 

@@ -10,7 +10,8 @@ from tebench.schema.environment import GPU, Environment, Support
 from tebench.plan.gates import gate_case
 from tebench.plan.matrix import Case
 from tebench.plan.modes import MODES
-from tebench.plan.recipes import RECIPES, FP8Options
+from tebench.plan.recipes import RECIPES, fp8_options
+from tebench.schema.records import FP8Options
 
 GPT = (("vocab", 96), ("d_model", 768), ("heads", 12), ("layers", 4), ("ffn", 3072), ("seq", 256), ("batch", 16))
 
@@ -48,10 +49,10 @@ def test_compile_gate_reports_the_missing_backend():
 
 def test_h200_runs_delayed_and_block_but_not_mxfp8_nvfp4():
     env = gpu_env()
-    assert gate_case(case("TE-FP8", FP8Options("delayed", "E4M3", 16, "max")), env) is None
-    assert gate_case(case("TE-FP8", FP8Options.normalized("block", "E4M3", None, None)), env) is None
-    assert "10.0" in gate_case(case("TE-FP8", FP8Options.normalized("mxfp8", "E4M3", None, None)), env)
-    assert "10.0" in gate_case(case("TE-FP8", FP8Options.normalized("nvfp4", None, None, None)), env)
+    assert gate_case(case("TE-FP8", FP8Options(recipe="delayed", format="E4M3", amax_history_len=16, amax_compute_algo="max")), env) is None
+    assert gate_case(case("TE-FP8", fp8_options("block", "E4M3", None, None)), env) is None
+    assert "10.0" in gate_case(case("TE-FP8", fp8_options("mxfp8", "E4M3", None, None)), env)
+    assert "10.0" in gate_case(case("TE-FP8", fp8_options("nvfp4", None, None, None)), env)
 
 
 def test_ampere_runs_te_bf16_but_not_fp8():
@@ -67,7 +68,7 @@ def test_missing_te_and_missing_recipe_class():
     assert "No module named" in gate_case(case("TE-BF16"), env)
     env = gpu_env(te="1.9")
     env.te_recipes = ["DelayedScaling"]
-    reason = gate_case(case("TE-FP8", FP8Options.normalized("current", "E4M3", None, None)), env)
+    reason = gate_case(case("TE-FP8", fp8_options("current", "E4M3", None, None)), env)
     assert reason is not None and unsaid(reason, "no recipe class", "Float8CurrentScaling") == [], reason
 
 

@@ -13,7 +13,7 @@ from tebench.schema.environment import Environment, Support
 from tebench.plan.gates import gate_case
 from tebench.plan.matrix import Case, MatrixError, expand, load
 from tebench.plan.modes import MODES
-from tebench.plan.recipes import DEFAULT_RECIPE, RECIPES, FP8Options
+from tebench.plan.recipes import DEFAULT_RECIPE, RECIPES, fp8_options
 
 from tests.unit.plan.test_gates import GPT, gpu_env
 
@@ -63,7 +63,7 @@ def _recipes_of(library: str) -> tuple[str, ...]:
 
 
 def ao_case(recipe: str = "tensorwise", **kw) -> Case:
-    return Case("gpt", "t", "AO-FP8", GPT, FP8Options.normalized(recipe, None, None, None), **kw)
+    return Case("gpt", "t", "AO-FP8", GPT, fp8_options(recipe, None, None, None), **kw)
 
 
 def test_the_registry_entry():
@@ -73,7 +73,7 @@ def test_the_registry_entry():
     assert "delayed" in _recipes_of("te") and "tensorwise" not in _recipes_of("te")
     assert DEFAULT_RECIPE == {"te": "delayed", "torchao": "tensorwise"}
     # torchao's recipes have no TE options: one case per recipe, labelled by its name alone.
-    assert FP8Options.normalized("rowwise", "E4M3", 16, "max", 8).label() == "rowwise"
+    assert fp8_options("rowwise", "E4M3", 16, "max", 8).label() == "rowwise"
 
 
 def test_each_fp8_mode_takes_its_own_librarys_recipes():

@@ -15,7 +15,7 @@ pytest.importorskip("torchao.float8", reason="torchao is a test dependency (pip 
 
 from conftest import unsaid
 from tebench.plan.matrix import Case, Settings  # noqa: E402
-from tebench.plan.recipes import FP8Options  # noqa: E402
+from tebench.plan.recipes import fp8_options  # noqa: E402
 from tebench.worker import ao_fp8  # noqa: E402
 from tebench.worker.models import WORKLOADS  # noqa: E402
 from tebench.worker.hooks import mutations  # noqa: E402
@@ -25,7 +25,7 @@ CPU = torch.device("cpu")
 
 
 def ao_case(recipe: str = "tensorwise", **kw) -> Case:
-    return Case("gpt", "t", "AO-FP8", GPT, FP8Options.normalized(recipe, None, None, None),
+    return Case("gpt", "t", "AO-FP8", GPT, fp8_options(recipe, None, None, None),
                 settings=Settings(steps=3, warmup=1), **kw)
 
 
@@ -123,13 +123,13 @@ with socket.socket() as s:
 os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
 dist.init_process_group("gloo", rank=0, world_size=1)
 from tebench.plan.matrix import Case, Settings
-from tebench.plan.recipes import FP8Options
+from tebench.plan.recipes import fp8_options
 from tebench.worker.distributed import _wrap
 from tebench.worker.models import WORKLOADS
 from tebench.worker.train import build_trainer
 from torchao.float8.fsdp_utils import WeightWithDynamicFloat8CastTensor
 GPT = (("vocab", 96), ("d_model", 32), ("heads", 2), ("layers", 2), ("ffn", 64), ("seq", 16), ("batch", 4))
-case = Case("gpt", "t", "AO-FP8", GPT, FP8Options.normalized("tensorwise", None, None, None), parallel="fsdp2",
+case = Case("gpt", "t", "AO-FP8", GPT, fp8_options("tensorwise", None, None, None), parallel="fsdp2",
             nproc=1, settings=Settings(steps=3, warmup=1))
 cpu = torch.device("cpu")
 batches = WORKLOADS["gpt"].batches(case.size_spec, 3, 0, cpu)

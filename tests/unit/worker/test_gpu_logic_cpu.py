@@ -32,7 +32,7 @@ from tebench.run import runner
 from tebench.plan import schedule
 from tebench.worker.fp8state import COLLAPSED_SCALE, ScalingRecorder, stateful_modules
 from tebench.plan.matrix import Case
-from tebench.plan.recipes import RECIPES, FP8Options
+from tebench.plan.recipes import RECIPES, fp8_options
 
 GPT = (("vocab", 96), ("d_model", 768), ("heads", 12), ("layers", 4), ("ffn", 3072), ("seq", 256), ("batch", 16))
 
@@ -302,7 +302,7 @@ def _install_fake_recipes(monkeypatch, version: str = "9.9.9", missing: tuple[st
 ])
 def test_recipe_build_passes_only_the_recipes_own_options(monkeypatch, name, expected):
     _install_fake_recipes(monkeypatch)
-    opts = FP8Options.normalized(name, "E4M3", 16, "most_recent", 8)
+    opts = fp8_options(name, "E4M3", 16, "most_recent", 8)
     built = build_recipe(opts)
     assert type(built).__name__ == RECIPES[name].te_class
     assert built.kw == expected  # calibration_steps is tebench's, never TE's
@@ -311,7 +311,7 @@ def test_recipe_build_passes_only_the_recipes_own_options(monkeypatch, name, exp
 def test_recipe_build_names_the_missing_class_and_the_release(monkeypatch):
     _install_fake_recipes(monkeypatch, version="1.4.0", missing=("NVFP4BlockScaling",))
     with pytest.raises(RuntimeError) as info:
-        build_recipe(FP8Options.normalized("nvfp4", None, None, None))
+        build_recipe(fp8_options("nvfp4", None, None, None))
     message = str(info.value)
     assert unsaid(message, "Transformer Engine 1.4.0", "no recipe class NVFP4BlockScaling", "'nvfp4'") == [], message
 
