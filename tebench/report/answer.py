@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 import re
+import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -55,16 +57,43 @@ def change_text(change: float) -> str:
     return tables.fmt(change, "change")
 
 
-def frame(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per (source, workload, size) with the fastest counting case and what it buys; raw values.
+@dataclass(frozen=True)
+class Pick:
+    """One row of the first screen, raw values: a (source, workload, size) and the fastest case of it that counts."""
 
-    Columns: source, workload, size, pick, mode, speedup_vs_amp, speedup_vs_compile, memory_change (its peak
-    against PT-AMP's, −0.12 for 12% less), mj_per_token, energy_change (per token against PT-AMP's), parity,
-    noise (its lead cannot be told from noise), failed (cases of the size that failed or could not be judged).
-    """
-    rows: list[dict[str, Any]] = []
+    source: str
+    workload: str
+    size: str
+    failed: int
+    """Cases of the size that failed loss parity or could not be judged."""
+    passed_over: str
+    """Faster cases that did not count, in words (:func:`tables.faster_not_counted`); empty when none."""
+    pick: str | None = None
+    """The variant picked; None where no case of the size counts."""
+    mode: str | None = None
+    parity: str | None = None
+    """Its verdict; ``timing only`` for a timing with no loss curve (a pytest-benchmark module)."""
+    margin: float = math.nan
+    """The share of the reference's final loss its pass certifies (NaN: none stated)."""
+    speedup_vs_amp: float = math.nan
+    speedup_vs_compile: float = math.nan
+    noise: bool = False
+    """This run cannot tell its lead over eager PT-AMP from noise (:func:`lead_is_noise`)."""
+    noise_compile: bool = False
+    """... nor its lead over PT-AMP+compile."""
+    memory_change: float = math.nan
+    """Its peak memory against PT-AMP's: −0.12 for 12% less."""
+    mj_per_token: float = math.nan
+    energy_change: float = math.nan
+    """Its energy per token against PT-AMP's."""
+
+
+def frame(df: pd.DataFrame) -> list[Pick]:
+    """One :class:`Pick` per (source, workload, size) of the case table that has an ok single-process case, in the
+    table's order."""
+    rows: list[Pick] = []
     if df.empty:
-        return pd.DataFrame(rows)
+        return rows
     counted = tables.counts(df)
     has_energy = "tokens_per_j" in df
     for (source, workload, size), g in df.groupby(["source", "workload", "size"], sort=False):
@@ -77,92 +106,93 @@ def frame(df: pd.DataFrame) -> pd.DataFrame:
         base = amp.iloc[0] if not amp.empty else None
         compiled = ok[(ok["variant"] == tables.COMPILED)]
         base_compiled = compiled.iloc[0] if not compiled.empty else None
-        row: dict[str, Any] = {"source": source, "workload": workload, "size": size, "pick": None, "mode": None,
-                               "speedup_vs_amp": np.nan, "speedup_vs_compile": np.nan, "memory_change": np.nan,
-                               "mj_per_token": np.nan, "energy_change": np.nan, "parity": None, "noise": False,
-                               "noise_compile": False, "margin": np.nan,
-                               "failed": int(g["parity"].isin(["fail", "inconclusive"]).sum()),
-                               "passed_over": tables.faster_not_counted([(ok, best)], counted)}
-        if best is not None:
-            verdict = best["parity"]
-            # A pick that counts with no verdict is a timing with no loss curve (a pytest-benchmark module).
-            row.update(pick=best["variant"], mode=best["mode"],
-                       parity=verdict if isinstance(verdict, str) and verdict else "timing only",
-                       speedup_vs_amp=best["speedup_vs_amp"], speedup_vs_compile=best["speedup_vs_compile"],
-                       noise=lead_is_noise(best, base),
-                       noise_compile=bool(tables.within_noise(best, base_compiled, "speedup_vs_compile")),
-                       margin=best.get("parity_margin", np.nan))
-            if pd.notna(best["memory_vs_amp"]):
-                row["memory_change"] = best["memory_vs_amp"] - 1.0
-            if has_energy and pd.notna(best.get("tokens_per_j")):
-                row["mj_per_token"] = 1000.0 / best["tokens_per_j"]
-                if base is not None and pd.notna(base.get("tokens_per_j")):
-                    row["energy_change"] = base["tokens_per_j"] / best["tokens_per_j"] - 1.0
-        rows.append(row)
-    return pd.DataFrame(rows)
+        where = Pick(str(source), str(workload), str(size), int(g["parity"].isin(["fail", "inconclusive"]).sum()),
+                     tables.faster_not_counted([(ok, best)], counted))
+        if best is None:
+            rows.append(where)
+            continue
+        verdict = best["parity"]
+        memory = best["memory_vs_amp"] - 1.0 if pd.notna(best["memory_vs_amp"]) else math.nan
+        mj = energy = math.nan
+        if has_energy and pd.notna(best.get("tokens_per_j")):
+            mj = 1000.0 / best["tokens_per_j"]
+            if base is not None and pd.notna(base.get("tokens_per_j")):
+                energy = base["tokens_per_j"] / best["tokens_per_j"] - 1.0
+        rows.append(dataclasses.replace(
+            where, pick=str(best["variant"]), mode=str(best["mode"]),
+            parity=verdict if isinstance(verdict, str) and verdict else "timing only",
+            margin=_number(best.get("parity_margin")), speedup_vs_amp=_number(best["speedup_vs_amp"]),
+            speedup_vs_compile=_number(best["speedup_vs_compile"]), noise=lead_is_noise(best, base),
+            noise_compile=bool(tables.within_noise(best, base_compiled, "speedup_vs_compile")),
+            memory_change=_number(memory), mj_per_token=_number(mj), energy_change=_number(energy)))
+    return rows
 
 
-def _speedup_cell(row: pd.Series, column: str, baseline: str, noise: str) -> str:
+def _number(value: Any) -> float:
+    """A table cell as a float: NaN for a missing one (None, NaN)."""
+    return float(value) if isinstance(value, (int, float, np.number)) and pd.notna(value) else math.nan
+
+
+def _speedup_cell(row: Pick, ratio: float, baseline: str, noise: bool) -> str:
     """×1.50; "×1.02 (noise)" where this run cannot tell the pick from that baseline; "=" where the pick is that
     baseline itself (a ratio of a case to itself says nothing)."""
-    if row["pick"] == baseline:
+    if row.pick == baseline:
         return "="
-    text = tables.fmt(row[column], "x")
-    return f"{text} (noise)" if row.get(noise) and text != "–" else text
+    text = tables.fmt(ratio, "x")
+    return f"{text} (noise)" if noise and text != "–" else text
 
 
-def _energy_cell(row: pd.Series) -> str:
-    if not math.isfinite(row["mj_per_token"]):
+def _energy_cell(row: Pick) -> str:
+    if not math.isfinite(row.mj_per_token):
         return "–"
-    text = f"{row['mj_per_token']:.3g}"
-    if row["pick"] != tables.BASELINE and math.isfinite(row["energy_change"]):
-        text += f" {change_text(row['energy_change'])}"
+    text = f"{row.mj_per_token:.3g}"
+    if row.pick != tables.BASELINE and math.isfinite(row.energy_change):
+        text += f" {change_text(row.energy_change)}"
     return text
 
 
-def _verdict_cell(row: pd.Series) -> str:
+def _verdict_cell(row: Pick) -> str:
     """"pass ±1.0%" (the margin the pass certifies, so that a wide pass never reads like a narrow one),
     "reference", "none passed" where no case of the size counts."""
-    if not isinstance(row["pick"], str):  # None, or NaN once pandas has held it
+    if row.pick is None:
         return "none passed"
-    margin = row.get("margin")
-    if row["parity"] == "pass" and isinstance(margin, (int, float)) and math.isfinite(margin):
-        return f"pass ±{margin:.1%}" if margin < 0.0995 else f"pass ±{margin:.0%}"
-    return str(row["parity"])
+    if row.parity == "pass" and math.isfinite(row.margin):
+        return f"pass ±{row.margin:.1%}" if row.margin < 0.0995 else f"pass ±{row.margin:.0%}"
+    return str(row.parity)
 
 
-def display(rows: pd.DataFrame, energy: bool) -> pd.DataFrame:
-    """One workload's rows as text, the columns of :data:`COLUMNS` (mJ/token only where ``energy``)."""
+def display(rows: list[Pick], energy: bool) -> pd.DataFrame:
+    """Rows as text, the columns of :data:`COLUMNS` (mJ/token only where ``energy``)."""
     out = pd.DataFrame({
-        "size": rows["size"].astype(str),
-        "fastest passing": [r if isinstance(r, str) and r else "–" for r in rows["pick"]],
-        "vs AMP": [_speedup_cell(r, "speedup_vs_amp", tables.BASELINE, "noise") for _, r in rows.iterrows()],
-        "vs compile": [_speedup_cell(r, "speedup_vs_compile", tables.COMPILED, "noise_compile")
-                       for _, r in rows.iterrows()],
-        "memory": ["=" if r["pick"] == tables.BASELINE else change_text(r["memory_change"])
-                   for _, r in rows.iterrows()],
-        "mJ/token": [_energy_cell(r) for _, r in rows.iterrows()],
-        "verdict": [_verdict_cell(r) for _, r in rows.iterrows()],
-    })
+        "size": [r.size for r in rows],
+        "fastest passing": [r.pick or "–" for r in rows],
+        "vs AMP": [_speedup_cell(r, r.speedup_vs_amp, tables.BASELINE, r.noise) for r in rows],
+        "vs compile": [_speedup_cell(r, r.speedup_vs_compile, tables.COMPILED, r.noise_compile) for r in rows],
+        "memory": ["=" if r.pick == tables.BASELINE else change_text(r.memory_change) for r in rows],
+        "mJ/token": [_energy_cell(r) for r in rows],
+        "verdict": [_verdict_cell(r) for r in rows],
+    }, columns=list(COLUMNS))
     return out if energy else out.drop(columns=["mJ/token"])
 
 
 def groups(df: pd.DataFrame, multi: bool) -> list[dict[str, Any]]:
     """The first screen: per (machine,) workload a title and its display table, in case-table order."""
     picked = frame(df)
-    if picked.empty:
+    if not picked:
         return []
-    energy = bool(picked["mj_per_token"].notna().any())
+    energy = any(math.isfinite(r.mj_per_token) for r in picked)
+    by_workload: dict[tuple[str, str], list[Pick]] = {}
+    for r in picked:
+        by_workload.setdefault((r.source, r.workload), []).append(r)
     out = []
-    for (source, workload), rows in picked.groupby(["source", "workload"], sort=False):
-        timing_only = bool(rows["parity"].eq("timing only").all())
-        out.append({"title": f"{workload} on {source}" if multi else str(workload),
+    for (source, workload), rows in by_workload.items():
+        timing_only = all(r.parity == "timing only" for r in rows)
+        out.append({"title": f"{workload} on {source}" if multi else workload,
                     "subtitle": ("the fastest configuration, per size (timing only: no loss curve was recorded, so "
                                  "no parity verdict)" if timing_only else
                                  "the fastest configuration that passed loss parity, per size"),
                     "table": display(rows, energy),
-                    "passed_over": [f"{r['size']}: {r['passed_over']}" for _, r in rows.iterrows()
-                                    if r["passed_over"]]})
+                    "passed_over": [f"{r.size}: {r.passed_over}" for r in rows if r.passed_over]})
     return out
 
 

@@ -31,14 +31,15 @@ def test_the_showcase_first_screen_fits_a_pr_comment(showcase):
 def test_the_showcase_picks_only_passing_configurations(showcase):
     picked = answer.frame(showcase)
     counted = showcase[tables.counts(showcase)]
-    for _, row in picked.iterrows():
-        pool = counted[(counted["workload"] == row["workload"]) & (counted["size"] == row["size"])
+    assert picked
+    for row in picked:
+        pool = counted[(counted["workload"] == row.workload) & (counted["size"] == row.size)
                        & (counted["parallel"] == "single")]
-        assert row["pick"] == pool.loc[pool["median_ms"].idxmin(), "variant"]
-        assert row["parity"] in ("pass", "reference")
-    d2048 = picked[(picked["workload"] == "gpt") & (picked["size"] == "d2048")].iloc[0]
+        assert row.pick == pool.loc[pool["median_ms"].idxmin(), "variant"]
+        assert row.parity in ("pass", "reference")
+    d2048 = next(r for r in picked if (r.workload, r.size) == ("gpt", "d2048"))
     # A faster TE-FP8 variant failed parity there: it is named below the table, never picked.
-    assert d2048["pick"] == "TE-FP8/current.HYBRID" and "delayed.HYBRID.h1024.max ×1.44 (" in d2048["passed_over"]
+    assert d2048.pick == "TE-FP8/current.HYBRID" and "delayed.HYBRID.h1024.max ×1.44 (" in d2048.passed_over
 
 
 def test_a_baseline_pick_shows_no_ratio_to_itself():
