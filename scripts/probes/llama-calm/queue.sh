@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call: the Llama variants of llama.toml (PT-AMP with its twins, and TE-BF16), as a queue
 # (run_queue in scripts/probes/h200-power/setup.sh): `calm`, the single changes (ran on 2026-12-05,
-# reports/h100-llama-calm/), then `calm2`, the combinations, the nightly's settings with three twins, lr 2e-5 and 48 steps; ONLY names the items to run.
+# reports/h100-llama-calm/), then `calm2`, the combinations, the nightly's settings with three twins, lr 2e-5
+# and 48 steps (ran on 2026-12-06, the same folder); ONLY names the items to run.
 set -u
 source scripts/probes/h200-power/setup.sh
 versions
