@@ -13,7 +13,7 @@ import dataclasses
 import pytest
 
 from conftest import unsaid
-from tebench.plan import gates, modes
+from tebench.plan import gates, matrix, modes
 from tebench import workloads
 from tebench.plan.modes import MODES, Mode
 from tebench.report import charts, tables
@@ -90,3 +90,27 @@ def test_cli_help_lists_every_shipped_preset():
     names = matrix.preset_names()
     assert names and "smoke" in names
     assert run.help.endswith(", ".join(names))
+
+
+def test_fp8_options_are_one_type_from_the_plan_to_the_record():
+    """The plan's point is the record's part: the same keys in the same order (nulls for what the recipe
+    ignores), equal and of one hash whether built or read back, and frozen."""
+    from pydantic import ValidationError
+
+    from tebench.plan.recipes import fp8_options
+    from tebench.schema.records import CaseInfo, FP8Options
+
+    current = fp8_options("current", "HYBRID", 1024, "max", 8)
+    assert current.to_dict() == {"recipe": "current", "format": "HYBRID", "amax_history_len": None,
+                                 "amax_compute_algo": None, "calibration_steps": None}
+    assert current.label() == "current.HYBRID"
+    delayed = fp8_options("delayed", "E4M3", 16, "max", 8)
+    assert list(delayed.to_dict()) == ["recipe", "format", "amax_history_len", "amax_compute_algo",
+                                       "calibration_steps"]
+    read = FP8Options.from_dict(delayed.to_dict())
+    assert read == delayed and hash(read) == hash(delayed) and len({read, delayed, current}) == 2
+    with pytest.raises(ValidationError):
+        delayed.recipe = "current"  # type: ignore[misc]
+    case = next(c for c in matrix.iter_cases(matrix.load("tutorial", is_preset=True)) if c.fp8 is not None)
+    stored = CaseInfo.from_dict(case.to_dict())
+    assert stored.fp8 == case.fp8 and stored.to_dict() == case.to_dict()
