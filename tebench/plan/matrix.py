@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
 try:
     import tomllib
@@ -34,11 +34,13 @@ from tebench.schema.knobs import FieldError, knob
 from tebench.schema.vocabulary import AMAX_ALGOS, FORMATS, PARALLEL
 from tebench.plan.modes import MODES
 from tebench.plan.recipes import DEFAULT_RECIPE, RECIPES, fp8_options
-from tebench.schema.records import FP8Options
 from tebench.workloads import BUILT_IN, SPECS, SizeError
 from tebench.workloads.plugins import PluginError
 from tebench.workloads.spec import size_from_dict
 from tebench.errors import TebenchError
+
+if TYPE_CHECKING:  # the type only: --help builds the parser without pydantic
+    from tebench.schema.records import FP8Options
 
 NAME_MAX = 64
 """Longest workload or size name (they become parts of case ids and file names)."""
@@ -272,6 +274,8 @@ class Case:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Case":
+        from tebench.schema.records import FP8Options
+
         return cls(
             workload=d["workload"],
             size=d["size"],
@@ -777,6 +781,8 @@ def _library_points(points: list[FP8Options], library: str) -> list[FP8Options]:
     if mine:
         return mine
     # The matrix's own TE options where a listed point has them (a torchao point has none).
+    from tebench.schema.records import FP8Options
+
     given, default = (points[0] if points else FP8Options()), FP8Options()
     pick = [getattr(given, k) if getattr(given, k) is not None else getattr(default, k)
             for k in ("format", "amax_history_len", "amax_compute_algo", "calibration_steps")]

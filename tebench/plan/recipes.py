@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tebench.schema.records import FP8Options
 
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the types only: --help builds the parser from RECIPES without pydantic
+    from tebench.schema.records import FP8Options
     from tebench.schema.environment import Environment
 
 
@@ -103,6 +103,8 @@ DEFAULT_RECIPE = {"te": "delayed", "torchao": "tensorwise"}
 def fp8_options(recipe: str, format: str | None, amax_history_len: int | None, amax_compute_algo: str | None,
                 calibration_steps: int | None = 0) -> FP8Options:
     """The FP8 options of one matrix point, without the options ``recipe`` ignores (they would only duplicate cases)."""
+    from tebench.schema.records import FP8Options
+
     spec = RECIPES[recipe]
     return FP8Options(
         recipe=recipe,
