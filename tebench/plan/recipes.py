@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 
-
 if TYPE_CHECKING:  # the types only: --help builds the parser from RECIPES without pydantic
     from tebench.schema.records import FP8Options
     from tebench.schema.environment import Environment

@@ -11,9 +11,9 @@ comment without wrapping, so it has few columns and short cells (:data:`MAX_COLU
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,13 +64,10 @@ class Pick:
     source: str
     workload: str
     size: str
-    failed: int
-    """Cases of the size that failed loss parity or could not be judged."""
     passed_over: str
     """Faster cases that did not count, in words (:func:`tables.faster_not_counted`); empty when none."""
     pick: str | None = None
     """The variant picked; None where no case of the size counts."""
-    mode: str | None = None
     parity: str | None = None
     """Its verdict; ``timing only`` for a timing with no loss curve (a pytest-benchmark module)."""
     margin: float = math.nan
@@ -106,8 +103,7 @@ def frame(df: pd.DataFrame) -> list[Pick]:
         base = amp.iloc[0] if not amp.empty else None
         compiled = ok[(ok["variant"] == tables.COMPILED)]
         base_compiled = compiled.iloc[0] if not compiled.empty else None
-        where = Pick(str(source), str(workload), str(size), int(g["parity"].isin(["fail", "inconclusive"]).sum()),
-                     tables.faster_not_counted([(ok, best)], counted))
+        where = Pick(str(source), str(workload), str(size), tables.faster_not_counted([(ok, best)], counted))
         if best is None:
             rows.append(where)
             continue
@@ -119,7 +115,7 @@ def frame(df: pd.DataFrame) -> list[Pick]:
             if base is not None and pd.notna(base.get("tokens_per_j")):
                 energy = base["tokens_per_j"] / best["tokens_per_j"] - 1.0
         rows.append(dataclasses.replace(
-            where, pick=str(best["variant"]), mode=str(best["mode"]),
+            where, pick=str(best["variant"]),
             parity=verdict if isinstance(verdict, str) and verdict else "timing only",
             margin=_number(best.get("parity_margin")), speedup_vs_amp=_number(best["speedup_vs_amp"]),
             speedup_vs_compile=_number(best["speedup_vs_compile"]), noise=lead_is_noise(best, base),
