@@ -26,8 +26,14 @@ within a stated share of the reference's, and can this run tell?
   ``inconclusive``: the interval straddles the margin's edge (a case there must
   not flip between pass and fail from night to night), or it is too early on
   the curve to judge (the reference came less than :data:`MIN_PROGRESS` of its
-  way to the floor, or no further than its noise), or the run is too short.
-  Never a pass.
+  way to the floor, or no further than its noise, or its loss is not yet below
+  the task's unigram entropy), or the run is too short. Never a pass.
+
+A reference above the unigram entropy has learned the tokens' frequencies and
+nothing that needs the context: its predictions barely move when the tokens
+before them change. A gap there measures how fast the output layer learns a
+frequency table, not whether attention and the MLPs train the same model, so
+a verdict there would certify nothing a user asks of it.
 """
 
 from __future__ import annotations
@@ -155,7 +161,7 @@ def longest_run(mask: np.ndarray) -> tuple[int, int]:
 
 def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequence[Sequence[float]],
           floor: float | None, reference_mode: str, twins: Sequence[Sequence[float]] = (),
-          share: float = MARGIN_REL) -> Parity:
+          share: float = MARGIN_REL, unigram: float | None = None) -> Parity:
     """The equivalence verdict of one loss curve against the reference's (same seed), with its power stated.
 
     ``reference`` is the reference mode's curve at the case's seed; ``twins``
@@ -163,7 +169,8 @@ def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequenc
     ``replicas`` its curves at other seeds (used for the noise only without
     twins: unpaired); ``floor`` the task's entropy rate (None: no floor check,
     progress relative to the start); ``share`` the margin asked, as a share of
-    the reference's final loss (the ``parity_margin`` setting).
+    the reference's final loss (the ``parity_margin`` setting); ``unigram`` the task's unigram
+    entropy (None: not checked), which the reference must end below to be judged against.
     """
     # Each verdict is made from one object, so that it is stored with its keys in this order.
     twin_curves = [list(c) for c in twins]
@@ -207,6 +214,14 @@ def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequenc
     # Too early on the curve: a difference there says nothing about the model the run trains.
     way = f"{out['progress']:.0%} of the way from {start:.3g} to the floor {floor:.3g}" if "progress" in out else \
         f"from {start:.3g} to {ref_end:.3g}"
+    if unigram is not None and ref_end >= unigram:
+        return Parity.from_dict({**out, "verdict": "inconclusive",
+                                 "reason": (f"too early on the curve to judge: the {reference_mode} reference's loss "
+                                            f"{ref_end:.4g} over steps {win.start}-{n - 1} is not yet below the "
+                                            f"task's unigram entropy {unigram:.4g} (what a model that ignores the "
+                                            "context reaches): it has learned the tokens' frequencies only, so a gap "
+                                            "here says nothing of attention or the MLPs; train longer (settings "
+                                            f"steps); it came {way}")})
     if progress <= NOISE_K * noise.floor or ("progress" in out and out["progress"] < MIN_PROGRESS):
         return Parity.from_dict({**out, "verdict": "inconclusive",
                                  "reason": (f"too early on the curve to judge: the {reference_mode} reference came "

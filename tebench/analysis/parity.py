@@ -49,9 +49,9 @@ from tebench.plan.recipes import RECIPES
 from tebench.schema.records import CaseResult, Parity, Validation, ValidationVerdict
 from tebench.schema.vocabulary import JUDGED
 from tebench.workloads import SPECS
-from tebench.workloads.zipf_markov import progress as zipf_progress
+from tebench.workloads.zipf_markov import Floor, progress as zipf_progress
 
-PARITY_RULES = "parity-1"
+PARITY_RULES = "parity-2"
 """The name of the rules this tebench judges parity by, stored with every verdict judged over a whole run
 (``Parity.rules``): the band rule here, the equivalence rule of :mod:`tebench.analysis.equivalence`, the
 checks folded into both, and all their constants. A reader takes a stored verdict of these rules as it is
@@ -518,11 +518,11 @@ def judge(records: Sequence[CaseResult], record: CaseResult, cache: dict | None 
     if ref_mode is None:
         return Parity.from_dict({"verdict": "n/a", "reason": f"no reference mode ({' or '.join(REFERENCE_MODES)}) "
                                                              "ran for this workload and size"})
-    rate = task_floor(record)
+    floor = task_floor(record)
     extra = ExtraRuns.of(ref_runs[0])
-    if rate is not None and extra:
+    if floor is not None and extra:
         return _calibration_note(record, _structure_note(record, _judge_equivalence(record, ref_mode, ref_runs,
-                                                                                    extra, rate), ref_runs[:1]))
+                                                                                    extra, floor), ref_runs[:1]))
     if ref_runs[0] is record:
         curves = [_curve(r) for r in ref_runs]
         learned = reference_learned(curves)[1] if min(map(len, curves)) >= MIN_STEPS else "too short to judge"
@@ -651,17 +651,17 @@ def context_failure(validation: Validation | None, refs: Sequence[Validation | N
             "[seq, batch] layout fed batch-first?)")
 
 
-def task_floor(record: CaseResult) -> float | None:
-    """The known loss floor of ``record``'s task (the zipf-markov source's entropy rate), or None."""
+def task_floor(record: CaseResult) -> Floor | None:
+    """What ``record``'s task lets a model reach (the zipf-markov source's entropy rate, and its unigram
+    entropy), or None where the task has no known floor."""
     spec = SPECS.get(record.workload)
     loss_floor = getattr(spec, "loss_floor", None)
     if spec is None or loss_floor is None:
         return None
     try:
-        floor = loss_floor(spec.size_type(**_dims(record)))
+        return loss_floor(spec.size_type(**_dims(record)))
     except (TypeError, ValueError):
         return None
-    return floor.entropy_rate if floor is not None else None
 
 
 def _finite_curves(curves: Sequence[Sequence[float]] | None) -> list[list[float]]:
@@ -691,14 +691,18 @@ def _finite_values(values: Sequence[Any] | None) -> list[float]:
 
 
 def _judge_equivalence(record: CaseResult, ref_mode: str, ref_runs: list[CaseResult],
-                       extra: ExtraRuns, rate: float | None) -> Parity:
+                       extra: ExtraRuns, floor: Floor) -> Parity:
     """The verdict on a task with a known floor whose reference trained twins or seeds (:mod:`equivalence`)."""
     reference = ref_runs[0]
+    rate = floor.entropy_rate
     ref_curve = _curve(reference)
     if reference is record:
         start, end = ref_curve[0], final_loss(ref_curve)
         where = (f"{zipf_progress(start, end, rate):.0%} of the way from {start:.4g} to the floor {rate:.4g}"
-                 if rate is not None and end is not None else f"{start:.4g} -> {end:.4g}")
+                 if end is not None else f"{start:.4g} -> {end}")
+        if end is not None and end >= floor.unigram_entropy:
+            where += (f", not yet below the unigram entropy {floor.unigram_entropy:.4g}: too early to judge its "
+                      "cases")
         runs = ", ".join(filter(None, [f"{len(extra.twins)} twin(s) at its own seed" if extra.twins else "",
                                        f"{len(extra.seeds)} other seeds" if extra.seeds else ""]))
         return Parity.from_dict({"verdict": "reference", "rule": "equivalence", "reference_mode": ref_mode,
@@ -707,7 +711,8 @@ def _judge_equivalence(record: CaseResult, ref_mode: str, ref_runs: list[CaseRes
                                             f"as {runs}; its loss came {where}")})
     share = record.settings.get("parity_margin", equivalence.MARGIN_REL)
     out = equivalence.judge(_curve(record), ref_curve, extra.seeds, rate, ref_mode, twins=extra.twins,
-                            share=share if isinstance(share, (int, float)) else equivalence.MARGIN_REL)
+                            share=share if isinstance(share, (int, float)) else equivalence.MARGIN_REL,
+                            unigram=floor.unigram_entropy)
     if out.verdict in ("pass", "fail"):
         val, ref_val = record.validation, reference.validation
         verdict = None

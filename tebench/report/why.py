@@ -69,8 +69,9 @@ def _share(part: float, whole: float) -> str:
     return tables.fmt(part / whole, "pct") if whole > 0 else "–"
 
 
-PARITY_COLUMNS = ("parity", "parity_rel_diff", "parallel", "nproc")
-"""What :func:`tables.counts` reads beside status and FP8 proof, joined from the case frame by :func:`with_parity`."""
+PARITY_COLUMNS = ("parity", "parity_rel_diff", "parity_reason", "parallel", "nproc")
+"""What :func:`tables.counts` reads beside status and FP8 proof, and the reason a case that does not count names,
+joined from the case frame by :func:`with_parity`."""
 
 
 def with_parity(df: pd.DataFrame, cases: pd.DataFrame) -> pd.DataFrame:

@@ -98,6 +98,26 @@ def test_too_early_on_the_curve_is_inconclusive_never_a_pass():
     assert unsaid(out.reason, "too early", "curve") == [], out.reason
 
 
+@pytest.mark.parametrize("offset", [0.0, 0.1, -0.1])
+def test_a_reference_still_above_the_unigram_entropy_is_too_early_to_judge(offset):
+    """Above the unigram entropy the reference has learned token frequencies only: no verdict either way."""
+    ref_end = judge(curve()).reference_final
+    above = equivalence.judge(curve(offset), REF, (), FLOOR, "PT-AMP", twins=TWINS, unigram=ref_end - 0.01)
+    assert above.verdict == "inconclusive"
+    assert unsaid(above.reason, "too early", "unigram entropy", f"{ref_end - 0.01:.4g}") == [], above.reason
+    assert above.margin_nats == pytest.approx(0.01 * ref_end)  # the power is still stated
+    below = equivalence.judge(curve(offset), REF, (), FLOOR, "PT-AMP", twins=TWINS, unigram=ref_end + 0.5)
+    assert below.verdict == judge(curve(offset)).verdict == ("pass" if offset == 0.0 else "fail")
+
+
+def test_parity_takes_the_unigram_entropy_from_the_task():
+    """The zipf-markov floor carries the unigram entropy the rule compares with, per vocabulary."""
+    from tebench.workloads import zipf_markov
+
+    f = zipf_markov.floor(96)
+    assert f.entropy_rate < f.unigram_entropy < f.uniform
+
+
 def test_a_reference_whose_loss_rose_is_too_early_to_judge():
     rising = [5.0 + 0.01 * i for i in range(N)]
     out = judge(rising, reference=rising, twins=[rising, rising])

@@ -38,8 +38,10 @@ def test_the_showcase_picks_only_passing_configurations(showcase):
         assert row.pick == pool.loc[pool["median_ms"].idxmin(), "variant"]
         assert row.parity in ("pass", "reference")
     d2048 = next(r for r in picked if (r.workload, r.size) == ("gpt", "d2048"))
-    # A faster TE-FP8 variant failed parity there: it is named below the table, never picked.
-    assert d2048.pick == "TE-FP8/current.HYBRID" and "delayed.HYBRID.h1024.max ×1.44 (" in d2048.passed_over
+    # No FP8 case passes there (the reference is still above the unigram entropy: too early to judge): the
+    # reference is picked, and the fastest FP8 variant is named below the table with why, never picked.
+    assert d2048.pick == "PT-AMP"
+    assert "delayed.HYBRID.h1024.max ×1.44 (inconclusive: too early on the curve to judge" in d2048.passed_over
 
 
 def test_a_baseline_pick_shows_no_ratio_to_itself():
