@@ -1,8 +1,9 @@
 """Loss parity as an equivalence test with three outcomes and a stated power.
 
-Used where the task has a known floor (the zipf-markov source: every training
+Used where the reference trained *twins* (a task with or without a known floor),
+or where the task has a known floor (the zipf-markov source: every training
 batch is a fresh draw, so the loss a step computes before its update is a
-held-out loss) and the reference trained extra runs: *twins* (its own seed,
+held-out loss) and the reference trained other seeds. The extra runs: *twins* (its own seed,
 weights and batches, the weights perturbed by their last bit) or, in records
 from before them, *replicas* (other seeds). The question is NVIDIA's functional
 tests' and DeepSeek-V3's: over the last part of the run, is the case's loss
@@ -118,6 +119,8 @@ class Margin:
     """The share of the reference's final loss it was asked to be (parity_margin)."""
     noise: Noise
     ref_end: float
+    least: float = MIN_MARGIN
+    """The least margin: :data:`MIN_MARGIN` in nats; 0 for a loss in other units (no floor: a regression loss)."""
 
     @property
     def rel(self) -> float | None:
@@ -127,7 +130,7 @@ class Margin:
     @property
     def widened(self) -> bool:
         """Whether the reference's noise floor, not the asked share, set the margin."""
-        return self.nats > self.share * abs(self.ref_end) + 1e-15 and self.nats > MIN_MARGIN
+        return self.nats > self.share * abs(self.ref_end) + 1e-15 and self.nats > self.least
 
     @property
     def source(self) -> str:
@@ -136,13 +139,13 @@ class Margin:
             return (f"{NOISE_K:g}x the noise floor {self.noise.floor:.2g} ({self.noise.source}), wider than the "
                     f"{self.share:.1%} asked")
         if self.nats > self.share * abs(self.ref_end):
-            return f"the least margin {MIN_MARGIN:g}"
+            return f"the least margin {self.least:g}"
         return f"{self.share:.1%} of the reference's final loss; noise floor {self.noise.floor:.2g} ({self.noise.source})"
 
     @classmethod
-    def of(cls, share: float, ref_end: float, noise: Noise) -> "Margin":
+    def of(cls, share: float, ref_end: float, noise: Noise, least: float = MIN_MARGIN) -> "Margin":
         """The margin asked (``share`` of ``ref_end``), widened to NOISE_K x the reference's noise floor where needed."""
-        return cls(max(share * abs(ref_end), NOISE_K * noise.floor, MIN_MARGIN), share, noise, ref_end)
+        return cls(max(share * abs(ref_end), NOISE_K * noise.floor, least), share, noise, ref_end, least)
 
 
 def _window(n: int) -> slice:
@@ -196,7 +199,9 @@ def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequenc
     seed_sd = float(np.std(seeds[:, win].mean(axis=1), ddof=1)) if len(seeds) > 1 else None
     noise = noise_of(case[win], seeds[0, win], pairs[:, win], seeds[:, win] if not len(pairs) else seeds[:0, win])
     progress = start - ref_end
-    margin = Margin.of(share, ref_end, noise)
+    # In nats only where the task has a floor (a language model); a regression loss has units of its own.
+    nats = " nats" if floor is not None else ""
+    margin = Margin.of(share, ref_end, noise, MIN_MARGIN if floor is not None else 0.0)
     gap = case_end - ref_end
     lo, hi = gap - Z * noise.nats, gap + Z * noise.nats
     out.update(final=case_end, reference_final=ref_end, abs_diff=gap,
@@ -208,7 +213,7 @@ def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequenc
                band_rel=margin.rel)
     if floor is not None and start > floor:
         out["progress"] = (start - ref_end) / (start - floor)
-    power = (f"margin ±{margin.nats:.3g} nats ({_share(margin.rel)} of the reference's final loss"
+    power = (f"margin ±{margin.nats:.3g}{nats} ({_share(margin.rel)} of the reference's final loss"
              + (f", widened by its noise floor: {NOISE_K:g}x {noise.floor:.2g}" if margin.widened else "") + ")")
 
     # Too early on the curve: a difference there says nothing about the model the run trains.
@@ -240,7 +245,7 @@ def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequenc
     side = "higher" if gap > 0 else "lower"
     edge = False
     if abs(gap) - Z * noise.nats > margin.nats:
-        failures.append(f"loss {side} than {reference_mode}'s by {abs(gap):.3g} nats over steps {win.start}-{n - 1} "
+        failures.append(f"loss {side} than {reference_mode}'s by {abs(gap):.3g}{nats} over steps {win.start}-{n - 1} "
                         f"({case_end:.4g} vs {ref_end:.4g}; interval {interval}), beyond the {power}")
     elif abs(gap) + Z * noise.nats > margin.nats:
         edge = True
@@ -255,7 +260,7 @@ def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequenc
         change = slope * (half.size - 1)
         out["gap_trend_nats"] = change
         if abs(change) > margin.nats / 2 and np.sign(change) == np.sign(diff[-1]) and abs(diff[-1]) > margin.nats / 4:
-            notes.append(f"the gap grew by {change:+.3g} nats over the second half")
+            notes.append(f"the gap grew by {change:+.3g}{nats} over the second half")
     if len(pairs):
         spread_t = np.sqrt(np.mean((np.array([smooth(c, width) for c in pairs]) - ref_s) ** 2, axis=0))
     elif len(seeds) > 1:
@@ -269,7 +274,7 @@ def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequenc
         peak = run_start + int(np.argmax(np.abs(diff[run_start:run_start + run])))
         out["excursion"] = {"start": run_start, "steps": run, "side": "above" if diff[peak] > 0 else "below",
                             "peak_step": peak}
-        notes.append(f"an early excursion at steps {run_start}-{run_start + run - 1} ({diff[peak]:+.3g} nats at "
+        notes.append(f"an early excursion at steps {run_start}-{run_start + run - 1} ({diff[peak]:+.3g}{nats} at "
                      f"step {peak}) that rejoined" if not failures else
                      f"outside the margin earlier too, steps {run_start}-{run_start + run - 1}")
     out["notes"] = notes
@@ -279,7 +284,7 @@ def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequenc
     if edge:
         return Parity.from_dict({**out, "verdict": "inconclusive",
                                  "reason": (f"on the edge of the margin: loss {side} than {reference_mode}'s by "
-                                            f"{abs(gap):.3g} nats over steps {win.start}-{n - 1} (interval "
+                                            f"{abs(gap):.3g}{nats} over steps {win.start}-{n - 1} (interval "
                                             f"{interval}), neither within nor beyond the {power}; the reference "
                                             f"came {way}{tail}")})
     return Parity.from_dict({**out, "verdict": "pass",
@@ -306,7 +311,7 @@ def judge_validation(value: float | None, reference: float | None, replicas: Seq
     else:
         values = [reference, *replicas]
         sd = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-    tol = max(margin, NOISE_K * sd, MIN_MARGIN)
+    tol = max(margin, NOISE_K * sd, MIN_MARGIN if floor is not None else 0.0)
     out["tolerance"] = tol
     if floor is not None and value < floor - 0.02:
         return ValidationVerdict.from_dict({**out, "verdict": "fail", "reason": f"held-out {metric} {value:.4g} is "
@@ -315,4 +320,4 @@ def judge_validation(value: float | None, reference: float | None, replicas: Seq
     ok = abs(value - reference) <= tol
     return ValidationVerdict.from_dict({**out, "verdict": "pass" if ok else "fail",
                                         "reason": f"held-out {metric} {value:.4g} vs {reference:.4g} (margin "
-                                                  f"±{tol:.3g} nats)"})
+                                                  f"±{tol:.3g}{' nats' if floor is not None else ''})"})

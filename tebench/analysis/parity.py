@@ -520,7 +520,8 @@ def judge(records: Sequence[CaseResult], record: CaseResult, cache: dict | None 
                                                              "ran for this workload and size"})
     floor = task_floor(record)
     extra = ExtraRuns.of(ref_runs[0])
-    if floor is not None and extra:
+    # Twins measure the paired noise of any loss; seeds' unpaired spread is enough only against a known floor.
+    if extra.twins or (floor is not None and extra):
         return _calibration_note(record, _structure_note(record, _judge_equivalence(record, ref_mode, ref_runs,
                                                                                     extra, floor), ref_runs[:1]))
     if ref_runs[0] is record:
@@ -691,16 +692,18 @@ def _finite_values(values: Sequence[Any] | None) -> list[float]:
 
 
 def _judge_equivalence(record: CaseResult, ref_mode: str, ref_runs: list[CaseResult],
-                       extra: ExtraRuns, floor: Floor) -> Parity:
-    """The verdict on a task with a known floor whose reference trained twins or seeds (:mod:`equivalence`)."""
+                       extra: ExtraRuns, floor: Floor | None) -> Parity:
+    """The verdict against a reference that trained twins, or seeds on a task with a known floor
+    (:mod:`equivalence`)."""
     reference = ref_runs[0]
-    rate = floor.entropy_rate
+    rate = floor.entropy_rate if floor is not None else None
     ref_curve = _curve(reference)
     if reference is record:
         start, end = ref_curve[0], final_loss(ref_curve)
         where = (f"{zipf_progress(start, end, rate):.0%} of the way from {start:.4g} to the floor {rate:.4g}"
-                 if end is not None else f"{start:.4g} -> {end}")
-        if end is not None and end >= floor.unigram_entropy:
+                 if end is not None and rate is not None else f"from {start:.4g} to {end:.4g}" if end is not None
+                 else f"from {start:.4g}")
+        if end is not None and floor is not None and end >= floor.unigram_entropy:
             where += (f", not yet below the unigram entropy {floor.unigram_entropy:.4g}: too early to judge its "
                       "cases")
         runs = ", ".join(filter(None, [f"{len(extra.twins)} twin(s) at its own seed" if extra.twins else "",
@@ -712,7 +715,7 @@ def _judge_equivalence(record: CaseResult, ref_mode: str, ref_runs: list[CaseRes
     share = record.settings.get("parity_margin", equivalence.MARGIN_REL)
     out = equivalence.judge(_curve(record), ref_curve, extra.seeds, rate, ref_mode, twins=extra.twins,
                             share=share if isinstance(share, (int, float)) else equivalence.MARGIN_REL,
-                            unigram=floor.unigram_entropy)
+                            unigram=floor.unigram_entropy if floor is not None else None)
     if out.verdict in ("pass", "fail"):
         val, ref_val = record.validation, reference.validation
         verdict = None

@@ -172,9 +172,9 @@ def test_validation_within_and_beyond_the_margin_and_below_the_floor():
 
 # --- through parity.attach: the rule a record gets ------------------------------------------------
 
-def _heldout_record(mode, losses, replicas=None, heldout=None, twins=None, **validation):
+def _heldout_record(mode, losses, replicas=None, heldout=None, twins=None, task="zipf-markov", **validation):
     dims = {"vocab": 96, "d_model": 8, "heads": 2, "layers": 1, "ffn": 8, "seq": 8, "batch": 2,
-            "task": "zipf-markov"}
+            "task": task}
     settings = {"seed": 1, "steps": N, "warmup": 0, "lr": 1e-3, "lr_warmup": 0, "parity_rtol": 0.15,
                 "parity_atol": 0.05}
     loss = {"per_step": losses}
@@ -222,6 +222,25 @@ def test_the_parity_margin_setting_is_the_share_asked():
     case.case.settings["parity_margin"] = 0.03
     parity.attach([ref, case])
     assert case.parity.verdict == "pass" and case.parity.margin_share == 0.03, case.parity.reason
+
+
+def test_twins_bring_the_equivalence_rule_to_a_loss_without_a_floor():
+    """A regression-like loss (here the arithmetic task, which states no floor) judged against twins: the margin is
+    1% of its loss in its own units, with no least margin in nats; seeds alone keep the band rule there."""
+    low = [0.01 * v for v in curve()]  # ends near 0.023: 1% is 0.00023, far under the 0.005-nat least margin
+    ref = _heldout_record("PT-AMP", low, twins=[[v * (1 + 1e-5) for v in low], [v * (1 - 1e-5) for v in low]],
+                          task="arithmetic")
+    close = _heldout_record("TE-BF16", [v * 1.002 for v in low], task="arithmetic")
+    off = _heldout_record("TE-FP8", [v * 1.05 for v in low], task="arithmetic")
+    parity.attach([ref, close, off])
+    assert close.parity.rule == off.parity.rule == "equivalence"
+    assert close.parity.verdict == "pass" and off.parity.verdict == "fail", (close.parity.reason, off.parity.reason)
+    assert close.parity.margin_nats == pytest.approx(0.01 * close.parity.reference_final)
+    assert close.parity.floor is None and "nats" not in off.parity.reason
+    seeds_only = _heldout_record("PT-AMP", low, replicas=[low, low], task="arithmetic")
+    case = _heldout_record("TE-BF16", [v * 1.002 for v in low], task="arithmetic")
+    parity.attach([seeds_only, case])
+    assert case.parity.rule is None
 
 
 def test_without_reference_seeds_the_band_rule_judges_as_before():
