@@ -19,6 +19,7 @@ and this tree's in turn, round by round, and keep both wall and CPU times.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import resource
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -225,3 +227,143 @@ def test_read_against_baseline(benchmark, large_results: Path) -> None:
         for key in ("read_s", "read_cpu_s", "run_records_s", "run_records_cpu_s"):
             benchmark.extra_info[f"{side}_{key}_median"] = statistics.median(t[key] for t in timings)
     assert len(runs["baseline"]) == len(runs["head"]) == READ_ROUNDS
+
+
+# --- merge, compare and history add against the stdlib floor (issue #51's targets) -----------------------
+
+SCALE_ROUNDS = 2
+"""Rounds of the floor, this tree and (with ``TEBENCH_BASELINE``) the baseline, in turn, per command."""
+CURRENT_NIGHTLY = ROOT / "reports" / "h200-nightly-twice" / "night1.jsonl.gz"
+"""A nightly as today's tebench writes it (verdicts stored with their rules): what a year of nightlies holds."""
+NIGHTS = 365
+"""Nightly results files in the year :func:`write_year_of_nightlies` makes (about 20,000 case records)."""
+
+TIMED = """
+import json, resource, subprocess, sys, time
+start = time.perf_counter()
+done = subprocess.run(sys.argv[2:], capture_output=True, text=True, cwd=sys.argv[1])
+wall = time.perf_counter() - start
+use = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"rc": done.returncode, "wall_s": wall, "cpu_s": use.ru_utime + use.ru_stime,
+                  "peak_mb": use.ru_maxrss / 1024, "stderr": done.stderr[-2000:]}))
+"""
+"""Runs one command in a process of its own and reports its wall and CPU seconds and its peak RSS (the only
+child this wrapper waits for, so ``RUSAGE_CHILDREN`` is that command's)."""
+
+FLOOR = """
+import gzip, json, sys
+encode = sys.argv[1] == "decode+encode"
+decoded = []
+for path in sys.argv[3:]:
+    with (gzip.open if path.endswith(".gz") else open)(path, "rb") as f:
+        decoded.extend(json.loads(line) for line in f if line.strip())
+if encode:
+    with open(sys.argv[2], "w") as out:
+        for record in decoded:
+            out.write(json.dumps(record) + "\\n")
+print(len(decoded))
+"""
+"""The floor the targets are stated against: a plain stdlib ``json.loads`` of every line, every record held (as
+a merge must), and for ``decode+encode`` a ``json.dumps`` of each written back."""
+
+
+def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> dict[str, float]:
+    """``command`` in a fresh process (through :data:`TIMED`): wall and CPU seconds, peak RSS (MB), the load."""
+    load = os.getloadavg()[0]
+    proc = subprocess.run([sys.executable, "-c", TIMED, str(cwd), *command], capture_output=True, text=True,
+                          timeout=3600, env=env)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["rc"] == 0, out["stderr"]
+    return {"wall_s": out["wall_s"], "cpu_s": out["cpu_s"], "peak_mb": out["peak_mb"], "load": load}
+
+
+def tebench_command(tree: Path, *args: str) -> tuple[list[str], dict[str, str]]:
+    """``python -m tebench ARGS`` with the code of ``tree`` (first on the path), and its environment."""
+    return [sys.executable, "-m", "tebench", *args], dict(os.environ, PYTHONPATH=str(tree))
+
+
+def write_year_of_nightlies(source: Path, dest: Path, nights: int = NIGHTS) -> list[Path]:
+    """``nights`` results files, one per night: the stored nightly's header and case records under a run id
+    and date of that night (what a year of one nightly job leaves; its records are ``history add``'s input)."""
+    from tebench import bounded
+
+    lines = [json.loads(raw) for _, raw in bounded.iter_lines(source) if raw and raw.strip()]
+    dest.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for night in range(nights):
+        run_id = f"20260101T000000-night{night:03d}"
+        path = dest / f"night{night:03d}.jsonl"
+        with open(path, "w") as out:
+            for rec in lines:
+                rec = dict(rec, run_id=run_id)
+                if rec.get("type") == "header":
+                    day = datetime.date(2026, 1, 1) + datetime.timedelta(days=night)
+                    rec["created"] = f"{day.isoformat()}T02:00:00+0000"
+                out.write(json.dumps(rec, separators=(",", ":"), allow_nan=True) + "\n")
+        paths.append(path)
+    return paths
+
+
+@pytest.fixture(scope="session")
+def year_of_nightlies(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """:data:`NIGHTS` nightly results files, written once per session."""
+    return write_year_of_nightlies(CURRENT_NIGHTLY, tmp_path_factory.mktemp("year"))
+
+
+def side_by_side(benchmark, tmp_path: Path, floor_args: list[str], tebench_args: Any) -> None:
+    """The floor, this tree and the baseline (if ``TEBENCH_BASELINE`` names one) in turn, :data:`SCALE_ROUNDS`
+    rounds, each in a fresh process; ``tebench_args(out)`` gives the command's arguments for an output path.
+    ``extra_info`` keeps every run and, per side, the median CPU seconds, wall seconds and peak MB, and this
+    tree's ratios to the floor (the targets: see issue #51)."""
+    base = Path(os.environ["TEBENCH_BASELINE"]).resolve() if os.environ.get("TEBENCH_BASELINE") else None
+    runs: dict[str, list[dict[str, float]]] = {"floor": [], "head": [], **({"baseline": []} if base else {})}
+    counter = iter(range(10**6))
+
+    def one(side: str) -> None:
+        out = tmp_path / f"{side}-{next(counter)}"
+        if side == "floor":
+            runs[side].append(timed([sys.executable, "-c", FLOOR, *floor_args[:1], str(out), *floor_args[1:]],
+                                    ROOT))
+            return
+        tree = ROOT if side == "head" else base
+        assert tree is not None
+        command, env = tebench_command(tree, *tebench_args(out))
+        runs[side].append(timed(command, tree, env))
+
+    def setup() -> None:
+        one("floor")
+        if base is not None:
+            one("baseline")
+
+    benchmark.pedantic(lambda: one("head"), setup=setup, rounds=SCALE_ROUNDS, iterations=1)
+    for side, timings in runs.items():
+        benchmark.extra_info[side] = timings
+        for key in ("cpu_s", "wall_s", "peak_mb"):
+            benchmark.extra_info[f"{side}_{key}_median"] = statistics.median(t[key] for t in timings)
+    for key in ("cpu_s", "wall_s", "peak_mb"):
+        benchmark.extra_info[f"head_over_floor_{key}"] = (benchmark.extra_info[f"head_{key}_median"]
+                                                          / benchmark.extra_info[f"floor_{key}_median"])
+
+
+def test_merge_against_the_floor(benchmark, large_results: Path, tmp_path: Path) -> None:
+    """``tebench merge`` of the 10,000 records against a stdlib decode and encode of the same file (target: no
+    slower, peak memory at most 1.2x)."""
+    side_by_side(benchmark, tmp_path, ["decode+encode", str(large_results)],
+                 lambda out: ["merge", str(large_results), "--out", str(out), "--no-report"])
+
+
+def test_compare_against_the_floor(benchmark, large_results: Path, tmp_path: Path) -> None:
+    """``tebench compare`` of the 10,000 records with themselves against a stdlib decode of both files (target:
+    at most 2x)."""
+    side_by_side(benchmark, tmp_path, ["decode", str(large_results), str(large_results)],
+                 lambda out: ["compare", str(large_results), str(large_results), "--format", "json",
+                              "--out", str(out)])
+
+
+def test_history_add_against_the_floor(benchmark, year_of_nightlies: list[Path], tmp_path: Path) -> None:
+    """``tebench history add`` of a year of nightlies (365 files, about 20,000 records) into a new database
+    against a stdlib decode of the same files (target: at most 2x)."""
+    files = [str(p) for p in year_of_nightlies]
+    side_by_side(benchmark, tmp_path, ["decode", *files],
+                 lambda out: ["history", "add", "--db", str(out) + ".db", *files])
