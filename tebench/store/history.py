@@ -131,11 +131,12 @@ def _rows(run: results.Run) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
     _checked(header_row, _RUN_COLUMNS, run.path, lambda r: r.get("type") == "header", "header")
     case_rows = []
     for rec in run.cases:
-        # This round's rates at its own median step time (an ok round's: the others have none).
-        median = rec.median_ms if rec.timed else None
-        rates = Throughput.at(rec.throughput, median, run.header.peak_tflops, rec.nproc)
+        # This round's rates at its own median step time (an ok round's: the others have none). The median
+        # is computed from the samples on each access: once here.
+        median_ms = rec.median_ms
+        rates = Throughput.at(rec.throughput, median_ms if rec.timed else None, run.header.peak_tflops, rec.nproc)
         row = (run.run_id, rec.case_id, rec.round_no, rec.device.name if rec.device else None,
-               rec.status, rec.median_ms, rates.tokens_per_s, rec.peak_memory,
+               rec.status, median_ms, rates.tokens_per_s, rec.peak_memory,
                rec.final_loss, rec.verdict, json.dumps(rec.to_dict()))
         def wanted(r: dict, cid: str = rec.case_id, rnd: int = rec.round_no) -> bool:
             return r.get("type") == "case" and r.get("case_id") == cid and r.get("round", 0) == rnd
