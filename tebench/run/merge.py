@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tebench import bounded
+from tebench.gc_control import collector_off
 from tebench.analysis import judged_run
 from tebench.store import reader as results
 from tebench.store.atomic import same_file
@@ -133,6 +134,12 @@ def _missing_cases(runs: list[Any]) -> list[str]:
 def join(paths: list[str | Path], out: str | Path, rejudge: bool = False) -> Merged:
     """Read and check the shards and join them into one run to be written to ``out``; parity judged over
     them all (with one file: where not of this tebench's rules, unless ``rejudge``)."""
+    # The shards' records stay to the end and hold no cycles: a collection would only walk them.
+    with collector_off():
+        return _join(paths, out, rejudge)
+
+
+def _join(paths: list[str | Path], out: str | Path, rejudge: bool) -> Merged:
     if not paths:
         raise MergeError("nothing to merge")
     check_target(paths, out)
