@@ -221,7 +221,9 @@ def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequenc
         f"from {start:.3g} to {ref_end:.3g}"
     if unigram is not None and ref_end >= unigram:
         return Parity.from_dict({**out, "verdict": "inconclusive",
-                                 "reason": (f"too early on the curve to judge: the {reference_mode} reference's loss "
+                                 # The first clause is what a summary line shows (report.tables.short_reason).
+                                 "reason": (f"too early, the reference above the unigram entropy: the {reference_mode} "
+                                            "reference's loss "
                                             f"{ref_end:.4g} over steps {win.start}-{n - 1} is not yet below the "
                                             f"task's unigram entropy {unigram:.4g} (what a model that ignores the "
                                             "context reaches): it has learned the tokens' frequencies only, so a gap "
