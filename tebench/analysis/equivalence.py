@@ -148,6 +148,12 @@ class Margin:
         return cls(max(share * abs(ref_end), NOISE_K * noise.floor, least), share, noise, ref_end, least)
 
 
+def _units(floor: float | None) -> tuple[str, float]:
+    """How a loss is stated and its least margin: in nats with :data:`MIN_MARGIN` where the task has a floor (a
+    language model's loss), else in its own units with none (a regression loss, as distillation's MSE)."""
+    return (" nats", MIN_MARGIN) if floor is not None else ("", 0.0)
+
+
 def _window(n: int) -> slice:
     return slice(n - max(3, int(round(FINAL_FRACTION * n))), n)
 
@@ -199,9 +205,8 @@ def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequenc
     seed_sd = float(np.std(seeds[:, win].mean(axis=1), ddof=1)) if len(seeds) > 1 else None
     noise = noise_of(case[win], seeds[0, win], pairs[:, win], seeds[:, win] if not len(pairs) else seeds[:0, win])
     progress = start - ref_end
-    # In nats only where the task has a floor (a language model); a regression loss has units of its own.
-    nats = " nats" if floor is not None else ""
-    margin = Margin.of(share, ref_end, noise, MIN_MARGIN if floor is not None else 0.0)
+    nats, least = _units(floor)
+    margin = Margin.of(share, ref_end, noise, least)
     gap = case_end - ref_end
     lo, hi = gap - Z * noise.nats, gap + Z * noise.nats
     out.update(final=case_end, reference_final=ref_end, abs_diff=gap,
@@ -313,7 +318,8 @@ def judge_validation(value: float | None, reference: float | None, replicas: Seq
     else:
         values = [reference, *replicas]
         sd = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-    tol = max(margin, NOISE_K * sd, MIN_MARGIN if floor is not None else 0.0)
+    nats, least = _units(floor)
+    tol = max(margin, NOISE_K * sd, least)
     out["tolerance"] = tol
     if floor is not None and value < floor - 0.02:
         return ValidationVerdict.from_dict({**out, "verdict": "fail", "reason": f"held-out {metric} {value:.4g} is "
@@ -322,4 +328,4 @@ def judge_validation(value: float | None, reference: float | None, replicas: Seq
     ok = abs(value - reference) <= tol
     return ValidationVerdict.from_dict({**out, "verdict": "pass" if ok else "fail",
                                         "reason": f"held-out {metric} {value:.4g} vs {reference:.4g} (margin "
-                                                  f"±{tol:.3g}{' nats' if floor is not None else ''})"})
+                                                  f"±{tol:.3g}{nats})"})

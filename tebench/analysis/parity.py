@@ -700,12 +700,16 @@ def _judge_equivalence(record: CaseResult, ref_mode: str, ref_runs: list[CaseRes
     ref_curve = _curve(reference)
     if reference is record:
         start, end = ref_curve[0], final_loss(ref_curve)
-        where = (f"{zipf_progress(start, end, rate):.0%} of the way from {start:.4g} to the floor {rate:.4g}"
-                 if end is not None and rate is not None else f"from {start:.4g} to {end:.4g}" if end is not None
-                 else f"from {start:.4g}")
-        if end is not None and floor is not None and end >= floor.unigram_entropy:
-            where += (f", not yet below the unigram entropy {floor.unigram_entropy:.4g}: too early to judge its "
-                      "cases")
+        if end is None:
+            where = f"from {start:.4g}"
+        elif floor is None:
+            where = f"from {start:.4g} to {end:.4g}"
+        else:
+            where = (f"{zipf_progress(start, end, floor.entropy_rate):.0%} of the way from {start:.4g} to the floor "
+                     f"{floor.entropy_rate:.4g}")
+            if end >= floor.unigram_entropy:
+                where += (f", not yet below the unigram entropy {floor.unigram_entropy:.4g}: too early to judge its "
+                          "cases")
         runs = ", ".join(filter(None, [f"{len(extra.twins)} twin(s) at its own seed" if extra.twins else "",
                                        f"{len(extra.seeds)} other seeds" if extra.seeds else ""]))
         return Parity.from_dict({"verdict": "reference", "rule": "equivalence", "reference_mode": ref_mode,
