@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# One device call (or more, as a queue: run_queue in scripts/probes/h200-power/setup.sh): GPT d2048 and d4096
-# trained longer or faster (gpt.toml), PT-AMP with its twins and TE-BF16, to find the steps at which the
-# reference gets below the unigram entropy and how far apart its twins then land. Not run yet (2026-12-06).
+# One device call (a queue: run_queue in scripts/probes/h200-power/setup.sh): GPT d2048 and d4096 with an lr
+# warm-up or Llama's calmer AdamW (gpt.toml), PT-AMP with its twins, TE-BF16 and TE-FP8 current HYBRID, to
+# find settings under which the reference gets below the unigram entropy within the nightly's budget.
 set -u
 source scripts/probes/h200-power/setup.sh
 versions
 G=scripts/probes/gpt-unigram/gpt.toml
+only() { for s in "$@"; do printf -- "--only gpt/%s/PT-AMP --only gpt/%s/TE-BF16 --only gpt/%s/TE-FP8/current.HYBRID " $s $s $s; done; }
 QUEUE=(
-  "d2048|$G --no-report --only gpt/d2048-*/PT-AMP --only gpt/d2048-*/TE-BF16"
-  "d4096|$G --no-report --only gpt/d4096-*/PT-AMP --only gpt/d4096-*/TE-BF16"
+  "d2048|$G --no-report $(only d2048-w8 d2048-calm)"
+  "d4096|$G --no-report $(only d4096-calm d4096-calm2)"
 )
 run_queue "${QUEUE[@]}"
