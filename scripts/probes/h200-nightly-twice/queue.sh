@@ -4,7 +4,8 @@
 # night as two shards (`tebench run --preset nightly --shard I/2`). The second night finds the first
 # one's compile cache, as a GPU runner that keeps its cache does. Every call collects what finished,
 # starts the next item, and stops waiting ~570 s in; the next call, within the machine's 30 s of warmth,
-# goes on (scripts/probes/h200-power/setup.sh).
+# goes on (scripts/probes/h200-power/setup.sh). Merge each night's shards here (`tebench merge`), then
+# `python scripts/probes/h200-nightly-twice/check.py NIGHT1 NIGHT2` reads issue #49's done-when from them.
 set -u
 source scripts/probes/h200-power/setup.sh
 versions
