@@ -56,7 +56,7 @@ render h200-torchao          reports/h200-torchao/d4096.jsonl.gz reports/h200-to
                              reports/h200-torchao/crossover-s2048.jsonl.gz
 render h200-torchao-mutations reports/h200-torchao-mutations/results.jsonl.gz
 render h200-torchao-nightly  reports/h200-torchao-nightly/results.jsonl.gz
-render h200-nightly-trimmed  reports/h200-nightly-trimmed/results.jsonl.gz
+# h200-nightly-trimmed: its results went to git history (its README says where); report.md stays as rendered.
 render h200-nightly-warm     reports/h200-nightly-warm/results.jsonl.gz
 render h200-nightly-zipf     reports/h200-nightly-zipf/results.jsonl.gz
 render h200-verdict-mutations reports/h200-verdict-mutations/results.jsonl.gz
