@@ -18,6 +18,7 @@ from typing import Any, cast
 from tebench import bounded
 from tebench.analysis import judged_run
 from tebench.store import reader as results
+from tebench.schema.text import check_text
 from tebench.schema.version import RecordError
 from tebench.schema.environment import Environment
 from tebench.schema.records import MAX_STEP_MS, CaseResult, FP8Options, RunHeader, Summary, Throughput
@@ -97,6 +98,13 @@ def _check_benchmark(bench: Any, where: str) -> None:
             raise bad(f"extra_info.{key}", info[key], "must be a string")
     if not isinstance(bench.get("name", ""), str) or not isinstance(bench.get("fullname", ""), str):
         raise bad("name", bench.get("name"), "must be a string")
+    if not (bench.get("fullname") or bench.get("name")):
+        raise bad("name", bench.get("name"), "missing, and no fullname either: the report names each benchmark")
+    try:
+        # A lone surrogate (JSON's "\ud800") in a name or module cannot be drawn or written as UTF-8.
+        check_text(bench)
+    except RecordError as exc:
+        raise SchemaError(f"{where}: {exc}") from None
     if info.get("fp8") is not None:
         try:
             FP8Options.from_dict(info["fp8"])
@@ -187,7 +195,7 @@ def _from_pytest_benchmark(path: Path, data: dict[str, Any]) -> Source:
         }
         record = {
             "type": "case", "case_id": Case.from_dict(case).id, "round": 0, "case": case,
-            "benchmark": bench.get("fullname", bench["name"]),
+            "benchmark": bench.get("fullname") or bench["name"],
             "status": "ok", "reason": None, "device": {"name": machine_env.gpu.name if machine_env.gpu else "cpu"},
             "timing": {"samples_ms": samples, "stats": summary, "timer": "pytest-benchmark (forward+backward)"},
             "throughput": Throughput.of(summary["median"], tokens, flops, machine_env.peak_tflops),

@@ -94,3 +94,26 @@ def test_foreign_first_benchmark_env_is_checked(tmp_path, capsys, env):
     path = _bench_file(tmp_path, change)
     code, err = _report(capsys, tmp_path, path)
     assert code == 2 and path in err and "benchmarks[0].extra_info" in err and "env" in err, err
+
+
+def test_pytest_benchmark_entry_with_fullname_only_is_reported(tmp_path, capsys):
+    def change(d):
+        del d["benchmarks"][0]["name"]
+    code, _ = _report(capsys, tmp_path, _bench_file(tmp_path, change))
+    assert code == 0 and (tmp_path / "rep" / "report.md").is_file()
+
+
+def test_pytest_benchmark_entry_without_any_name_is_refused(tmp_path, capsys):
+    def change(d):
+        del d["benchmarks"][0]["name"]
+        d["benchmarks"][0].pop("fullname", None)
+    code, err = _report(capsys, tmp_path, _bench_file(tmp_path, change))
+    assert code == 2 and "benchmarks[0].name" in err, err
+
+
+@pytest.mark.parametrize("key", ["mode", "module"])
+def test_pytest_benchmark_lone_surrogate_is_refused_naming_the_key(tmp_path, capsys, key):
+    def change(d):
+        d["benchmarks"][0]["extra_info"][key] += "\ud800"
+    code, err = _report(capsys, tmp_path, _bench_file(tmp_path, change))
+    assert code == 2 and "benchmarks[0]" in err and f"extra_info.{key}" in err, err
