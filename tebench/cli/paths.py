@@ -4,6 +4,7 @@ that cannot be written, an output that is one of the inputs, a results path that
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Iterable
 
@@ -114,6 +115,11 @@ def check_results_paths(paths: list[str]) -> None:
     for given in paths:
         path = Path(given)
         file = results_path(path)
+        packed = path / (RESULTS_NAME + ".gz")
+        if file != packed and packed.is_file() and file.is_file():
+            # Said, not refused: `gzip -k` leaves both, and then they hold the same run.
+            warnings.warn(f"{given}: holds both {RESULTS_NAME} and {RESULTS_NAME}.gz; reading {RESULTS_NAME} "
+                          f"only (give {packed} to read the other)", stacklevel=2)
         try:
             bounded.check_file(file, "results file", bounded.RESULTS_MAX_BYTES)
         except FileNotFoundError:

@@ -53,3 +53,18 @@ def test_stored_run_opens_by_its_folder(folder: Path, tmp_path, capsys):
     # A file of several runs appended (reports/h200-nightly) is stored as its runs, each under its own id.
     ids = read(folder).run_ids
     assert [line.split(" run ")[1].split()[0] for line in out.splitlines() if " run " in line] == ids, out
+
+
+def test_a_folder_with_both_files_says_which_it_reads(tmp_path, capsys):
+    """`gzip -k` leaves results.jsonl beside results.jsonl.gz: every command says it reads the plain one."""
+    import shutil
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    shutil.copy(ROOT / "reports" / "cpu-smoke" / "results.jsonl", folder / "results.jsonl")
+    (folder / "results.jsonl.gz").write_bytes(b"not read")
+    assert cli.main(["report", str(folder), "--out", str(tmp_path / "report")]) == 0
+    err = capsys.readouterr().err
+    assert "holds both results.jsonl and results.jsonl.gz" in err and "reading results.jsonl only" in err, err
+    assert cli.main(["compare", str(folder), str(folder), "--format", "json"]) == 0
+    assert "holds both" in capsys.readouterr().err
