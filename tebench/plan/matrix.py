@@ -425,7 +425,13 @@ def _merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(base)
     for key, value in child.items():
         if key == "exclude":
-            out["exclude"] = list(out.get("exclude", [])) + (list(value) if isinstance(value, list) else [value])
+            base_rules = out.get("exclude", [])
+            if isinstance(base_rules, list) and isinstance(value, list):
+                out["exclude"] = base_rules + copy.deepcopy(value)
+            else:
+                # An [exclude] table where [[exclude]] belongs, in either file: kept as it is, so that the
+                # rules' check refuses it as it would in a file of its own (not as a list of its keys).
+                out["exclude"] = base_rules if not isinstance(base_rules, list) else copy.deepcopy(value)
         elif isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = _merge(out[key], value)
         else:
@@ -484,12 +490,16 @@ def _resolve(path: Path, source: str) -> tuple[dict[str, Any], dict[str, str], s
         path, source = candidate, str(candidate)
     merged, origins, root_source = chain.pop()
     origins.update({f"exclude[{i}]": root_source for i in range(_exclude_count(merged))})
+    if not isinstance(merged.get("exclude", []), list):
+        origins["exclude"] = root_source  # the table _merge keeps, so the error names its file
     for data, own, source in reversed(chain):
         merged.pop("name", None)
         merged.pop("description", None)
         inherited = _exclude_count(merged)
         origins.update(own)
         origins.update({f"exclude[{inherited + i}]": source for i in range(_exclude_count(data))})
+        if not isinstance(data.get("exclude", []), list):
+            origins.setdefault("exclude", source)
         merged = _merge(merged, data)
     return merged, origins, text_sha
 

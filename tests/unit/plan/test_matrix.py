@@ -214,3 +214,25 @@ def test_every_user_field_declares_a_doc_and_its_limits():
             assert meta.get("doc"), f"{cls.__name__}.{f.name} has no doc"
             if f.type in ("int", "float"):
                 assert meta.get("min") is not None and meta.get("max") is not None, f"{cls.__name__}.{f.name}"
+
+
+EXCLUDE_TABLE = '\n[exclude]\nmode = "PT-AMP"\nreason = "a table, not [[exclude]]"\n'
+
+
+def test_an_exclude_table_in_a_parent_is_refused_against_the_parent(tmp_path):
+    parent = write(tmp_path, BASE + EXCLUDE_TABLE, "parent.toml")
+    child = write(tmp_path, 'extends = "parent"\nname = "child"\n[[exclude]]\nmode = "PT-FP32"\nreason = "y"\n',
+                  "child.toml")
+    with pytest.raises(MatrixError) as err:
+        matrix.load(child)
+    message = str(err.value)
+    assert message.startswith(f"{parent}: [exclude] = ") and "must be an array of tables" in message, message
+
+
+def test_an_exclude_table_in_a_child_is_refused_as_in_a_file_of_its_own(tmp_path):
+    write(tmp_path, BASE, "parent.toml")
+    child = write(tmp_path, 'extends = "parent"\nname = "child"\n' + EXCLUDE_TABLE, "child.toml")
+    with pytest.raises(MatrixError) as err:
+        matrix.load(child)
+    message = str(err.value)
+    assert message.startswith(f"{child}: [exclude] = ") and "must be an array of tables" in message, message
