@@ -131,8 +131,11 @@ def build(cls: type, data: dict[str, Any], *, require_all: bool = True, base: An
                    if f.name not in data and not f.metadata.get("optional")]
         if missing:
             # key "": the table as a whole is incomplete, not one of its keys.
+            needed = [f.name for f in dataclasses.fields(cls) if not f.metadata.get("optional")]
+            optional = [name for name in known if name not in needed]
             raise FieldError("", _NO_VALUE, f"missing key(s) {', '.join(missing)}: "
-                             f"every dimension must be given (needs {', '.join(known)})")
+                             f"every dimension must be given (needs {', '.join(needed)}"
+                             + (f"; optional: {', '.join(optional)})" if optional else ")"))
     if base is not None:
         return dataclasses.replace(base, **values)
     return cls(**values)

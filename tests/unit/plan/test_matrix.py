@@ -236,3 +236,12 @@ def test_an_exclude_table_in_a_child_is_refused_as_in_a_file_of_its_own(tmp_path
         matrix.load(child)
     message = str(err.value)
     assert message.startswith(f"{child}: [exclude] = ") and "must be an array of tables" in message, message
+
+
+def test_a_missing_dimension_lists_the_needed_ones_apart_from_the_optional(tmp_path):
+    path = write(tmp_path, BASE.replace("batch = 4\n", ""))
+    with pytest.raises(MatrixError) as err:
+        matrix.load(path)
+    message = str(err.value)
+    needed = message.split("(needs ")[1].split(";")[0]
+    assert "missing key(s) batch" in message and "task" not in needed and "optional: task" in message, message
