@@ -161,6 +161,14 @@ def _from_pytest_benchmark(path: Path, data: dict[str, Any]) -> Source:
     if not isinstance(data["machine_info"].get("cpu", {}), dict):
         raise SchemaError(f"{path}: machine_info.cpu must be an object")
     machine = data.get("machine_info", {})
+    # Checked here, under the names they have in this file: the header built from them names its own keys.
+    for where, value in (("machine_info.cpu.brand_raw", machine.get("cpu", {}).get("brand_raw")),
+                         ("machine_info.processor", machine.get("processor")),
+                         ("machine_info.node", machine.get("node")),
+                         ("machine_info.python_version", machine.get("python_version")),
+                         ("datetime", data.get("datetime"))):
+        if value is not None and not isinstance(value, str):
+            raise SchemaError(f"{path}: {where} = {value!r:.80}: must be a string")
     extra_env = _first_env(path, data["benchmarks"])
     env = {
         "device_type": extra_env.get("device_type", "cpu"),
@@ -179,32 +187,41 @@ def _from_pytest_benchmark(path: Path, data: dict[str, Any]) -> Source:
     except RecordError as exc:
         raise SchemaError(f"{path}: benchmarks[0].extra_info: {exc}") from None
     records = []
-    for bench in data.get("benchmarks", []):
-        info = bench.get("extra_info", {})
-        if "module" not in info:
+    for i, bench in enumerate(data.get("benchmarks", [])):
+        if "module" not in bench.get("extra_info", {}):
             continue
-        samples = [v * 1000.0 for v in bench["stats"]["data"]]
-        summary = Summary.of(samples).to_dict()
-        tokens, flops = info.get("tokens", 0), info.get("flops", 0.0)
-        case = {
-            "workload": ModuleSpec.name, "size": f"{info['module']}.h{info.get('hidden')}.t{tokens}",
-            "mode": info.get("mode", "?"), "dims": {"module": info["module"], "hidden": info.get("hidden"),
-                                                   "tokens": tokens},
-            "fp8": info.get("fp8"), "graphs": False, "fp8_weights": False, "parallel": "single", "nproc": 1,
-            "settings": {},
-        }
-        record = {
-            "type": "case", "case_id": Case.from_dict(case).id, "round": 0, "case": case,
-            "benchmark": bench.get("fullname") or bench["name"],
-            "status": "ok", "reason": None, "device": {"name": machine_env.gpu.name if machine_env.gpu else "cpu"},
-            "timing": {"samples_ms": samples, "stats": summary, "timer": "pytest-benchmark (forward+backward)"},
-            "throughput": Throughput.of(summary["median"], tokens, flops, machine_env.peak_tflops),
-        }
-        records.append(CaseResult.from_dict(record))
+        try:
+            records.append(_module_record(bench, machine_env))
+        except RecordError as exc:
+            # The record's own key paths (case.dims.hidden, throughput.tokens_per_step) come from extra_info.
+            raise SchemaError(f"{path}: benchmarks[{i}].extra_info: {exc}") from None
     header = {"type": "header", "run_id": path.stem, "created": data.get("datetime"), "env": env,
               "command": ["pytest", "benchmarks/", f"--benchmark-json={path.name}"],
               "matrix": {"name": "pytest-benchmark module suite", "source": str(path)}}
     return Source(str(path), "pytest-benchmark", RunHeader.from_dict(header), records)
+
+
+def _module_record(bench: dict[str, Any], machine_env: Environment) -> CaseResult:
+    """The case record of one of tebench's module benchmarks (checked by :func:`_check_benchmark`)."""
+    info = bench["extra_info"]
+    samples = [v * 1000.0 for v in bench["stats"]["data"]]
+    summary = Summary.of(samples).to_dict()
+    tokens, flops = info.get("tokens", 0), info.get("flops", 0.0)
+    case = {
+        "workload": ModuleSpec.name, "size": f"{info['module']}.h{info.get('hidden')}.t{tokens}",
+        "mode": info.get("mode", "?"), "dims": {"module": info["module"], "hidden": info.get("hidden"),
+                                               "tokens": tokens},
+        "fp8": info.get("fp8"), "graphs": False, "fp8_weights": False, "parallel": "single", "nproc": 1,
+        "settings": {},
+    }
+    record = {
+        "type": "case", "case_id": Case.from_dict(case).id, "round": 0, "case": case,
+        "benchmark": bench.get("fullname") or bench["name"],
+        "status": "ok", "reason": None, "device": {"name": machine_env.gpu.name if machine_env.gpu else "cpu"},
+        "timing": {"samples_ms": samples, "stats": summary, "timer": "pytest-benchmark (forward+backward)"},
+        "throughput": Throughput.of(summary["median"], tokens, flops, machine_env.peak_tflops),
+    }
+    return CaseResult.from_dict(record)
 
 
 def load(path: str | Path, rejudge: bool = False) -> Source:

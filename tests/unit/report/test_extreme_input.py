@@ -117,3 +117,16 @@ def test_pytest_benchmark_lone_surrogate_is_refused_naming_the_key(tmp_path, cap
         d["benchmarks"][0]["extra_info"][key] += "\ud800"
     code, err = _report(capsys, tmp_path, _bench_file(tmp_path, change))
     assert code == 2 and "benchmarks[0]" in err and f"extra_info.{key}" in err, err
+
+
+@pytest.mark.parametrize("where,change", [
+    ("machine_info.node = 5", lambda d: d["machine_info"].__setitem__("node", 5)),
+    ("machine_info.cpu.brand_raw = 7", lambda d: d["machine_info"].setdefault("cpu", {}).__setitem__("brand_raw", 7)),
+    ("datetime = 5", lambda d: d.__setitem__("datetime", 5)),
+    ("benchmarks[0].extra_info: [case.dims.hidden]", lambda d: d["benchmarks"][0]["extra_info"].__setitem__("hidden", None)),
+    ("benchmarks[0].extra_info: [tokens_per_step]", lambda d: d["benchmarks"][0]["extra_info"].__setitem__("tokens", 10**30)),
+], ids=["node", "brand_raw", "datetime", "hidden-null", "tokens-huge"])
+def test_pytest_benchmark_damage_is_named_by_the_files_own_key(tmp_path, capsys, where, change):
+    path = _bench_file(tmp_path, change)
+    code, err = _report(capsys, tmp_path, path)
+    assert code == 2 and f"{path}: {where}" in err, err
