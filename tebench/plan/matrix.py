@@ -383,7 +383,11 @@ def _read_toml(path: Path, source: str, budget: int = bounded.MATRIX_MAX_BYTES) 
         raise MatrixError(source, "file", _MISSING, f"cannot read: {exc.strerror or exc}") from None
     try:
         data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise MatrixError(source, "file", _MISSING, f"not valid TOML: not UTF-8 text, as TOML must be: line "
+                                                    f"{line} holds the byte 0x{raw[exc.start]:02x} ({exc.reason})") from None
+    except tomllib.TOMLDecodeError as exc:
         raise MatrixError(source, "file", _MISSING, f"not valid TOML: {exc}") from None
     except RecursionError:
         raise MatrixError(source, "file", _MISSING, "not valid TOML: nested too deeply") from None

@@ -245,3 +245,12 @@ def test_a_missing_dimension_lists_the_needed_ones_apart_from_the_optional(tmp_p
     message = str(err.value)
     needed = message.split("(needs ")[1].split(";")[0]
     assert "missing key(s) batch" in message and "task" not in needed and "optional: task" in message, message
+
+
+def test_a_byte_that_is_not_utf8_is_named_by_its_line(tmp_path):
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(BASE.encode().replace(b"[sizes.gpt.a]", b"# caf\xe9\n[sizes.gpt.a]"))
+    line = path.read_bytes().split(b"\n").index(b"# caf\xe9") + 1
+    with pytest.raises(MatrixError) as err:
+        matrix.load(path)
+    assert f"line {line} holds the byte 0xe9" in str(err.value), str(err.value)
