@@ -424,18 +424,16 @@ def _origins(data: dict[str, Any], source: str, prefix: str = "") -> dict[str, s
     return out
 
 
+EXCLUDE_SHAPE = "must be an array of tables ([[exclude]])"
+"""What a matrix's ``exclude`` must be: ``[[exclude]]`` rules, not one ``[exclude]`` table."""
+
+
 def _merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
     """Child overrides base; tables merge recursively, lists are replaced, excludes add up."""
     out = copy.deepcopy(base)
     for key, value in child.items():
-        if key == "exclude":
-            base_rules = out.get("exclude", [])
-            if isinstance(base_rules, list) and isinstance(value, list):
-                out["exclude"] = base_rules + copy.deepcopy(value)
-            else:
-                # An [exclude] table where [[exclude]] belongs, in either file: kept as it is, so that the
-                # rules' check refuses it as it would in a file of its own (not as a list of its keys).
-                out["exclude"] = base_rules if not isinstance(base_rules, list) else copy.deepcopy(value)
+        if key == "exclude":  # both arrays: _resolve checks each file's before merging
+            out["exclude"] = list(out.get("exclude", [])) + copy.deepcopy(value)
         elif isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = _merge(out[key], value)
         else:
@@ -444,8 +442,7 @@ def _merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
 
 
 def _exclude_count(data: dict[str, Any]) -> int:
-    rules = data.get("exclude", [])
-    return len(rules) if isinstance(rules, list) else 1
+    return len(data.get("exclude", []))
 
 
 def _parent_path(path: Path, source: str, parent: Any) -> Path:
@@ -480,6 +477,9 @@ def _resolve(path: Path, source: str) -> tuple[dict[str, Any], dict[str, str], s
         text_sha = text_sha or sha
         seen.add(str(path.resolve()))
         parent = data.pop("extends", None)
+        if not isinstance(data.get("exclude", []), list):
+            # Per file, before a chain's rules add up: merged, a table would pass as a list of its keys.
+            raise MatrixError(source, "exclude", data["exclude"], EXCLUDE_SHAPE)
         own = _origins(data, source)
         own[""] = source
         chain.append((data, own, source))
@@ -494,16 +494,12 @@ def _resolve(path: Path, source: str) -> tuple[dict[str, Any], dict[str, str], s
         path, source = candidate, str(candidate)
     merged, origins, root_source = chain.pop()
     origins.update({f"exclude[{i}]": root_source for i in range(_exclude_count(merged))})
-    if not isinstance(merged.get("exclude", []), list):
-        origins["exclude"] = root_source  # the table _merge keeps, so the error names its file
     for data, own, source in reversed(chain):
         merged.pop("name", None)
         merged.pop("description", None)
         inherited = _exclude_count(merged)
         origins.update(own)
         origins.update({f"exclude[{inherited + i}]": source for i in range(_exclude_count(data))})
-        if not isinstance(data.get("exclude", []), list):
-            origins.setdefault("exclude", source)
         merged = _merge(merged, data)
     return merged, origins, text_sha
 
@@ -630,7 +626,7 @@ def _axes(data: dict[str, Any], sizes: dict[str, Any]) -> _Axes:
 def _rules(data: dict[str, Any]) -> list[dict[str, Any]]:
     rules = data.get("exclude", [])
     if not isinstance(rules, list):
-        raise _Bad("exclude", rules, "must be an array of tables ([[exclude]])")
+        raise _Bad("exclude", rules, EXCLUDE_SHAPE)
     for i, rule in enumerate(rules):
         if not isinstance(rule, dict):
             raise _Bad(f"exclude[{i}]", rule, "must be a table")

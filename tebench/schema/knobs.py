@@ -127,11 +127,10 @@ def build(cls: type, data: dict[str, Any], *, require_all: bool = True, base: An
             raise FieldError(key, value, f"unknown key (known: {', '.join(known)})")
     values = {key: check_value(cls, key, value, limits) for key, value in data.items()}
     if require_all:
-        missing = [f.name for f in dataclasses.fields(cls)
-                   if f.name not in data and not f.metadata.get("optional")]
+        needed = [f.name for f in dataclasses.fields(cls) if not f.metadata.get("optional")]
+        missing = [name for name in needed if name not in data]
         if missing:
             # key "": the table as a whole is incomplete, not one of its keys.
-            needed = [f.name for f in dataclasses.fields(cls) if not f.metadata.get("optional")]
             optional = [name for name in known if name not in needed]
             raise FieldError("", _NO_VALUE, f"missing key(s) {', '.join(missing)}: "
                              f"every dimension must be given (needs {', '.join(needed)}"
