@@ -104,6 +104,17 @@ by m/n, as the variance of a median falls as 1/n. Resampling every step of a rou
 would cost 400 million draws (minutes and gigabytes) for a variance the rescaling gives as well."""
 
 
+def row_medians(x: np.ndarray) -> np.ndarray:
+    """``np.median(x, axis=1)`` of a 2-D array of finite numbers, the same values to the last bit, in a quarter
+    of its time: one partition at the middle, and for an even row length the largest value below it (the
+    other middle order statistic). The bootstrap below takes 400 medians a round, twice a round compared."""
+    k = x.shape[1] // 2
+    part = np.partition(x, k, axis=1)
+    if x.shape[1] % 2:
+        return part[:, k]
+    return (part[:, :k].max(axis=1) + part[:, k]) / 2.0
+
+
 def block_bootstrap_log_median_var(samples: Sequence[float] | np.ndarray, resamples: int = 400,
                                    seed: int = 0) -> float:
     """Variance of log(median) of one round, by a circular moving-block bootstrap of its steps.
@@ -120,7 +131,7 @@ def block_bootstrap_log_median_var(samples: Sequence[float] | np.ndarray, resamp
     k = math.ceil(m / b)
     starts = rng.integers(0, n, (resamples, k))
     idx = ((starts[:, :, None] + np.arange(b)) % n).reshape(resamples, k * b)[:, :m]
-    return float(np.var(np.log(np.median(a[idx], axis=1)), ddof=1)) * (m / n)
+    return float(np.var(np.log(row_medians(a[idx])), ddof=1)) * (m / n)
 
 
 def _betacf(a: float, b: float, x: float) -> float:

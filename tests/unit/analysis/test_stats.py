@@ -197,3 +197,12 @@ def test_bootstrap_ratio_with_many_rounds_resamples_round_medians():
     assert lo < point < hi and 1.09 < lo and hi < 1.11
     few_point, few_lo, few_hi = stats.bootstrap_ratio(base[:3], head[:3])  # the two-level resample
     assert few_lo <= few_point <= few_hi
+
+
+@pytest.mark.parametrize("length", [1, 2, 3, 4, 5, 174, 175, 1000])
+def test_row_medians_are_numpys_to_the_last_bit(length):
+    """The bootstrap's row medians are np.median's, ties and odd and even lengths alike."""
+    rng = np.random.default_rng(length)
+    for draw in (rng.lognormal(size=(400, length)), np.round(rng.lognormal(size=(400, length)), 1),
+                 np.full((3, length), 2.5)):
+        assert np.array_equal(stats.row_medians(draw), np.median(draw, axis=1))
