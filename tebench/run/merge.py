@@ -17,16 +17,17 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from tebench import bounded
 from tebench.gc_control import collector_off
 from tebench.analysis import judged_run
 from tebench.store import reader as results
 from tebench.store.atomic import same_file
-from tebench.store.writer import write_all
+from tebench.store.writer import case_line_with_run_ids, write_all
 from tebench.plan.shards import MAX_SHARDS
-from tebench.schema.records import RunHeader
+from tebench.schema.part import PartBase
+from tebench.schema.records import CaseResult, Parity, RunHeader
 from tebench.errors import TebenchError
 
 
@@ -53,10 +54,24 @@ class Merged:
     """Shards read, checked and joined, not yet written: the header, the records, the missing shards."""
 
     header: dict[str, Any]
-    records: list[dict[str, Any]]
+    records: list[CaseResult]
     missing: list[str]
     missing_cases: list[str] = field(default_factory=list)
     """``case_id round R (shard I/N)``: a case a present shard was to run and that no shard recorded."""
+    copied: list[tuple[bytes, bool] | None] = field(default_factory=list)
+    """Per record, the line it was read from where the merge changed only its run ids, to be copied with them
+    (:func:`~tebench.store.writer.case_line_with_run_ids`), and whether it held a shard run id; None where the
+    record is written anew."""
+
+    def lines(self) -> Iterator[PartBase | dict[str, Any] | bytes]:
+        """What :func:`~tebench.store.writer.write_all` writes: the header, then each record's line copied with
+        its new run ids where it can be, else the record."""
+        yield self.header
+        for i, rec in enumerate(self.records):
+            kept = self.copied[i] if i < len(self.copied) else None
+            line = None if kept is None or rec.run_id is None else case_line_with_run_ids(
+                kept[0], rec.run_id, rec.shard_run_id, kept[1])
+            yield rec if line is None else line
 
 
 def check_target(paths: list[str | Path], out: str | Path) -> None:
@@ -101,7 +116,8 @@ def write(merged: Merged, out: str | Path) -> Path:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / results.RESULTS_NAME
-    write_all(path, [merged.header, *merged.records])
+    with collector_off():  # the records written anew make parts and dicts by the thousand; the held ones have no cycles
+        write_all(path, merged.lines())
     return path
 
 
@@ -129,6 +145,13 @@ def _missing_cases(runs: list[Any]) -> list[str]:
                 if (case_id, r) not in recorded:
                     missing.append(f"{case_id} round {r} (shard {shard})")
     return missing
+
+
+def _verdict_stands(judged: Parity | None, stored: Parity | None) -> bool:
+    """Whether a record's verdict after the merge's judging writes what was stored."""
+    if judged is stored:
+        return True
+    return judged is not None and stored is not None and judged.writes_as_read(stored)
 
 
 def join(paths: list[str | Path], out: str | Path, rejudge: bool = False) -> Merged:
@@ -170,10 +193,17 @@ def _join(paths: list[str | Path], out: str | Path, rejudge: bool) -> Merged:
     _check_no_overlap(paths, runs)
     missing_cases = _missing_cases(runs)
     records = [rec for run in runs for rec in run.cases]
+    verdicts = [rec.parity for rec in records]
+    lines = [rec.stored_line() for rec in records]  # before the judging: a verdict assigned withdraws it
     # A shard may have judged against a fallback reference (PT-AMP) because
     # PT-FP32 ran in another shard: judge again over all shards. One file's verdicts
     # of these rules were judged over these same records.
     judged_run.judge_parity(records, rejudge or len(runs) > 1, str(paths[0]) if len(paths) == 1 else "merge")
+    # A record whose verdict stands, judged again or not, changes only in its run ids: its line is copied with
+    # them. A new verdict is written anew (in the stored verdict's key order).
+    copied = [(line, "shard_run_id" in rec.model_fields_set)
+              if isinstance(line, bytes) and _verdict_stands(rec.parity, verdict) else None
+              for rec, verdict, line in zip(records, verdicts, lines)]
     run_id = "merged-" + time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     header = {
         **{k: v for k, v in ref.to_dict().items() if k not in ("schema", "schema_version")},
@@ -192,4 +222,4 @@ def _join(paths: list[str | Path], out: str | Path, rejudge: bool) -> Merged:
     for rec in records:
         rec.shard_run_id = rec.run_id
         rec.run_id = run_id
-    return Merged(header, [rec.to_dict() for rec in records], missing, missing_cases)
+    return Merged(header, records, missing, missing_cases, copied)

@@ -135,9 +135,11 @@ def _rows(run: results.Run) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
         # is computed from the samples on each access: once here.
         median_ms = rec.median_ms
         rates = Throughput.at(rec.throughput, median_ms if rec.timed else None, run.header.peak_tflops, rec.nproc)
+        # A line its reader vouched for is the JSON writing the record anew gives: stored as read.
+        line = rec.stored_line()
+        text = line.rstrip().decode("utf-8") if isinstance(line, bytes) else json.dumps(rec.to_dict())
         row = (run.run_id, rec.case_id, rec.round_no, rec.device.name if rec.device else None,
-               rec.status, median_ms, rates.tokens_per_s, rec.peak_memory,
-               rec.final_loss, rec.verdict, json.dumps(rec.to_dict()))
+               rec.status, median_ms, rates.tokens_per_s, rec.peak_memory, rec.final_loss, rec.verdict, text)
         def wanted(r: dict, cid: str = rec.case_id, rnd: int = rec.round_no) -> bool:
             return r.get("type") == "case" and r.get("case_id") == cid and r.get("round", 0) == rnd
         case_rows.append(_checked(row, _CASE_COLUMNS, run.path, wanted, f"case {rec.case_id}"))

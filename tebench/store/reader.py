@@ -12,7 +12,6 @@ written as strict JSON: a NaN or inf becomes null, listed in the record's
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 import sys
@@ -30,6 +29,7 @@ from tebench.gc_control import collector_off
 from tebench.plan import record_checks
 from tebench.schema.text import check_text
 from tebench.schema.version import SCHEMA, RecordError, SchemaError, check_version
+from tebench.store.writer import CASE_LINE_START
 
 
 RESULTS_NAME = "results.jsonl"
@@ -126,7 +126,7 @@ def results_path(path: str | Path) -> Path:
 
 
 def parse_record(record: Any, *, text: bool = True, line: bytes | None = None,
-                 cases: dict[str, dict[str, Any]] | None = None) -> RunHeader | CaseResult:
+                 cases: dict[str, tuple[dict[str, Any], bool]] | None = None) -> RunHeader | CaseResult:
     """The typed record of a (schema-checked) JSON object; RecordError when it lacks its declared shape.
 
     Every field is checked at every depth against its declaration in
@@ -136,23 +136,30 @@ def parse_record(record: Any, *, text: bool = True, line: bytes | None = None,
     valid Unicode, and a case's settings are completed with their defaults (readers
     index them directly). ``text=False`` leaves out the Unicode walk, for a record
     decoded from a line that :func:`may_hold_surrogate` clears. ``line``: the text ``record`` was
-    decoded from, which the record keeps for its key order instead of the decoded object.
-    ``cases``: the case descriptions already checked while reading one file (its JSON text -> the
-    description completed), so that the rounds and runs of one case are checked once.
+    decoded from, which the record keeps for its key order instead of the decoded object, and
+    vouches for (:meth:`~tebench.schema.part.PartBase.vouch_line`) where writing the record gives it
+    back. ``cases``: the case descriptions already checked while reading one file (its JSON text -> the
+    description completed, and whether that changed it), so that the rounds and runs of one case are
+    checked once.
     """
     if not isinstance(record, dict):
         raise RecordError("", record, f"not a JSON object but {type(record).__name__}")
     if text:
         check_text(record)
-    for key in [k for k, v in record.items() if v is None and k in _PARTS]:
+    nulls = [k for k, v in record.items() if v is None and k in _PARTS]
+    for key in nulls:
         # A stored null part reads as the part being absent (readers test ``if record.timing``).
         del record[key]
     kind = record.get("type")
     if kind == "header":
         return RunHeader.from_dict(record, "header", line=line)
     if kind == "case":
-        case = CaseResult.from_dict(record, "record", line=line)
-        case.case = CaseInfo.from_dict(_checked_case(record["case"], {} if cases is None else cases), "case")
+        case = CaseResult.from_dict(record, "record", line=line)  # the shape first: the plan's pass takes it
+        normal, completed = _checked_case(record["case"], {} if cases is None else cases)
+        case.case = CaseInfo.from_dict(normal, "case")
+        if line is not None and not text and not nulls and not completed and "non_finite" not in record \
+                and _as_written(line):
+            case.vouch_line()
         return case
     raise RecordError("type", kind, "unknown record type (known: header, case)")
 
@@ -174,16 +181,25 @@ _PARTS = {*CaseResult.part_fields(), *RunHeader.part_fields()}
 """Top-level fields that hold a part: a stored null there reads as the part being absent."""
 
 
-def _checked_case(case: dict[str, Any], checked: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The stored case description checked by the plan's pass and completed (:func:`_normal_case`),
-    once per description in ``checked``: a file's records of one case share it, and the checks
-    took a fifth of reading a file of many rounds."""
+def _checked_case(case: dict[str, Any], checked: dict[str, tuple[dict[str, Any], bool]]) -> tuple[dict[str, Any], bool]:
+    """The stored case description checked by the plan's pass and completed (:func:`_normal_case`), and
+    whether completing it changed it (its text included: settings added or reordered), once per
+    description in ``checked``: a file's records of one case share it, and the checks took a fifth of
+    reading a file of many rounds."""
     key = json.dumps(case)
-    normal = checked.get(key)
-    if normal is None:
+    known = checked.get(key)
+    if known is None:
         record_checks.check_case(case)
-        normal = checked[key] = _normal_case(case)
-    return copy.deepcopy(normal)
+        normal = _normal_case(case)
+        known = checked[key] = (normal, json.dumps(normal) != key)
+    return known  # shared by the records of one case: validating it copies what a record holds
+
+
+def _as_written(line: bytes) -> bool:
+    """Whether a case line is one that writing its record gives back: the writer's format and the current
+    schema (no upgrade), and no NaN or infinity (which the writer stores as null with a ``non_finite`` note;
+    text that merely mentions them is passed over too). A line with an escaped surrogate is the caller's."""
+    return line.startswith(CASE_LINE_START) and b"NaN" not in line and b"Infinity" not in line
 
 
 def _normal_case(case: dict[str, Any]) -> dict[str, Any]:
@@ -316,7 +332,7 @@ def _read(path: str | Path) -> Run:
     problems: list[str] = []
     owners: dict[tuple[Any, Any], tuple[str, str]] = {}
     seen_record = False
-    cases: dict[str, dict[str, Any]] = {}
+    cases: dict[str, tuple[dict[str, Any], bool]] = {}
     # Bounded: a FIFO, a device or a file past the size limit is refused (InputError, exit 2), and a
     # line past the line limit is skipped without being held in memory.
     for lineno, raw in bounded.iter_lines(file):
