@@ -52,11 +52,13 @@ def nightly_results() -> Path:
     return results_path(NIGHTLY)
 
 
-def write_large_results(source: Path, dest: Path, records: int = RECORDS) -> Path:
+def write_large_results(source: Path, dest: Path, records: int = RECORDS, compact: bool = True) -> Path:
     """``dest``: the header of ``source`` and ``records`` case records made from its own, in turn.
 
     Each copy keeps every measured value of the record it repeats (so the reader checks real
-    shapes and sizes) and gets a case id and round of its own.
+    shapes and sizes) and gets a case id and round of its own. ``compact``: without the spaces the
+    writer puts after each ``,`` and ``:`` (the reading benchmarks' file since 2026-12-03); else each
+    case line as tebench's writer writes it.
     """
     from tebench import bounded
 
@@ -74,7 +76,8 @@ def write_large_results(source: Path, dest: Path, records: int = RECORDS) -> Pat
             copy = n // len(cases)
             rec["case_id"] = f"{rec['case_id']}/copy{copy // ROUNDS}"
             rec["round"] = copy % ROUNDS
-            out.write(json.dumps(rec, separators=(",", ":"), allow_nan=True).encode() + b"\n")
+            text = json.dumps(rec, separators=(",", ":"), allow_nan=True) if compact else json.dumps(rec)
+            out.write(text.encode() + b"\n")
     return dest
 
 
@@ -267,6 +270,14 @@ print(len(decoded))
 a merge must), and for ``decode+encode`` a ``json.dumps`` of each written back."""
 
 
+@pytest.fixture(scope="session")
+def large_current_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """:data:`RECORDS` case records of :data:`CURRENT_NIGHTLY` (verdicts of this tebench's rules), each line as
+    tebench writes it: what a merge and a comparison of today's results read."""
+    return write_large_results(CURRENT_NIGHTLY, tmp_path_factory.mktemp("current") / "results.jsonl",
+                               compact=False)
+
+
 def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> dict[str, float]:
     """``command`` in a fresh process (through :data:`TIMED`): wall and CPU seconds, peak RSS (MB), the load."""
     load = os.getloadavg()[0]
@@ -300,7 +311,7 @@ def write_year_of_nightlies(source: Path, dest: Path, nights: int = NIGHTS) -> l
                 if rec.get("type") == "header":
                     day = datetime.date(2026, 1, 1) + datetime.timedelta(days=night)
                     rec["created"] = f"{day.isoformat()}T02:00:00+0000"
-                out.write(json.dumps(rec, separators=(",", ":"), allow_nan=True) + "\n")
+                out.write(json.dumps(rec) + "\n")  # as tebench writes it
         paths.append(path)
     return paths
 
@@ -346,19 +357,24 @@ def side_by_side(benchmark, tmp_path: Path, floor_args: list[str], tebench_args:
                                                           / benchmark.extra_info[f"floor_{key}_median"])
 
 
-def test_merge_against_the_floor(benchmark, large_results: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("made", ["current", "older-rules"])
+def test_merge_against_the_floor(benchmark, made: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """``tebench merge`` of the 10,000 records against a stdlib decode and encode of the same file (target: no
-    slower, peak memory at most 1.2x)."""
-    side_by_side(benchmark, tmp_path, ["decode+encode", str(large_results)],
-                 lambda out: ["merge", str(large_results), "--out", str(out), "--no-report"])
+    slower, peak memory at most 1.2x). ``current``: records as today's tebench writes them; ``older-rules``: the
+    2026-12-03 file, whose verdicts carry no rules, so the merge judges every one again (once: what it writes
+    carries them) and writes every record anew."""
+    path = request.getfixturevalue("large_current_results" if made == "current" else "large_results")
+    side_by_side(benchmark, tmp_path, ["decode+encode", str(path)],
+                 lambda out: ["merge", str(path), "--out", str(out), "--no-report"])
 
 
-def test_compare_against_the_floor(benchmark, large_results: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("made", ["current", "older-rules"])
+def test_compare_against_the_floor(benchmark, made: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """``tebench compare`` of the 10,000 records with themselves against a stdlib decode of both files (target:
-    at most 2x)."""
-    side_by_side(benchmark, tmp_path, ["decode", str(large_results), str(large_results)],
-                 lambda out: ["compare", str(large_results), str(large_results), "--format", "json",
-                              "--out", str(out)])
+    at most 2x); ``made`` as for :func:`test_merge_against_the_floor`."""
+    path = request.getfixturevalue("large_current_results" if made == "current" else "large_results")
+    side_by_side(benchmark, tmp_path, ["decode", str(path), str(path)],
+                 lambda out: ["compare", str(path), str(path), "--format", "json", "--out", str(out)])
 
 
 def test_history_add_against_the_floor(benchmark, year_of_nightlies: list[Path], tmp_path: Path) -> None:
