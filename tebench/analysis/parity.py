@@ -723,8 +723,9 @@ def _judge_equivalence(record: CaseResult, ref_mode: str, ref_runs: list[CaseRes
     if out.verdict in ("pass", "fail"):
         val, ref_val = record.validation, reference.validation
         verdict = None
-        if val is not None and ref_val is not None and val.metric and val.metric == ref_val.metric:
-            assert out.margin_nats is not None  # every judged equivalence verdict states its margin
+        # A loss that is not finite fails with no margin: there is nothing for the validation to compare against.
+        if val is not None and ref_val is not None and val.metric and val.metric == ref_val.metric \
+                and out.margin_nats is not None:
             verdict = equivalence.judge_validation(val.value, ref_val.value, _finite_values(ref_val.replicas),
                                                    rate, out.margin_nats, val.metric,
                                                    twins=_finite_values(ref_val.twins))

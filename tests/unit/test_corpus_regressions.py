@@ -76,3 +76,26 @@ def test_the_scaling_chart_of_a_cpu_run_draws_without_a_legend_warning(tmp_path)
     assert fig is not None
     legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
     assert legends and {t.get_text() for t in legends[0].get_texts()} >= {"PT-FP32"}
+
+
+# internal error (exit 70): judged again under the equivalence rule, a case whose loss curve holds a non-finite
+# value fails with no margin, and an assertion wanted one to judge its validation with.
+@pytest.mark.parametrize("where", [0, -1])
+def test_a_non_finite_loss_judged_again_fails_without_an_internal_error(tmp_path, capsys, where):
+    from conftest import ROOT, read_jsonl
+    from tebench.store.writer import Writer
+
+    records = read_jsonl(ROOT / "reports" / "h200-nightly-twice" / "night1.jsonl.gz")
+    tutorial = [r for r in records[1:] if r["case_id"].startswith("gpt/tutorial/")]
+    amp = next(r for r in tutorial if r["case_id"] == "gpt/tutorial/PT-AMP")
+    assert amp["validation"] and amp["parity"]["verdict"] == "pass"
+    amp["loss"]["per_step"][where] = float("inf")
+    path = tmp_path / "nonfinite.jsonl"
+    with Writer(path, durable=False) as out:  # as the writer stores it: null, and a non_finite note
+        for r in [records[0], *tutorial]:
+            out.append(r)
+    assert cli.main(["merge", str(path), "--out", str(tmp_path / "m"), "--no-report", "--rejudge"]) == 0
+    merged = {r.get("case_id"): r for r in read_jsonl(tmp_path / "m" / "results.jsonl")}
+    verdict = merged["gpt/tutorial/PT-AMP"]["parity"]
+    assert verdict["verdict"] == "fail" and verdict["reason"] == "the loss is not finite"
+    assert "internal error" not in capsys.readouterr().err
