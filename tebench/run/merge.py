@@ -147,11 +147,16 @@ def _missing_cases(runs: list[Any]) -> list[str]:
     return missing
 
 
-def _verdict_stands(judged: Parity | None, stored: Parity | None) -> bool:
-    """Whether a record's verdict after the merge's judging writes what was stored."""
+def _verdict_stands(judged: Parity | None, stored: Parity | None, line: bytes) -> bool:
+    """Whether a record's verdict after the merge's judging writes what its line holds: the same verdict object,
+    or one judged again whose JSON, in the stored verdict's key order (as a record written anew puts it), is the
+    stored one's, key order, number types and signs included."""
     if judged is stored:
         return True
-    return judged is not None and stored is not None and judged.writes_as_read(stored)
+    if judged is None or stored is None:
+        return False
+    read = results.loads(line).get("parity")
+    return isinstance(read, dict) and json.dumps(judged.to_dict(read)) == json.dumps(read)
 
 
 def join(paths: list[str | Path], out: str | Path, rejudge: bool = False) -> Merged:
@@ -202,7 +207,7 @@ def _join(paths: list[str | Path], out: str | Path, rejudge: bool) -> Merged:
     # A record whose verdict stands, judged again or not, changes only in its run ids: its line is copied with
     # them. A new verdict is written anew (in the stored verdict's key order).
     copied = [(line, "shard_run_id" in rec.model_fields_set)
-              if isinstance(line, bytes) and _verdict_stands(rec.parity, verdict) else None
+              if isinstance(line, bytes) and _verdict_stands(rec.parity, verdict, line) else None
               for rec, verdict, line in zip(records, verdicts, lines)]
     run_id = "merged-" + time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     header = {

@@ -288,14 +288,6 @@ class PartBase(BaseModel):
         read = source.json() if source is not None else None
         return isinstance(read, dict) and key in read
 
-    def writes_as_read(self, read: "PartBase") -> bool:
-        """Whether this part, written in the place of ``read`` (a part read from a file, or validated inside
-        one), writes back what ``read`` was read from: the same type, the same fields given, no undeclared
-        keys, and the same values at every depth (a number's type and sign, a mapping's key order)."""
-        if type(self) is not type(read) or self.model_fields_set != read.model_fields_set or self.extra or read.extra:
-            return False
-        return all(_same_value(getattr(self, name), getattr(read, name)) for name in self.model_fields_set)
-
     def stored_line(self) -> bytes | str | None:
         """The JSON text this part was read from, where its reader vouched that the text is what :meth:`to_dict`
         writes back (:meth:`vouch_line`) and no field of the part was assigned since: a writer may copy it
@@ -304,10 +296,11 @@ class PartBase(BaseModel):
         return source.value if source is not None and source.verbatim else None
 
     def vouch_line(self) -> None:
-        """Vouch that the text :meth:`from_dict` kept is what :meth:`to_dict` writes back: nothing was upgraded,
-        completed or restored on the way, and the text is in the writer's format. Its reader knows; an
-        assignment to a field withdraws it (:meth:`stored_line`). Parts nested in this one are not to be
-        changed in place while it holds (no code does)."""
+        """Vouch that the text :meth:`from_dict` kept holds what :meth:`to_dict` writes back: nothing was
+        upgraded, completed or restored on the way, and the text starts as the writer's does (a line the writer
+        wrote is then what it would write again; one edited by hand past its start may spell the same values
+        otherwise). Its reader knows; an assignment to a field withdraws it (:meth:`stored_line`). Parts nested
+        in this one are not to be changed in place while it holds (no code does)."""
         source = self._kept_source()
         if source is not None and isinstance(source.value, (bytes, str)):
             source.verbatim = True
@@ -401,21 +394,6 @@ class _Source:
 def _options(hint: Any) -> tuple[Any, ...]:
     """The types a field may hold: a union's members, else the hint itself."""
     return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
-
-
-def _same_value(mine: Any, read: Any) -> bool:
-    """Whether a field's value writes the same JSON as the one read (:meth:`PartBase.writes_as_read`)."""
-    if isinstance(mine, PartBase) or isinstance(read, PartBase):
-        return isinstance(mine, PartBase) and isinstance(read, PartBase) and mine.writes_as_read(read)
-    if type(mine) is not type(read):
-        return False  # 1 and 1.0, True and 1 are written differently
-    if isinstance(mine, list):
-        return len(mine) == len(read) and all(_same_value(a, b) for a, b in zip(mine, read))
-    if isinstance(mine, dict):
-        return list(mine) == list(read) and all(_same_value(mine[k], read[k]) for k in mine)
-    if isinstance(mine, float):
-        return mine == read and math.copysign(1.0, mine) == math.copysign(1.0, read)  # 0.0 and -0.0; NaN never
-    return bool(mine == read)
 
 
 def _plain(value: Any, read: Any) -> Any:

@@ -196,9 +196,11 @@ def _checked_case(case: dict[str, Any], checked: dict[str, tuple[dict[str, Any],
 
 
 def _as_written(line: bytes) -> bool:
-    """Whether a case line is one that writing its record gives back: the writer's format and the current
-    schema (no upgrade), and no NaN or infinity (which the writer stores as null with a ``non_finite`` note;
-    text that merely mentions them is passed over too). A line with an escaped surrogate is the caller's."""
+    """Whether a case line reads as one that writing its record gives back: it starts as the writer's do (its
+    format, the current schema: no upgrade), and holds no NaN or infinity (which the writer stores as null with a
+    ``non_finite`` note; text that merely mentions them is passed over too). The rest of the text is not
+    checked: a line edited by hand may spell the same values otherwise. A line with an escaped surrogate is the
+    caller's."""
     return line.startswith(CASE_LINE_START) and b"NaN" not in line and b"Infinity" not in line
 
 
