@@ -52,11 +52,15 @@ def case_line_with_run_ids(line: bytes, run_id: str, shard_run_id: str | None, s
     its record once its ``run_id`` and ``shard_run_id`` are set: the line with its run id replaced, and its
     shard run id replaced where it is the line's last key (``shard_stored``: the line holds one) or added at its
     end (a None added is not written, as for a record written anew). None where the line does not start as
-    :data:`CASE_LINE_START` or holds its shard run id elsewhere: the record is then written anew.
+    :data:`CASE_LINE_START`, holds its shard run id elsewhere, or either key twice: the record is then written
+    anew.
 
     A merge of 10,000 records spent more time writing each one anew (its parts walked, then encoded) than
     reading it; copying the line costs next to nothing."""
     if not line.startswith(CASE_LINE_START):
+        return None
+    # A key given twice reads as its last value: a second run id (at any depth, to be safe) would outlive the copy.
+    if line.count(b'"run_id": ') != 1 or line.count(b'"shard_run_id": ') > 1:
         return None
     body = line.rstrip()
     old = _RUN_ID_VALUE.match(body, len(CASE_LINE_START))

@@ -149,3 +149,8 @@ def test_case_line_with_run_ids():
     assert case_line_with_run_ids(held, "b", None, True) == CASE_LINE_START + b'"b", "case_id": "x", "shard_run_id": null}\n'
     assert case_line_with_run_ids(held, "b", "c\u00e9", True).endswith(b'"shard_run_id": "c\\u00e9"}\n')
     assert case_line_with_run_ids(b'{"schema": "tebench.results"}\n', "b", None, False) is None
+    # A key given twice reads as its last value: such a line is written anew.
+    twice = CASE_LINE_START + b'"a", "case_id": "x", "run_id": "a2"}\n'
+    assert case_line_with_run_ids(twice, "b", None, False) is None
+    twice = CASE_LINE_START + b'"a", "shard_run_id": "s0", "case_id": "x", "shard_run_id": "s1"}\n'
+    assert case_line_with_run_ids(twice, "b", "a", True) is None
