@@ -194,12 +194,12 @@ def from_run(run: results.Run, judge: bool = True, rejudge: bool = False) -> res
     return last
 
 
-def read(path: str | Path, judge: bool = True, rejudge: bool = False) -> results.Run:
-    """Read a results file or run directory (see :func:`results.read`) into typed records (parity: see
-    :func:`from_run`)."""
+def read(path: str | Path, judge: bool = True, rejudge: bool = False, without: tuple[str, ...] = ()) -> results.Run:
+    """Read a results file or run directory (see :func:`results.read`, and its ``without``) into typed records
+    (parity: see :func:`from_run`)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        run = results.read(path)
+        run = results.read(path, without)
     # Warned again from the caller's line, as results.read warns: one place (this function)
     # for every reader would let Python show a file's skipped-lines warning only once per process.
     for w in caught:

@@ -31,6 +31,11 @@ from tebench.schema.records import CaseResult, Parity, RunHeader
 from tebench.errors import TebenchError
 
 
+LEFT_OUT = ("kernels", "fp8_state")
+"""What a merge holds a record without while it checks and judges, where the record's line is vouched for (the
+line keeps them: it is copied, or read again to be written anew): the profiled step's kernel rows and the FP8
+scaling state, which no verdict reads, are three quarters of a nightly record."""
+
 MAX_ROUNDS = 1000
 """The most rounds a run may have (the CLI's --rounds limit): a damaged header's count bounds no loop."""
 
@@ -62,16 +67,33 @@ class Merged:
     """Per record, the line it was read from where the merge changed only its run ids, to be copied with them
     (:func:`~tebench.store.writer.case_line_with_run_ids`), and whether it held a shard run id; None where the
     record is written anew."""
+    read_from: list[bytes | None] = field(default_factory=list)
+    """Per record held without :data:`LEFT_OUT`, the line it was read from: read again where it is written
+    anew."""
 
     def lines(self) -> Iterator[PartBase | dict[str, Any] | bytes]:
         """What :func:`~tebench.store.writer.write_all` writes: the header, then each record's line copied with
-        its new run ids where it can be, else the record."""
+        its new run ids where it can be, else the record (read again from its line where it was held without
+        :data:`LEFT_OUT`)."""
         yield self.header
         for i, rec in enumerate(self.records):
             kept = self.copied[i] if i < len(self.copied) else None
             line = None if kept is None or rec.run_id is None else case_line_with_run_ids(
                 kept[0], rec.run_id, rec.shard_run_id, kept[1])
-            yield rec if line is None else line
+            if line is not None:
+                yield line
+                continue
+            source = self.read_from[i] if i < len(self.read_from) else None
+            yield rec if source is None else _read_again(rec, source)
+
+
+def _read_again(rec: CaseResult, line: bytes) -> CaseResult:
+    """The whole record of a line a record held without :data:`LEFT_OUT` was read from, with what the merge set
+    on it (run ids, verdict): what the record would have been, read whole."""
+    full = results.parse_record(results.loads(line), text=False, line=line)
+    assert isinstance(full, CaseResult)  # a vouched-for line is a case line that was read once already
+    full.run_id, full.shard_run_id, full.parity = rec.run_id, rec.shard_run_id, rec.parity
+    return full
 
 
 def check_target(paths: list[str | Path], out: str | Path) -> None:
@@ -172,7 +194,7 @@ def _join(paths: list[str | Path], out: str | Path, rejudge: bool) -> Merged:
         raise MergeError("nothing to merge")
     check_target(paths, out)
     # Parity is judged below, over all shards together.
-    runs = [judged_run.read(p, judge=False) for p in paths]
+    runs = [judged_run.read(p, judge=False, without=LEFT_OUT) for p in paths]
     ref = runs[0].header
     for path, run in zip(paths, runs):
         head = run.header
@@ -200,6 +222,7 @@ def _join(paths: list[str | Path], out: str | Path, rejudge: bool) -> Merged:
     records = [rec for run in runs for rec in run.cases]
     verdicts = [rec.parity for rec in records]
     lines = [rec.stored_line() for rec in records]  # before the judging: a verdict assigned withdraws it
+    read_from = [line if rec.left_out() and isinstance(line, bytes) else None for rec, line in zip(records, lines)]
     # A shard may have judged against a fallback reference (PT-AMP) because
     # PT-FP32 ran in another shard: judge again over all shards. One file's verdicts
     # of these rules were judged over these same records.
@@ -227,4 +250,4 @@ def _join(paths: list[str | Path], out: str | Path, rejudge: bool) -> Merged:
     for rec in records:
         rec.shard_run_id = rec.run_id
         rec.run_id = run_id
-    return Merged(header, records, missing, missing_cases, copied)
+    return Merged(header, records, missing, missing_cases, copied, read_from)

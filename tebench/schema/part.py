@@ -305,6 +305,22 @@ class PartBase(BaseModel):
         if source is not None and isinstance(source.value, (bytes, str)):
             source.verbatim = True
 
+    def leave_out(self, names: tuple[str, ...]) -> None:
+        """Drop the values of the fields ``names`` from a part whose line is vouched for (:meth:`vouch_line`; the
+        line keeps them), so that a reader that only checks and judges holds less. Such a part can be copied
+        (its line) but not written anew: :meth:`to_dict` refuses it. Not an assignment: the vouch stands."""
+        source = self._kept_source()
+        if source is None or not source.verbatim:
+            raise ValueError("only a part whose line is vouched for can leave fields out")
+        for name in names:
+            object.__setattr__(self, name, None)  # the line holds the value; a field assignment would withdraw it
+        source.left_out = names
+
+    def left_out(self) -> tuple[str, ...]:
+        """The fields :meth:`leave_out` dropped (their values are in the line the part was read from)."""
+        source = self._kept_source()
+        return source.left_out if source is not None else ()
+
     def __setattr__(self, name: str, value: Any) -> None:
         if not name.startswith("_"):
             source = self._kept_source()
@@ -329,6 +345,9 @@ class PartBase(BaseModel):
         and one read). ``_read``: the JSON object a parent part read this one from."""
         source = self._kept_source()
         if source is not None:
+            if source.left_out:
+                raise ValueError(f"a part read without {', '.join(source.left_out)} cannot be written anew: "
+                                 "read its line again")
             _read = source.json()
         if not isinstance(_read, dict):
             _read = None
@@ -375,12 +394,14 @@ class Row(PartBase):
 class _Source:
     """The JSON object a part was read from, or its text (decoded again only when the part is written)."""
 
-    __slots__ = ("value", "verbatim")
+    __slots__ = ("value", "verbatim", "left_out")
 
     def __init__(self, value: Any):
         self.value = value
         self.verbatim = False
         """Whether ``value`` is text its part writes back unchanged (:meth:`PartBase.vouch_line`)."""
+        self.left_out: tuple[str, ...] = ()
+        """Fields whose values only ``value`` holds (:meth:`PartBase.leave_out`)."""
 
     def json(self) -> Any:
         return json.loads(self.value) if isinstance(self.value, (bytes, str)) else self.value

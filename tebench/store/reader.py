@@ -126,7 +126,8 @@ def results_path(path: str | Path) -> Path:
 
 
 def parse_record(record: Any, *, text: bool = True, line: bytes | None = None,
-                 cases: dict[str, tuple[dict[str, Any], bool]] | None = None) -> RunHeader | CaseResult:
+                 cases: dict[str, tuple[dict[str, Any], bool]] | None = None,
+                 without: tuple[str, ...] = ()) -> RunHeader | CaseResult:
     """The typed record of a (schema-checked) JSON object; RecordError when it lacks its declared shape.
 
     Every field is checked at every depth against its declaration in
@@ -140,7 +141,8 @@ def parse_record(record: Any, *, text: bool = True, line: bytes | None = None,
     vouches for (:meth:`~tebench.schema.part.PartBase.vouch_line`) where writing the record gives it
     back. ``cases``: the case descriptions already checked while reading one file (its JSON text -> the
     description completed, and whether that changed it), so that the rounds and runs of one case are
-    checked once.
+    checked once. ``without``: fields a case record whose line is vouched for is held without, once
+    checked (:meth:`~tebench.schema.part.PartBase.leave_out`).
     """
     if not isinstance(record, dict):
         raise RecordError("", record, f"not a JSON object but {type(record).__name__}")
@@ -160,6 +162,8 @@ def parse_record(record: Any, *, text: bool = True, line: bytes | None = None,
         if line is not None and not text and not nulls and not completed and "non_finite" not in record \
                 and _as_written(line):
             case.vouch_line()
+            if without and case.stored_line() is not None:
+                case.leave_out(without)
         return case
     raise RecordError("type", kind, "unknown record type (known: header, case)")
 
@@ -314,19 +318,21 @@ def _replaced_by_another_run(record: CaseResult, run: Run, owners: dict[tuple[An
     return f"{where}: case {key[0]} round {key[1]} of run {run_id} replaces run {owner[0]}'s record at {owner[1]}"
 
 
-def read(path: str | Path) -> Run:
+def read(path: str | Path, without: tuple[str, ...] = ()) -> Run:
     """Read a results file or run directory.
 
     Lines that cannot be read (cut short by a kill, not JSON, not a record of
     the right shape) are skipped with a warning naming ``file:line`` and the
     problem; a file that is not a tebench results file at all, or was written
-    by a newer schema, is refused with SchemaError. OSError when it cannot be read.
+    by a newer schema, is refused with SchemaError. OSError when it cannot be read. ``without``: fields a
+    case record is held without where its line holds them (:func:`parse_record`): for a reader that only checks
+    and judges, which then writes such a record by its line or reads the line again.
     """
     with collector_off():  # the records stay and hold no cycles: a collection would only walk them
-        return _read(path)
+        return _read(path, without)
 
 
-def _read(path: str | Path) -> Run:
+def _read(path: str | Path, without: tuple[str, ...] = ()) -> Run:
     file = results_path(path)
     if not file.exists():
         raise FileNotFoundError(f"{path}: no results file ({file} does not exist or is not a file)")
@@ -371,7 +377,7 @@ def _read(path: str | Path) -> Run:
         seen_record = True
         try:
             _restore_non_finite(record)
-            parsed = parse_record(record, text=may_hold_surrogate(raw), line=raw, cases=cases)
+            parsed = parse_record(record, text=may_hold_surrogate(raw), line=raw, cases=cases, without=without)
         except RecordError as exc:
             problems.append(f"{where}: {exc}")
             continue

@@ -38,7 +38,7 @@ def _both(paths: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, re
     """The merged lines with lines copied, the same written anew (no line vouched for), and how many were copied."""
     copied, joined = _merged_text(paths, tmp_path / "copied", rejudge)
     with monkeypatch.context() as m:
-        m.setattr(PartBase, "stored_line", lambda self: None)
+        m.setattr(PartBase, "vouch_line", lambda self: None)
         anew, again = _merged_text(paths, tmp_path / "anew", rejudge)
     assert _copied(again) == 0
     return copied, anew, _copied(joined)
@@ -127,7 +127,7 @@ def test_history_stores_the_line_as_read_which_is_what_writing_anew_gives(tmp_pa
     stored = _history_cases(tmp_path / "copied.db", [NIGHT])
     assert reader.read(NIGHT).cases[0].stored_line() is not None
     with monkeypatch.context() as m:
-        m.setattr(PartBase, "stored_line", lambda self: None)
+        m.setattr(PartBase, "vouch_line", lambda self: None)
         anew = _history_cases(tmp_path / "anew.db", [NIGHT])
     assert stored == anew and len(stored) > 50
 
@@ -154,3 +154,36 @@ def test_case_line_with_run_ids():
     assert case_line_with_run_ids(twice, "b", None, False) is None
     twice = CASE_LINE_START + b'"a", "shard_run_id": "s0", "case_id": "x", "shard_run_id": "s1"}\n'
     assert case_line_with_run_ids(twice, "b", "a", True) is None
+
+
+def test_a_record_held_without_parts_is_copied_or_read_again_never_written_without_them():
+    rec = reader.read(NIGHT, without=merge.LEFT_OUT).cases[0]
+    assert rec.left_out() == merge.LEFT_OUT and rec.kernels is None and rec.stored_line() is not None
+    with pytest.raises(ValueError, match="read its line again"):
+        rec.to_dict()
+    whole = reader.read(NIGHT).cases[0]
+    assert whole.kernels is not None and whole.left_out() == ()
+
+
+def test_judging_without_the_parts_a_merge_leaves_out_gives_every_stored_verdict_the_same():
+    """Every results file under reports/ and tests/fixtures/, judged again whole and as a merge holds it."""
+    import warnings
+
+    from tebench.analysis import judged_run
+    from tebench.schema.version import SchemaError
+
+    files = sorted({*ROOT.glob("reports/**/*.jsonl*"), *FIXTURES.glob("*.jsonl")})
+    light = judged = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for path in files:
+            try:
+                whole = judged_run.read(path, rejudge=True)
+            except SchemaError:
+                continue  # not a results file (a probe's own log)
+            held = judged_run.read(path, rejudge=True, without=merge.LEFT_OUT)
+            light += sum(1 for r in held.cases if r.left_out())
+            judged += sum(1 for r in whole.cases if r.parity is not None)
+            assert [r.parity.model_dump() if r.parity else None for r in held.cases] == \
+                [r.parity.model_dump() if r.parity else None for r in whole.cases], path
+    assert light > 100 and judged > 1000
