@@ -96,12 +96,13 @@ def _read_again(rec: CaseResult, line: bytes) -> CaseResult:
     return full
 
 
-def check_target(paths: list[str | Path], out: str | Path) -> None:
-    """MergeError if writing ``out/results.jsonl`` would replace a shard being merged or another run.
+def check_target(paths: list[str | Path], out: str | Path) -> dict[str, Any] | None:
+    """MergeError if writing ``out/results.jsonl`` would replace a shard being merged or another run; returns the
+    header of the earlier merge it would replace (None where there is none), for :func:`check_replaced`.
 
     A shard's own file holds what the merge leaves out (a failed first attempt, the
     resume header); another run's results are a night's work. A merge may replace
-    an earlier merge (a late shard merged again).
+    an earlier merge of the same shards (a late shard merged again).
     """
     target = Path(out) / results.RESULTS_NAME
     for path in paths:
@@ -109,7 +110,7 @@ def check_target(paths: list[str | Path], out: str | Path) -> None:
             raise MergeError(f"--out {out}: {target} is the shard {path} itself; merging would replace it "
                              "(and drop what the merge leaves out of it): choose another --out")
     if not target.exists() or (target.is_file() and target.stat().st_size == 0):
-        return
+        return None
     try:
         # Bounded, and only a regular file: a FIFO or a one-line multi-GB file there must not hang or fill memory.
         lines = bounded.iter_lines(target, line_limit=bounded.RESULTS_LINE_MAX_BYTES)
@@ -122,6 +123,22 @@ def check_target(paths: list[str | Path], out: str | Path) -> None:
         raise MergeError(f"--out {out}: {target} already holds the results of "
                          f"{f'run {run_id}' if run_id else 'another run'}, not of a merge; merging would "
                          "replace them: choose another --out")
+    return first
+
+
+def check_replaced(out: str | Path, earlier: dict[str, Any] | None, shard_run_ids: list[str | None]) -> None:
+    """MergeError if the earlier merge in ``out`` (:func:`check_target`) joined none of these shards: it is another
+    night's or another matrix's merge, and writing this one would replace it without a word."""
+    if earlier is None:
+        return
+    merged_from = earlier.get("merged_from")
+    joined = {m.get("run_id") for m in merged_from if isinstance(m, dict)} if isinstance(merged_from, list) else set()
+    if joined & {r for r in shard_run_ids if r is not None}:
+        return
+    shown = ", ".join(sorted(str(r) for r in joined)[:4]) or "none named"
+    raise MergeError(f"--out {out}: {Path(out) / results.RESULTS_NAME} already holds merge {earlier.get('run_id')!r} "
+                     f"of other shards (run ids {shown}); merging would replace it: choose another --out, or "
+                     "remove it first")
 
 
 def merge(paths: list[str | Path], out: str | Path, rejudge: bool = False) -> tuple[Path, list[str]]:
@@ -192,9 +209,10 @@ def join(paths: list[str | Path], out: str | Path, rejudge: bool = False) -> Mer
 def _join(paths: list[str | Path], out: str | Path, rejudge: bool) -> Merged:
     if not paths:
         raise MergeError("nothing to merge")
-    check_target(paths, out)
+    earlier = check_target(paths, out)
     # Parity is judged below, over all shards together.
     runs = [judged_run.read(p, judge=False, without=LEFT_OUT) for p in paths]
+    check_replaced(out, earlier, [r.run_id for r in runs])
     ref = runs[0].header
     for path, run in zip(paths, runs):
         head = run.header

@@ -94,3 +94,20 @@ def test_merge_names_every_case_that_is_in_no_shard(tmp_path, capsys):
     assert cli.main(["merge", *paths, "--out", str(tmp_path / "m2"), "--no-report", "--require-complete"]) == 2
     joined = merge.join(paths, tmp_path / "m3")
     assert joined.header["missing_cases"] == [f"{records[-1]['case_id']} round 0 (shard 2/2)"]
+
+
+def test_merge_refuses_to_replace_a_merge_of_other_shards_and_replaces_one_of_the_same(tmp_path, capsys):
+    """A merge into a folder holding another night's merge would have replaced it without a word."""
+    records = read_jsonl(CPU)
+    one = str(write_jsonl(tmp_path / "s1.jsonl", _shard_records(records, 1, 2, "s1", records[1:6])))
+    two = str(write_jsonl(tmp_path / "s2.jsonl", _shard_records(records, 2, 2, "s2", records[6:])))
+    out = tmp_path / "m"
+    assert cli.main(["merge", one, "--out", str(out), "--no-report"]) == 0  # shard 2 not there yet
+    assert cli.main(["merge", one, two, "--out", str(out), "--no-report"]) == 0  # the late shard, merged again
+    kept = (out / "results.jsonl").read_bytes()
+    other = str(write_jsonl(tmp_path / "other.jsonl", _as_run(records, "another-night")))
+    capsys.readouterr()
+    assert cli.main(["merge", other, "--out", str(out), "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert unsaid(err, f"--out {out}", "other shards", "s1", "choose another --out") == [], err
+    assert (out / "results.jsonl").read_bytes() == kept
