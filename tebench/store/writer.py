@@ -41,8 +41,10 @@ CASE_LINE_START = b'{"schema": "%s", "schema_version": %d, "type": "case", "run_
 """How every case line :class:`Writer` writes of a record with a run id starts (the current schema, the writer's
 format): a line read that starts so, and that its record writes back unchanged, is what
 :meth:`~tebench.schema.part.PartBase.stored_line` vouches for."""
-_RUN_ID_VALUE = re.compile(rb'"(?:[^"\\\x00-\x1f]|\\.)*", ')
-_SHARD_RUN_ID_LAST = re.compile(rb', "shard_run_id": (?:"(?:[^"\\\x00-\x1f]|\\.)*"|null)\}$')
+_STRING = rb'"(?:[^"\\\x00-\x1f]|\\.)*"'
+"""A JSON string token: no raw quote, backslash or control character, escapes taken whole."""
+_RUN_ID_VALUE = re.compile(_STRING + rb', ')
+_SHARD_RUN_ID_LAST = re.compile(rb', "shard_run_id": (?:' + _STRING + rb'|null)\}$')
 """A top-level ``shard_run_id`` as a line's last key (where a merge put it): a string is the line's last token, so
 the key before it is the top-level object's."""
 
@@ -199,7 +201,7 @@ def _jsonable(obj: Any) -> Any:
 def write_all(path: Path, records: Iterable[PartBase | dict[str, Any] | bytes]) -> None:
     """Write a complete results file atomically (used by merge): a temp file, then a rename; only a
     regular file is replaced (:func:`tebench.store.atomic.target`). A record given as bytes is a line in the
-    writer's format (:func:`case_line_with_run_id`), written as it is."""
+    writer's format (:func:`case_line_with_run_ids`), written as it is."""
     path = target(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
