@@ -24,7 +24,9 @@ import time
 import torch
 import torch.nn.functional as F
 
-from tebench.plan.matrix import Case, Settings
+from tebench.schema.records import Case
+
+from tebench.schema.settings import Settings
 from tebench.worker.timing import timed_steps
 from tebench.worker.train import build_trainer
 from tebench.worker.models import WORKLOADS
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     size = GPTSize(vocab=96, d_model=args.d_model, heads=max(1, args.d_model // 128), layers=args.layers,
                    ffn=4 * args.d_model, seq=args.seq, batch=args.batch)
-    case = Case("gpt", "overhead", args.mode, tuple(dataclasses.asdict(size).items()),
+    case = Case(workload="gpt", size="overhead", mode=args.mode, dims=dataclasses.asdict(size),
                 settings=Settings(steps=args.steps, warmup=5, lr=1e-4))
     batches = WORKLOADS["gpt"].batches(size, args.steps, 0, device)
     trainer = build_trainer(case, device, batches)

@@ -44,16 +44,17 @@ def _select(preset: str, workload: str, size: str, patterns: list[str]) -> list:
 
 
 def _with(case, **settings: Any):
-    return dataclasses.replace(case, settings=dataclasses.replace(case.settings, **settings))
+    return case.replace(settings=dataclasses.replace(case.settings, **settings))
 
 
 def canonical_grads(case, device: torch.device, calibrate: int) -> dict[str, torch.Tensor]:
     """Gradients of one GPT train step on batch 0, keyed by canonical parameter name."""
     from tebench.worker.train import build_trainer, calibrate_fp8
     from tebench.worker.models import WORKLOADS
+    from tebench.workloads import size_of
 
     wl = WORKLOADS[case.workload]
-    size = case.size_spec
+    size = size_of(case)
     batches = wl.batches(size, calibrate + 1, case.settings.seed, device)
     trainer = build_trainer(case, device, batches)
     calibrate_fp8(trainer, batches, calibrate)  # fills FP8 amax histories; weights unchanged
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"skip {case.id}: {reason}", file=sys.stderr)
         else:
             runnable.append(case)
-    runnable += [dataclasses.replace(c, fp8=c.fp8.model_copy(update={"calibration_steps": n}))
+    runnable += [c.replace(fp8=c.fp8.model_copy(update={"calibration_steps": n}))
                  for n in args.calibration for c in list(runnable) if c.fp8 and RECIPES[c.fp8.recipe].stateful]
     if not runnable:
         print("no runnable case matches", file=sys.stderr)

@@ -20,7 +20,7 @@ import torch
 
 from conftest import shapes
 from tebench.plan.gates import gate_case
-from tebench.plan.matrix import Case
+from tebench.schema.records import Case
 from tebench.schema.records import FP8Options
 from tebench.worker.train import make_precision
 from tebench.worker.models import WORKLOADS
@@ -35,7 +35,8 @@ MODES = {"PT-AMP": None, "TE-BF16": None, "TE-FP8": FP8Options(recipe="delayed",
 def test_module(benchmark, env, module, mode, hidden, tokens):
     seq = min(512, tokens)
     size = ModuleSize(module=module, hidden=hidden, tokens=tokens, seq=seq)
-    case = Case("module", f"{module}.h{hidden}.t{tokens}", mode, tuple(dataclasses.asdict(size).items()), MODES[mode])
+    case = Case(workload="module", size=f"{module}.h{hidden}.t{tokens}", mode=mode, dims=dataclasses.asdict(size),
+                fp8=MODES[mode])
     reason = gate_case(case, env)
     if reason:
         pytest.skip(reason)

@@ -64,7 +64,6 @@ from tebench.analysis import stats
 from tebench.analysis.parity import counts_for_speed
 from tebench.schema.records import CaseResult
 from tebench.analysis.judged_run import CaseRounds
-from tebench.plan.matrix import Settings
 
 from tebench.analysis.defaults import CORRECTIONS, DEFAULT_ALPHA, DEFAULT_THRESHOLDS  # noqa: E402  (their home; re-exported)
 ENV_KEYS = ("device", "driver", "cuda", "torch", "te")
@@ -165,7 +164,7 @@ def side(records: list[CaseResult] | CaseRounds, concurrent: bool = False) -> Si
     records, last = rounds.records, rounds.records[-1]
     # The first round that did not finish ok names the status (a later ok round does not hide it).
     bad = next((r for r in records if r.status != "ok"), None)
-    settings = {k: v for k, v in last.settings.items() if k not in IGNORED_SETTINGS}
+    settings = {k: v for k, v in last.settings.as_dict().items() if k not in IGNORED_SETTINGS}
     case = {k: v for k, v in last.case.to_dict().items() if k != "settings"}
     status = bad.status if bad else last.status
     # As the report: the parity and FP8 proof of the last ok round, the status of the worst one.
@@ -307,11 +306,7 @@ def _settings_diff(b: dict[str, Any], h: dict[str, Any]) -> list[str]:
                 out[f"{prefix}{k}"] = v
         return out
 
-    fb, fh = flat(b), flat(h)
-    if set(fb) != set(fh):
-        # A setting added after one side was recorded had its default there.
-        defaults = {f"settings.{k}": v for k, v in Settings.defaults().items()}
-        fb, fh = {**defaults, **fb}, {**defaults, **fh}
+    fb, fh = flat(b), flat(h)  # every setting on both sides: a reader completes them (store/reader)
     return [f"{k} {fb.get(k)!r} → {fh.get(k)!r}" for k in sorted(set(fb) | set(fh)) if fb.get(k) != fh.get(k)]
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from tebench.analysis import parity as parity_rules
 from tebench.schema.environment import PeakRates
-from tebench.schema.records import CaseInfo, CaseResult, Summary, Throughput
+from tebench.schema.records import Case, CaseResult, Summary, Throughput
 from tebench.store import reader as results
 
 STATUS_SEVERITY = ("failed", "timeout", "oom", "diverged", "ok", "skipped")
@@ -53,7 +53,7 @@ class CaseRounds:
         return self.records[-1].case_id
 
     @property
-    def case(self) -> CaseInfo:
+    def case(self) -> Case:
         return self.records[-1].case
 
     @property

@@ -43,7 +43,6 @@ import numpy as np
 
 from tebench.analysis import equivalence
 from tebench.analysis.equivalence import longest_run as _longest_run, smooth
-from tebench.plan.matrix import Settings
 from tebench.plan.modes import MODES, REFERENCE_MODES
 from tebench.plan.recipes import RECIPES
 from tebench.schema.records import CaseResult, Parity, Validation, ValidationVerdict
@@ -388,9 +387,9 @@ LATER_TRAINING_SETTINGS = ("lr_warmup", "adam_beta2", "grad_clip")
 
 def _setup(record: CaseResult) -> tuple[Any, ...]:
     """What makes two runs the same training: workload, size, dimensions, seed, steps, the optimizer's settings."""
-    s, defaults = record.settings, Settings.defaults()
-    return (record.workload, record.size, _dims(record), s["seed"], s["steps"] + s["warmup"], s["lr"],
-            *(s.get(k, defaults[k]) for k in LATER_TRAINING_SETTINGS))
+    s = record.settings
+    return (record.workload, record.size, _dims(record), s.seed, s.steps + s.warmup, s.lr,
+            *(getattr(s, k) for k in LATER_TRAINING_SETTINGS))
 
 
 def _same_setup(record: CaseResult, other: CaseResult) -> bool:
@@ -539,7 +538,7 @@ def judge(records: Sequence[CaseResult], record: CaseResult, cache: dict | None 
         companions = [] if any(r is record for r in runs) else runs
     settings = record.settings
     out = evaluate(_curve(record), [_curve(r) for r in others], ref_mode,
-                   settings["parity_rtol"], settings["parity_atol"],
+                   settings.parity_rtol, settings.parity_atol,
                    [_curve(c) for c in companions], cache=cache)
     if out.verdict in ("pass", "fail"):
         _fold_checks(out, _frozen_beyond_reference(record, others),
@@ -716,7 +715,7 @@ def _judge_equivalence(record: CaseResult, ref_mode: str, ref_runs: list[CaseRes
                                  "floor": rate, "final": end,
                                  "reason": (f"{ref_mode} is the reference of this workload and size, trained again "
                                             f"as {runs}; its loss came {where}")})
-    share = record.settings.get("parity_margin", equivalence.MARGIN_REL)
+    share = record.settings.parity_margin
     out = equivalence.judge(_curve(record), ref_curve, extra.seeds, rate, ref_mode, twins=extra.twins,
                             share=share if isinstance(share, (int, float)) else equivalence.MARGIN_REL,
                             unigram=floor.unigram_entropy if floor is not None else None)

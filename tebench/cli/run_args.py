@@ -61,7 +61,7 @@ def check_timeout(value: float | None) -> None:
     """``--timeout``: UsageError unless within the limits of a matrix file's ``timeout_s``."""
     if value is None:
         return
-    from tebench.plan.matrix import Settings
+    from tebench.schema.settings import Settings
     from tebench.schema.knobs import FieldError, check_value
 
     try:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tebench.plan.matrix import Case
 from tebench.plan.modes import MODES
 from tebench.plan.recipes import RECIPES
-from tebench.workloads import BUILT_IN, SPECS
+from tebench.workloads import BUILT_IN, SPECS, size_of
 from tebench.workloads.spec import workload_kind
 
 if TYPE_CHECKING:  # the type only: --help builds the parser without pydantic
+    from tebench.schema.records import Case
     from tebench.schema.environment import Environment
 
 
@@ -29,7 +29,7 @@ def gate_case(case: Case, env: Environment) -> str | None:
         reason = RECIPES[case.fp8.recipe].gate(env)
         if reason:
             return reason
-        reason = SPECS[case.workload].fp8_problem(case.size_spec)
+        reason = SPECS[case.workload].fp8_problem(size_of(case))
         if reason:
             return reason
     if case.fp8_weights:

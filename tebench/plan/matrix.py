@@ -19,8 +19,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 try:
     import tomllib
@@ -31,6 +30,7 @@ from tebench.escape import short_repr
 from tebench.schema import knobs as fields
 from tebench import bounded
 from tebench.schema.knobs import FieldError, knob
+from tebench.schema.settings import Settings
 from tebench.schema.vocabulary import AMAX_ALGOS, FORMATS, PARALLEL
 from tebench.plan.modes import MODES
 from tebench.plan.recipes import DEFAULT_RECIPE, RECIPES, fp8_options
@@ -39,8 +39,8 @@ from tebench.workloads.plugins import PluginError
 from tebench.workloads.spec import size_from_dict
 from tebench.errors import TebenchError
 
-if TYPE_CHECKING:  # the type only: --help builds the parser without pydantic
-    from tebench.schema.records import FP8Options
+if TYPE_CHECKING:  # the types only: --help builds the parser without pydantic
+    from tebench.schema.records import Case, FP8Options
 
 NAME_MAX = 64
 """Longest workload or size name (they become parts of case ids and file names)."""
@@ -74,79 +74,6 @@ class _Bad(ValueError):
     def __init__(self, key: str, value: Any, message: str):
         super().__init__(message)
         self.key, self.value = key, value
-
-
-@dataclass(frozen=True)
-class Settings:
-    """How each case is run. Any of these can be overridden per size."""
-
-    steps: int = knob(50, "Train steps after the warm-up, all timed. Every case trains warmup + steps steps.",
-                      min=1, max=1_000_000)
-    warmup: int = knob(5, "Train steps run before timing starts (compilation, autotuning, allocator growth); "
-                       "with warmup_rule = settled, the most that are left untimed.", min=0, max=1_000_000)
-    warmup_rule: str = knob("settled", "settled: timing starts once step times have settled (at least "
-                            "warmup_floor steps, at most warmup); the warm-up steps after that point are timed "
-                            "too. fixed: exactly warmup steps untimed.", choices=("settled", "fixed"))
-    warmup_floor: int = knob(2, "Adaptive warm-up: steps never timed (the first one compiles, autotunes and "
-                             "loads kernels).", min=1, max=1_000_000)
-    warmup_rtol: float = knob(0.10, "Adaptive warm-up: step times have settled when the last two are within "
-                              "this fraction of each other.", min=0.0, max=10.0)
-    seed: int = knob(1234, "Seed of weights and data: every mode of a workload sees the same ones.",
-                     min=0, max=2**31 - 1)
-    lr: float = knob(1e-3, "AdamW learning rate.", min=1e-12, max=10.0)
-    lr_warmup: int = knob(0, "Steps of linear learning-rate warm-up from lr/lr_warmup up to lr (0: constant lr); "
-                          "wide models need it (at d_model 4096 a full-size first Adam step drives the loss up).",
-                          min=0, max=1_000_000)
-    adam_beta2: float = knob(0.999, "AdamW's beta2 (the second moment's decay; beta1 is 0.9). Llama-style "
-                             "recipes train with 0.95, which keeps a sudden larger gradient from making an outsized "
-                             "step after a quiet stretch.", min=0.0, max=0.99999)
-    grad_clip: float = knob(0.0, "Clip the gradients' global norm to this before every optimizer step (0: no "
-                            "clipping); Llama-style recipes clip at 1.0.", min=0.0, max=1e6)
-    timeout_s: float = knob(900.0, "Wall-clock limit of one case's process in seconds, start-up included.",
-                            min=1.0, max=7 * 86400.0)
-    parity_rtol: float = knob(0.15, "Loss parity: the narrowest the band around the reference curve gets "
-                              "(relative); measured noise widens it. 0.15 because PT-AMP ended 9% off PT-FP32 "
-                              "on a tiny GPT on an H200.", min=0.0, max=10.0)
-    parity_atol: float = knob(0.05, "Loss parity: losses below this count as equal; capped at a tenth of the "
-                              "reference's final loss.", min=0.0, max=1e6)
-    profile_steps: int = knob(3, "Extra steps run under the profiler on CUDA to measure how busy the GPU is "
-                              "(not timed). 0 measures no GPU-busy fraction, but one step is still profiled for "
-                              "the time breakdown and the FP8 proof.", min=0, max=10_000)
-    scaling_samples: int = knob(8, "How many times over the run FP8 scaling state is sampled.", min=0, max=10_000)
-    validate: bool = knob(True, "Run the workload's held-out validation after training (16 forward passes for "
-                          "the GPT; part of the convergence verdict).")
-    energy_sample_ms: float = knob(100.0, "CUDA cases: how often NVML's power, clocks and clock-event reasons "
-                                   "are sampled over the timed steps, in milliseconds (0: the energy counter only).",
-                                   min=0.0, max=60_000.0)
-    reference_seeds: int = knob(0, "Extra training runs of a reference mode (PT-FP32, PT-AMP) at other seeds, "
-                                "untimed, after the case: their spread is the seed-to-seed noise that the "
-                                "equivalence verdict compares every mode's difference with (2: three seeds in all).",
-                                min=0, max=64)
-    reference_twins: int = knob(0, "Extra training runs of a reference mode (PT-FP32, PT-AMP) at the case's own seed, "
-                                "weights and batches, each from the initial weights moved by 1 +- twin_scale, "
-                                "untimed, after the case: how far two "
-                                "equivalent trainings of one seed land apart is the paired noise floor that sets the "
-                                "equivalence verdict's power (2: two twins).", min=0, max=64)
-    twin_scale: float = knob(2.0 ** -23, "Reference twins: how far each weight of a twin is moved, relative "
-                             "(random signs): 2**-23, fp32's last bit, is what a GPU's nondeterministic kernels "
-                             "change from one run to the next; 2**-9 is bfloat16's rounding.", min=0.0, max=0.1)
-    parity_margin: float = knob(0.01, "Equivalence: the loss difference a pass certifies the case within, as a share "
-                                "of the reference's final loss (0.01: NVIDIA's functional tests' 1%); widened, and "
-                                "stated, where the paired noise floor cannot resolve it.", min=1e-6, max=1.0)
-
-    @classmethod
-    def field_names(cls) -> set[str]:
-        return {f.name for f in dataclasses.fields(cls)}
-
-    @classmethod
-    def defaults(cls) -> Mapping[str, Any]:
-        """Every setting's default by name: what a record stored before that setting existed means by its absence."""
-        return _SETTING_DEFAULTS
-
-
-# Read for every record parity groups: built once, read-only.
-_SETTING_DEFAULTS: Mapping[str, Any] = MappingProxyType(
-    {f.name: f.default for f in dataclasses.fields(Settings) if f.default is not dataclasses.MISSING})
 
 
 @dataclass(frozen=True)
@@ -214,80 +141,6 @@ def _unprintable(ch: str) -> bool:
     line and paragraph separators (Zl, Zp): terminals and renderers act on them or hide them."""
     category = unicodedata.category(ch)
     return category.startswith("C") or category in ("Zl", "Zp")
-
-
-@dataclass(frozen=True)
-class Case:
-    """One point of the matrix: workload x size x mode x recipe options, with its settings."""
-
-    workload: str
-    size: str
-    mode: str
-    dims: tuple[tuple[str, Any], ...]
-    """The size's fields, e.g. (("d_model", 768), ...)."""
-    fp8: FP8Options | None = None
-    graphs: bool = False
-    """Capture the model's layer stack in CUDA graphs."""
-    fp8_weights: bool = False
-    """Keep weights in FP8 (TE's quantized_model_init) with an FP8-aware optimizer."""
-    parallel: str = "single"
-    nproc: int = 1
-    settings: Settings = field(default_factory=Settings)
-
-    @property
-    def id(self) -> str:
-        """Stable identity built from the axes, e.g. ``gpt/tutorial/TE-FP8/delayed.E4M3.h16.max``."""
-        parts = [self.workload, self.size, self.mode]
-        if self.fp8 is not None:
-            parts.append(self.fp8.label())
-        if self.fp8_weights:
-            parts.append("fp8-weights")
-        if self.graphs:
-            parts.append("graphs")
-        if self.parallel != "single":
-            parts.append(f"{self.parallel}x{self.nproc}")
-        return "/".join(parts)
-
-    @property
-    def size_spec(self) -> Any:
-        """The workload's size dataclass for this case."""
-        return SPECS[self.workload].size_type(**dict(self.dims))
-
-    @property
-    def variant(self) -> str:
-        """The mode plus its options: the 'column' a report compares across."""
-        return self.id.split("/", 2)[2]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "workload": self.workload,
-            "size": self.size,
-            "mode": self.mode,
-            "dims": dict(self.dims),
-            "fp8": self.fp8.to_dict() if self.fp8 else None,
-            "graphs": self.graphs,
-            "fp8_weights": self.fp8_weights,
-            "parallel": self.parallel,
-            "nproc": self.nproc,
-            "settings": dataclasses.asdict(self.settings),
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Case":
-        from tebench.schema.records import FP8Options
-
-        return cls(
-            workload=d["workload"],
-            size=d["size"],
-            mode=d["mode"],
-            dims=tuple(d["dims"].items()),
-            fp8=FP8Options(**d["fp8"]) if d.get("fp8") else None,
-            graphs=d.get("graphs", False),
-            fp8_weights=d.get("fp8_weights", False),
-            parallel=d.get("parallel", "single"),
-            nproc=d.get("nproc", 1),
-            settings=Settings(**d.get("settings", {})),
-        )
 
 
 @dataclass
@@ -771,6 +624,8 @@ def _top_level(data: Any) -> tuple[Settings, dict[str, Any]]:
 
 def _candidates(axes: _Axes, sizes: dict[str, Any], base: Settings) -> Iterator[Case]:
     """Every point of the axes' product, before exclusion (sizes validated on the way)."""
+    from tebench.schema.records import Case  # pydantic: --help builds the parser without it
+
     for wl_name in axes.workloads:
         for size_name, dims in sizes[wl_name].items():
             spec, settings = _size(wl_name, size_name, dims, base)
@@ -781,7 +636,8 @@ def _candidates(axes: _Axes, sizes: dict[str, Any], base: Settings) -> Iterator[
                     continue  # FP8 weights are TE's (quantized_model_init)
                 for n in (axes.nprocs if par != "single" else [1]):
                     for opts in (_library_points(axes.fp8_points, mode.fp8) if mode.fp8 else [None]):
-                        yield Case(wl_name, size_name, mode_name, dim_items, opts, g, w, par, n, settings)
+                        yield Case(workload=wl_name, size=size_name, mode=mode_name, dims=dim_items, fp8=opts, graphs=g,
+                                   fp8_weights=w, parallel=par, nproc=n, settings=settings)
 
 
 def _library_points(points: list[FP8Options], library: str) -> list[FP8Options]:
@@ -799,16 +655,16 @@ def _library_points(points: list[FP8Options], library: str) -> list[FP8Options]:
     return [fp8_options(DEFAULT_RECIPE[library], *pick)]
 
 
-def _dims(size: Any) -> tuple[tuple[str, Any], ...]:
-    """A size's fields as (name, value) pairs: ``dataclasses.asdict``'s, without its deep copy for the
-    plain values every built-in size holds (it is the bulk of expanding a matrix of many sizes)."""
+def _dims(size: Any) -> dict[str, Any]:
+    """A size's fields by name: ``dataclasses.asdict``'s, without its deep copy for the plain values every
+    built-in size holds (it is the bulk of expanding a matrix of many sizes)."""
     # A field declared omit_default is left out while it holds its default: a field added later then
     # changes neither the records nor the case settings of the runs that do not use it.
-    items = tuple((f.name, getattr(size, f.name)) for f in dataclasses.fields(size)
-                  if not (f.metadata.get("omit_default") and getattr(size, f.name) == f.default))
-    if all(isinstance(v, (int, float, str, type(None))) for _, v in items):
+    items = {f.name: getattr(size, f.name) for f in dataclasses.fields(size)
+             if not (f.metadata.get("omit_default") and getattr(size, f.name) == f.default)}
+    if all(isinstance(v, (int, float, str, type(None))) for v in items.values()):
         return items
-    return tuple((k, v) for k, v in dataclasses.asdict(size).items() if k in dict(items))
+    return {k: v for k, v in dataclasses.asdict(size).items() if k in items}
 
 
 def reference_order(cases: list[Case]) -> list[Case]:
@@ -846,7 +702,7 @@ def seeds_for_the_reference(cases: list[Case]) -> list[Case]:
         best[key] = min(best.get(key, _reference_rank(case)), _reference_rank(case))
     # A reference mode ranked after the group's best is not the reference: its seeds would go unread.
     # (Other modes keep the setting as written; they never train seeds.)
-    return [dataclasses.replace(c, settings=dataclasses.replace(c.settings, reference_seeds=0, reference_twins=0))
+    return [c.replace(settings=dataclasses.replace(c.settings, reference_seeds=0, reference_twins=0))
             if ((c.settings.reference_seeds or c.settings.reference_twins) and _reference_rank(c) < len(REFERENCE_MODES)
                 and _reference_rank(c) > best[(c.workload, c.size)]) else c
             for c in cases]

@@ -4,8 +4,8 @@ The record declarations (:mod:`tebench.schema.records`) check every field's type
 sit below the plan: they cannot know which modes, recipes and workloads exist. A reader runs
 this pass after them. A mode this tebench does not know has no colour, reference order or gate,
 so its record is refused; a workload name may be a user's plugin and is any text, but a built-in
-workload's dimensions and every case's settings are checked against the matrix's own
-declarations (types only: a record was valid under the limits of its day). A header's
+workload's dimensions are checked against its size's declaration (types and lower limits only: a
+record was valid under the limits of its day). A header's
 environment needs no pass here: it is a record part (:mod:`tebench.schema.environment`).
 """
 
@@ -13,16 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from tebench.plan.matrix import Settings
 from tebench.plan.modes import MODES
 from tebench.plan.recipes import RECIPES
-from tebench.schema.knobs import FieldError, check_value, fields_by_name
+from tebench.schema.knobs import FieldError, check_stored
 from tebench.schema.version import RecordError
 from tebench.workloads import SPECS
 
 
 def check_case(case: dict[str, Any], path: str = "case") -> None:
-    """RecordError unless a stored case's mode, recipe, dimensions and settings are ones this tebench knows."""
+    """RecordError unless a stored case's mode, recipe and dimensions are ones this tebench knows (its settings are
+    the record model's: :class:`tebench.schema.records.Case`)."""
     mode = case.get("mode")
     if mode not in MODES:
         raise RecordError(f"{path}.mode", mode, f"unknown value (known: {', '.join(MODES)})")
@@ -36,25 +36,11 @@ def check_case(case: dict[str, Any], path: str = "case") -> None:
     spec = dict.get(SPECS, workload) if isinstance(workload, str) else None
     if spec is not None:
         _declared_values(spec.size_type, case.get("dims") or {}, f"{path}.dims", closed=False)
-    _declared_values(Settings, case.get("settings") or {}, f"{path}.settings", closed=True)
 
 
 def _declared_values(cls: type, table: dict[str, Any], path: str, closed: bool) -> None:
-    """A matrix table as a record stores it: each value of its declared type and not below its minimum.
-
-    Only the lower limits apply: a record was valid under the upper limits of its day. ``closed``:
-    a key ``cls`` does not declare is refused (the matrix refuses it too).
-    """
-    names = fields_by_name(cls)
-    for key, v in table.items():
-        if key not in names:
-            if closed:
-                raise RecordError(f"{path}.{key}", v, f"unknown key (known: {', '.join(names)})")
-            continue
-        try:
-            check_value(cls, key, v, limits=False)
-        except FieldError as exc:
-            raise RecordError(f"{path}.{key}", v, str(exc)) from None
-        lo = names[key].metadata.get("min")
-        if lo is not None and isinstance(v, (int, float)) and not isinstance(v, bool) and v < lo:
-            raise RecordError(f"{path}.{key}", v, f"must be at least {lo}")
+    """:func:`~tebench.schema.knobs.check_stored` in a record's words: RecordError naming the field's path."""
+    try:
+        check_stored(cls, table, closed=closed)
+    except FieldError as exc:
+        raise RecordError(f"{path}.{exc.key}", exc.value, str(exc)) from None

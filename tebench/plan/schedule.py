@@ -9,9 +9,10 @@ import re
 from dataclasses import dataclass
 from tebench.plan import shards as shard
 from tebench.plan.gates import gate_case
-from tebench.plan.matrix import Case, Matrix, iter_cases, reference_order, seeds_for_the_reference
+from tebench.plan.matrix import Matrix, iter_cases, reference_order, seeds_for_the_reference
 
 if TYPE_CHECKING:  # the type only: --help builds the parser without pydantic
+    from tebench.schema.records import Case
     from tebench.schema.environment import Environment
 
 

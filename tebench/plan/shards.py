@@ -11,12 +11,12 @@ from __future__ import annotations
 import heapq
 from typing import TYPE_CHECKING
 
-from tebench.plan.matrix import Case
 from tebench.plan.modes import MODES
-from tebench.workloads import SPECS
+from tebench.workloads import SPECS, size_of
 from tebench.errors import TebenchError
 
 if TYPE_CHECKING:
+    from tebench.schema.records import Case
     from tebench.schema.environment import Environment
 
 # Rough constants: only the *relative* cost of cases matters for balance, and
@@ -48,7 +48,7 @@ def estimate_cost(case: Case) -> float:
     """Estimated seconds for a case: start-up, compilation and its FLOPs at a nominal rate."""
     wl = SPECS[case.workload]
     steps = case.settings.steps + case.settings.warmup
-    cost = PROCESS_OVERHEAD_S + wl.flops_per_step(case.size_spec) * steps / NOMINAL_FLOPS
+    cost = PROCESS_OVERHEAD_S + wl.flops_per_step(size_of(case)) * steps / NOMINAL_FLOPS
     if MODES[case.mode].compile:
         cost += COMPILE_OVERHEAD_S
     return cost
@@ -82,7 +82,7 @@ def estimate_seconds(case: Case, env: "Environment") -> float:
     else:
         rate = NOMINAL_FLOPS
     cpu = env.device_type == "cpu"
-    cost = (CPU_PROCESS_S if cpu else PROCESS_OVERHEAD_S) + wl.flops_per_step(case.size_spec) * steps / rate
+    cost = (CPU_PROCESS_S if cpu else PROCESS_OVERHEAD_S) + wl.flops_per_step(size_of(case)) * steps / rate
     if MODES[case.mode].compile:
         cost += CPU_COMPILE_S if cpu else COMPILE_OVERHEAD_S
     return cost

@@ -404,7 +404,7 @@ def reference_band(recs: list[CaseResult], ref: CaseResult | None) -> Band | Non
     settings = ref.settings
     judged = [r.parity.tolerance for r in recs if r.parity and r.parity.tolerance is not None]
     tol = (np.full_like(losses, max(judged)) if judged else
-           np.maximum(settings.get("parity_atol", 0.05), settings.get("parity_rtol", 0.1) * np.abs(losses)))
+           np.maximum(settings.parity_atol, settings.parity_rtol * np.abs(losses)))
     return Band(step=list(range(len(losses))), lo=[float(x) for x in losses - tol],
                 hi=[float(x) for x in losses + tol], center=[float(x) for x in losses])
 

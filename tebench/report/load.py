@@ -23,7 +23,7 @@ from tebench.schema.version import RecordError
 from tebench.schema.environment import Environment
 from tebench.schema.records import MAX_STEP_MS, CaseResult, FP8Options, RunHeader, Summary, Throughput
 from tebench.schema.version import SchemaError
-from tebench.plan.matrix import Case
+from tebench.schema.records import Case
 from tebench.workloads.modules_spec import ModuleSpec
 
 
@@ -214,12 +214,13 @@ def _module_record(bench: dict[str, Any], machine_env: Environment) -> CaseResul
         "fp8": info.get("fp8"), "graphs": False, "fp8_weights": False, "parallel": "single", "nproc": 1,
         "settings": {},
     }
+    throughput = Throughput.of(summary["median"], tokens, flops, machine_env.peak_tflops)
     record = {
-        "type": "case", "case_id": Case.from_dict(case).id, "round": 0, "case": case,
+        "type": "case", "case_id": Case.from_dict(case, "case").id, "round": 0, "case": case,
         "benchmark": bench.get("fullname") or bench["name"],
         "status": "ok", "reason": None, "device": {"name": machine_env.gpu.name if machine_env.gpu else "cpu"},
         "timing": {"samples_ms": samples, "stats": summary, "timer": "pytest-benchmark (forward+backward)"},
-        "throughput": Throughput.of(summary["median"], tokens, flops, machine_env.peak_tflops),
+        "throughput": throughput,
     }
     return CaseResult.from_dict(record)
 

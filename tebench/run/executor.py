@@ -21,7 +21,6 @@ from tebench.analysis import parity
 from tebench.store import reader as results
 from tebench.store.writer import Writer
 from tebench.errors import StorageError
-from tebench.plan.matrix import Case
 from tebench.schema import protocol
 from tebench.schema.protocol import EXIT_STORAGE
 from tebench.run.pump import Pump
@@ -35,6 +34,7 @@ from tebench.schema.records import CaseResult, Device, Launch, Measurements
 from tebench.run.options import RunOptions, launch_method, resolve_options
 
 if TYPE_CHECKING:  # the type only: --help builds the parser without pydantic
+    from tebench.schema.records import Case
     from tebench.schema.environment import Environment
 
 

@@ -10,10 +10,13 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
-from tebench.plan.matrix import Case
+from typing import TYPE_CHECKING, Iterable
+
 from tebench.plan.modes import MODES
 from tebench.plan.schedule import Planned
+
+if TYPE_CHECKING:  # the type only: --help builds the parser without pydantic
+    from tebench.schema.records import Case
 
 
 # Below this warm-up step time a case is taken to be launch-bound: its timed steps pace on the host

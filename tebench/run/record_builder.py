@@ -8,9 +8,9 @@ from typing import Any, TYPE_CHECKING
 from tebench.analysis import breakdown, parity
 from tebench.plan.modes import MODES, fp8_library, is_fp8
 from tebench.plan.schedule import Planned
-from tebench.schema.records import CaseInfo, CaseResult, Device, Measurements, Summary, Throughput
+from tebench.schema.records import CaseResult, Device, Measurements, Summary, Throughput
 from tebench.schema.version import RecordError
-from tebench.workloads import SPECS
+from tebench.workloads import SPECS, size_of
 
 if TYPE_CHECKING:  # the type only: --help builds the parser without pydantic
     from tebench.schema.environment import Environment
@@ -39,7 +39,7 @@ def build_record(p: Planned, raw: Measurements, env: Environment, run_id: str, s
     case = p.case
     record = CaseResult(**{name: getattr(raw, name) for name in Measurements.measured()},
                         type="case", run_id=run_id, case_id=case.id, round=p.round,
-                        case=CaseInfo.from_dict(case.to_dict()),  # from the object: its nulls are written too
+                        case=case,
                         started=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
                         duration_s=round(duration, 3), log=log)
     # Where the worker did not say (a skip, a crash before its first line), the machine's device.
@@ -50,7 +50,7 @@ def build_record(p: Planned, raw: Measurements, env: Environment, run_id: str, s
     if record.timing and record.timing.samples_ms:
         summary = record.timing.stats = Summary.of(record.timing.samples_ms)
         wl = SPECS[case.workload]
-        size = case.size_spec
+        size = size_of(case)
         tokens = wl.tokens_per_step(size) * case.nproc
         flops = wl.flops_per_step(size) * case.nproc
         if summary.median:

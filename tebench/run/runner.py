@@ -25,7 +25,7 @@ from tebench.store import reader as results
 from tebench.store.writer import Writer
 from tebench.errors import RunError
 from tebench.escape import for_terminal
-from tebench.plan.matrix import Case, Matrix, expand
+from tebench.plan.matrix import Matrix, expand
 from tebench.plan.schedule import Planned, plan, select_cases
 from tebench.plan.shards import estimate_cost
 from tebench.run.display import Display
@@ -37,6 +37,7 @@ from tebench.run.resume import resume_state
 from tebench.schema.records import CaseResult, RunHeader
 
 if TYPE_CHECKING:  # the type only: --help builds the parser without pydantic
+    from tebench.schema.records import Case
     from tebench.schema.environment import Environment
 
 

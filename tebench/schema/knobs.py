@@ -140,6 +140,25 @@ def build(cls: type, data: dict[str, Any], *, require_all: bool = True, base: An
     return cls(**values)
 
 
+def check_stored(cls: type, table: dict[str, Any], *, closed: bool) -> None:
+    """FieldError unless a matrix table as a record stores it has each value of its declared type and not below
+    its minimum.
+
+    Only the lower limits apply: a record was valid under the upper limits of its day. ``closed``: a key ``cls``
+    does not declare is refused (the matrix refuses it too).
+    """
+    names = fields_by_name(cls)
+    for key, value in table.items():
+        if key not in names:
+            if closed:
+                raise FieldError(key, value, f"unknown key (known: {', '.join(names)})")
+            continue
+        check_value(cls, key, value, limits=False)
+        lo = names[key].metadata.get("min")
+        if lo is not None and isinstance(value, (int, float)) and not isinstance(value, bool) and value < lo:
+            raise FieldError(key, value, f"must be at least {lo}")
+
+
 def is_missing(value: Any) -> bool:
     """True for the placeholder value of a missing-key FieldError."""
     return value is _NO_VALUE

@@ -47,6 +47,7 @@ Torch-free and numpy-free.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import json
 import math
@@ -177,11 +178,11 @@ def field(default: Any, doc: str, *, required: bool = False, show: dict[str, str
     ``limits`` are pydantic's (``ge``, ``le``, ``min_length``, ``alias`` …). ``required``: the field
     must be stored and not null whenever its part is (a part built here may leave it at its
     default). ``show``: how a report labels the field (see :func:`shown`). A default of ``list``
-    or ``dict`` (the type) is a fresh empty one per instance.
+    or ``dict`` (the type), or of any class, is a fresh instance per part.
     """
     extra: dict[str, Any] | None = {**({"required": True} if required else {}), **(show or {})} or None
     bounds = {k: limits.pop(k) for k in ("ge", "le", "gt", "lt") if k in limits}
-    if default in (list, dict):
+    if isinstance(default, type):
         info = Field(default_factory=default, description=doc, json_schema_extra=extra, **limits)
     else:
         info = Field(default, description=doc, json_schema_extra=extra, **limits)
@@ -421,6 +422,11 @@ def _plain(value: Any, read: Any) -> Any:
     """A field's JSON value; ``read``: what was stored there, whose key order a part read keeps."""
     if isinstance(value, PartBase):
         return value.to_dict(read)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # A case's settings (flat): those stored, in their order (an older file lacks settings added since, which
+        # read as their defaults), else every one.
+        names = read if isinstance(read, dict) else [f.name for f in dataclasses.fields(value)]
+        return {name: getattr(value, name) for name in names}
     if isinstance(value, list) and any(isinstance(v, PartBase) for v in value):
         same = isinstance(read, list) and len(read) == len(value)
         return [v.to_dict(read[i] if same else None) if isinstance(v, PartBase) else v for i, v in enumerate(value)]

@@ -29,12 +29,14 @@ import re
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Sequence
 
 from annotated_types import Interval
-from pydantic import ConfigDict, field_validator, model_validator
+from pydantic import BeforeValidator, ConfigDict, InstanceOf, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from tebench.schema import version as versions
 from tebench.schema.environment import Environment, PeakRates
+from tebench.schema.knobs import FieldError, check_stored
 from tebench.schema.part import AnyNum, Bool, Int, Limits, Num, OneOf, Part, Row, Str, field, kind
+from tebench.schema.settings import Settings
 from tebench.schema.version import SCHEMA, STATUSES, RecordError, check_version
 from tebench.schema.vocabulary import AMAX_ALGOS, FORMATS, JUDGED, PARALLEL
 
@@ -789,30 +791,86 @@ class FP8Options(Part):
         return ".".join(parts)
 
 
-class CaseInfo(Part):
-    """The case a record describes, as :meth:`tebench.plan.matrix.Case.to_dict` writes it.
+def _settings(value: Any) -> Any:
+    """A case's stored settings as :class:`Settings`: each value checked against its declaration (its type and
+    lower limit: a record was valid under the upper limits of its day), and an absent one read as its default."""
+    if isinstance(value, Settings):
+        return value  # a case built here
+    if not isinstance(value, dict):
+        raise PydanticCustomError("choice", "must be an object, not {kind}", {"kind": kind(value)})
+    try:
+        check_stored(Settings, value, closed=True)
+    except FieldError as exc:
+        raise PydanticCustomError("choice", "{why}", {"at": exc.key, "why": str(exc)}) from None
+    return Settings(**value)  # the values as stored: an integer learning rate stays an integer
 
-    Readers key, group and colour by these: a mode this tebench does not know has no
-    colour, reference order or gate, so it is refused, while a workload name may be a
-    user's plugin and is any text. The checks that need the plan's registries (the mode,
-    the recipe, a built-in workload's dimensions, the settings' types) are in
-    :mod:`tebench.plan.record_checks`.
+
+StoredSettings = Annotated[InstanceOf[Settings], BeforeValidator(_settings)]
+"""A case's settings: :class:`Settings`, from its stored object (:func:`_settings`)."""
+
+
+class Case(Part):
+    """One point of the matrix: workload x size x mode x recipe options, with its settings; the case a record
+    describes, as the plan made it.
+
+    The plan builds it (:func:`tebench.plan.matrix.expand`), the worker gets it as JSON (its own
+    :meth:`to_dict`) and a record stores it. Frozen and hashable. A mode this tebench does not know has no
+    colour, reference order or gate, so a record's is refused, while a workload name may be a user's plugin and
+    is any text; the checks that need the plan's registries (the mode, the recipe, a built-in workload's
+    dimensions) are in :mod:`tebench.plan.record_checks`. The workload's size dataclass is
+    :func:`tebench.workloads.size_of`.
     """
 
+    model_config = ConfigDict(frozen=True)
     ALWAYS = ("workload", "size", "mode", "dims", "fp8", "graphs", "fp8_weights", "parallel", "nproc", "settings")
-    """Every key, null ones too, as :meth:`tebench.plan.matrix.Case.to_dict` writes them."""
+    """Every key, null ones too, as a case has always been stored."""
 
     workload: Str = field("", "A built-in workload or a plugin's name.", required=True)
     size: Str = field("", "The size's name in the matrix.", required=True)
     mode: Str = field("", "The precision mode (a known one: plan.record_checks).", required=True)
-    dims: dict[str, Num | Str] = field(dict, "The size's dimensions (numbers, a module's name).", required=True)
+    dims: dict[str, Num | Str] = field(dict, "The size's dimensions (numbers, a module's name), e.g. d_model.",
+                                       required=True)
     fp8: FP8Options | None = field(None, "The FP8 recipe options (FP8 modes only).")
-    graphs: Bool | None = field(None, "Whether the step runs as CUDA graphs.")
-    fp8_weights: Bool | None = field(None, "Whether the weights are stored in FP8 (TE's quantized parameters).")
-    parallel: Annotated[Str, OneOf(*PARALLEL)] | None = field(None, "single, ddp or fsdp2.")
-    nproc: Int | None = field(None, "Processes (GPUs) the case runs on.", ge=1)
-    settings: dict[str, Any] = field(dict, "Its settings (checked by plan.matrix.Settings' types); absent ones "
-                                           "read as their defaults.")
+    graphs: Bool | None = field(False, "Whether the step runs as CUDA graphs (the model's layer stack captured).")
+    fp8_weights: Bool | None = field(False, "Whether the weights are stored in FP8 (TE's quantized_model_init, "
+                                            "with an FP8-aware optimizer).")
+    parallel: Annotated[Str, OneOf(*PARALLEL)] = field("single", "single, ddp or fsdp2.")
+    nproc: Int = field(1, "Processes (GPUs) the case runs on.", ge=1)
+    settings: StoredSettings = field(Settings, "How it was run: the matrix's settings (each one's type as the "
+                                               "matrix declares it); absent ones read as their defaults.")
+
+    @property
+    def id(self) -> str:
+        """Stable identity built from the axes, e.g. ``gpt/tutorial/TE-FP8/delayed.E4M3.h16.max``."""
+        parts = [self.workload, self.size, self.mode]
+        if self.fp8 is not None:
+            parts.append(self.fp8.label())
+        if self.fp8_weights:
+            parts.append("fp8-weights")
+        if self.graphs:
+            parts.append("graphs")
+        if self.parallel != "single":
+            parts.append(f"{self.parallel}x{self.nproc}")
+        return "/".join(parts)
+
+    @property
+    def variant(self) -> str:
+        """The mode plus its options: the 'column' a report compares across."""
+        return self.id.split("/", 2)[2]
+
+    def replace(self, **changes: Any) -> "Case":
+        """This case with ``changes`` (fields by name), built anew: it writes every key."""
+        return Case(**{**{name: getattr(self, name) for name in Case.model_fields}, **changes})
+
+    # By value: a case read from a record equals the same case the plan built (the JSON it was read from,
+    # which pydantic's own equality compares, is not part of its value).
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Case):
+            return NotImplemented
+        return self.__dict__ == other.__dict__ and self.extra == other.extra
+
+    def __hash__(self) -> int:
+        return hash((self.id, self.settings))
 
 
 def _check_version(d: dict[str, Any], where: str) -> dict[str, Any]:
@@ -851,7 +909,7 @@ class CaseResult(Measurements):
     run_id: Str | None = field(None, "The run the record belongs to.")
     case_id: Str = field("", "workload/size/mode[/options]: the case's identity.", required=True)
     round: Int | None = field(None, "Which repetition of the matrix (--rounds).", ge=0)
-    case: CaseInfo = field(..., "The case as planned (plan.matrix.Case.to_dict()).", required=True)
+    case: Case = field(..., "The case as planned.", required=True)
     started: Str | None = field(None, "When the case started (local time with offset).")
     duration_s: Num | None = field(None, "The case's wall-clock seconds, start-up to record.", ge=0)
     log: Str | None = field(None, "Its log, relative to the run directory.")
@@ -897,11 +955,11 @@ class CaseResult(Measurements):
 
     @property
     def parallel(self) -> str:
-        return self.case.parallel or "single"
+        return self.case.parallel
 
     @property
     def nproc(self) -> int:
-        return self.case.nproc or 1
+        return self.case.nproc
 
     @property
     def graphs(self) -> bool:
@@ -916,7 +974,7 @@ class CaseResult(Measurements):
         return self.case.fp8
 
     @property
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> Settings:
         return self.case.settings
 
     @property

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic_core import from_json
 from tebench.schema.environment import Environment
-from tebench.schema.records import CaseInfo, CaseResult, RunHeader
+from tebench.schema.records import Case, CaseResult, RunHeader
 from tebench import bounded
 from tebench.escape import short_repr
 from tebench.gc_control import collector_off
@@ -126,7 +126,7 @@ def results_path(path: str | Path) -> Path:
 
 
 def parse_record(record: Any, *, text: bool = True, line: bytes | None = None,
-                 cases: dict[str, tuple[dict[str, Any], bool]] | None = None,
+                 cases: dict[str, tuple[Case, bool]] | None = None,
                  without: tuple[str, ...] = ()) -> RunHeader | CaseResult:
     """The typed record of a (schema-checked) JSON object; RecordError when it lacks its declared shape.
 
@@ -156,9 +156,11 @@ def parse_record(record: Any, *, text: bool = True, line: bytes | None = None,
     if kind == "header":
         return RunHeader.from_dict(record, "header", line=line)
     if kind == "case":
-        case = CaseResult.from_dict(record, "record", line=line)  # the shape first: the plan's pass takes it
-        normal, completed = _checked_case(record["case"], {} if cases is None else cases)
-        case.case = CaseInfo.from_dict(normal, "case")
+        stored, completed = record.get("case"), False
+        if isinstance(stored, dict):  # else the record's model names what is wrong
+            typed, completed = _checked_case(stored, {} if cases is None else cases)
+            record = {**record, "case": typed}  # validated once per description; the record takes it as it is
+        case = CaseResult.from_dict(record, "record", line=line)
         if line is not None and not text and not nulls and not completed and "non_finite" not in record \
                 and _as_written(line):
             case.vouch_line()
@@ -185,18 +187,19 @@ _PARTS = {*CaseResult.part_fields(), *RunHeader.part_fields()}
 """Top-level fields that hold a part: a stored null there reads as the part being absent."""
 
 
-def _checked_case(case: dict[str, Any], checked: dict[str, tuple[dict[str, Any], bool]]) -> tuple[dict[str, Any], bool]:
-    """The stored case description checked by the plan's pass and completed (:func:`_normal_case`), and
-    whether completing it changed it (its text included: settings added or reordered), once per
-    description in ``checked``: a file's records of one case share it, and the checks took a fifth of
-    reading a file of many rounds."""
+def _checked_case(case: dict[str, Any], checked: dict[str, tuple[Case, bool]]) -> tuple[Case, bool]:
+    """The stored case description checked (its declared shape, then the plan's pass) and completed
+    (:func:`_normal_case`), and whether completing it changed it (its text included: settings added or
+    reordered), once per description in ``checked``: a file's records of one case share it, and the checks took
+    a fifth of reading a file of many rounds. Frozen: the records of one case share the one object."""
     key = json.dumps(case)
     known = checked.get(key)
     if known is None:
+        read = Case.from_dict(case, "case")
         record_checks.check_case(case)
-        normal = _normal_case(case)
-        known = checked[key] = (normal, json.dumps(normal) != key)
-    return known  # shared by the records of one case: validating it copies what a record holds
+        normal = _normal_case(read)
+        known = checked[key] = (normal, json.dumps(normal.to_dict()) != key)
+    return known
 
 
 def _as_written(line: bytes) -> bool:
@@ -208,26 +211,10 @@ def _as_written(line: bytes) -> bool:
     return line.startswith(CASE_LINE_START) and b"NaN" not in line and b"Infinity" not in line
 
 
-def _normal_case(case: dict[str, Any]) -> dict[str, Any]:
-    """The stored case description as the matrix would write it (its settings completed), or RecordError."""
-    # torch-free; imported here: the matrix module is heavier than the reader needs up front
-    from tebench.plan.matrix import Case, Settings
-    from tebench.schema.knobs import FieldError, build
-
-    try:
-        normal = Case.from_dict(case).to_dict()
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise RecordError("case", case, f"not a case description ({type(exc).__name__}: {exc})") from None
-    try:
-        build(Settings, normal["settings"], require_all=False, limits=False)
-    except FieldError as exc:
-        raise RecordError(f"case.settings.{exc.key}", exc.value, str(exc)) from None
-    if not isinstance(normal["dims"], dict) or not isinstance(normal["nproc"], int):
-        raise RecordError("case.dims", normal["dims"], "must be an object (and case.nproc an integer)")
-    for key in ("workload", "size", "mode", "parallel"):
-        if not isinstance(normal[key], str):
-            raise RecordError(f"case.{key}", normal[key], "must be a string")
-    return normal
+def _normal_case(read: Case) -> Case:
+    """A stored case as the plan would write it: built anew, so that it writes every key (an absent one at its
+    default, its settings completed, a key this tebench does not know left out)."""
+    return read.replace()
 
 
 class _HugeInt(str):
@@ -340,7 +327,7 @@ def _read(path: str | Path, without: tuple[str, ...] = ()) -> Run:
     problems: list[str] = []
     owners: dict[tuple[Any, Any], tuple[str, str]] = {}
     seen_record = False
-    cases: dict[str, tuple[dict[str, Any], bool]] = {}
+    cases: dict[str, tuple[Case, bool]] = {}
     # Bounded: a FIFO, a device or a file past the size limit is refused (InputError, exit 2), and a
     # line past the line limit is skipped without being held in memory.
     for lineno, raw in bounded.iter_lines(file):

@@ -9,6 +9,8 @@ reads is what the reader checks. A test keeps the page in step with the declarat
 
 from __future__ import annotations
 
+import dataclasses
+
 import re
 import sys
 import types
@@ -25,7 +27,7 @@ from tebench.schema.part import MAX_EXACT, PartBase
 ROOTS: tuple[tuple[str, type[PartBase]], ...] = (("The header line", records.RunHeader),
                                              ("A case record", records.CaseResult))
 """The two kinds of line of a results file, in the order a file holds them."""
-CHOICES: dict[str, tuple[str, ...]] = {records.CaseInfo.model_fields["mode"].description or "": tuple(MODES),
+CHOICES: dict[str, tuple[str, ...]] = {records.Case.model_fields["mode"].description or "": tuple(MODES),
                                        records.FP8Options.model_fields["recipe"].description or "": tuple(RECIPES)}
 """The vocabularies the plan checks a record's words against, by the field's doc."""
 
@@ -70,6 +72,8 @@ def _type_name(hint: Any) -> str:
         return "text"
     if isinstance(hint, type) and issubclass(hint, PartBase):
         return f"[{hint.__name__}](#{hint.__name__.lower()})"
+    if dataclasses.is_dataclass(hint):
+        return "object"  # a case's settings: the matrix's, declared and documented there
     return "any"
 
 

@@ -13,7 +13,7 @@ import time
 from typing import Any, Callable
 import torch
 from tebench.worker.fp8state import ScalingRecorder
-from tebench.plan.matrix import Case
+from tebench.schema.records import Case
 from tebench.plan.modes import MODES
 from tebench.plan.recipes import RECIPES
 from tebench.schema.records import (median, Energy, FP8State, GpuBusy, Kernels, Loss, Measurements, Memory, ModuleCensus, Phases,
@@ -25,6 +25,7 @@ from tebench.worker.train import Trainer, build_trainer
 from tebench.worker.hooks.slowdown import injected_slowdown
 from tebench.worker.profile import device_events, gpu_busy, kernel_table
 from tebench.worker.timing import sync, timed_steps, warm_up
+from tebench.workloads import size_of
 
 
 Progress = Callable[..., None]
@@ -125,10 +126,10 @@ def draw_batches(wl: Any, case: Case, count: int, device: torch.device, data_see
     """
     seed = case.settings.seed
     if data_seed is None:
-        return wl.batches(case.size_spec, count, seed, device)
+        return wl.batches(size_of(case), count, seed, device)
     if "data_seed" in inspect.signature(wl.batches).parameters:
-        return wl.batches(case.size_spec, count, seed, device, data_seed=data_seed)
-    return wl.batches(case.size_spec, count, data_seed, device)
+        return wl.batches(size_of(case), count, seed, device, data_seed=data_seed)
+    return wl.batches(size_of(case), count, data_seed, device)
 
 
 def run_case(case: Case, device: torch.device, progress: Progress,
@@ -207,7 +208,7 @@ def run_case(case: Case, device: torch.device, progress: Progress,
     if st.validate and all(math.isfinite(v) for v in loss_values):
         progress("validate", total, total)
         t = time.perf_counter()
-        validation = wl.validate(trainer.eager, case.size_spec, st.seed, device, trainer.precision.forward_ctx)
+        validation = wl.validate(trainer.eager, size_of(case), st.seed, device, trainer.precision.forward_ctx)
         phases["validate_s"] = time.perf_counter() - t
 
     loss = Loss(per_step=loss_values, warmup_steps=warm["steps"])

@@ -13,11 +13,12 @@ from typing import Any
 
 import torch
 
-from tebench.plan.matrix import Case
+from tebench.schema.records import Case
 from tebench.schema.records import Distributed, Measurements, median as median_of
 from tebench.worker.case import Progress, run_case
 from tebench.worker.seeds import derive_seed
 from tebench.worker.models import WORKLOADS
+from tebench.workloads import size_of
 
 
 def _wrap(case: Case, device: torch.device, built: list[torch.nn.Module]):
@@ -54,7 +55,7 @@ def run_distributed(case: Case, device: torch.device, progress: Progress) -> Mea
         timing, mem, loss = raw.timing, raw.memory, raw.loss
         assert timing is not None and mem is not None and loss is not None, "run_case measures all three"
         median = median_of(timing.samples_ms)
-        tokens = WORKLOADS[case.workload].tokens_per_step(case.size_spec)
+        tokens = WORKLOADS[case.workload].tokens_per_step(size_of(case))
         mine = {
             "rank": rank,
             "device": str(device),

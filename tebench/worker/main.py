@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     # (imports still under way then are counted); imports done before are in launch["preload_s"].
     started = launch.pop("sent", None) or time.time()
 
-    from tebench.plan.matrix import Case
+    from tebench.schema.records import Case
 
     case = Case.from_dict(json.loads(Path(args.case).read_text()))
     rank = int(os.environ.get("RANK", "0"))

@@ -29,11 +29,12 @@ from typing import Any, Callable
 
 import torch
 
-from tebench.plan.matrix import Case
+from tebench.schema.records import Case
 from tebench.plan.modes import MODES
 from tebench.worker.hooks.faults import mutation_for
 from tebench.worker.seeds import derive_seed
 from tebench.worker.train import build_trainer
+from tebench.workloads import size_of
 
 def wanted(case: Case) -> bool:
     """Whether ``case`` trains extra runs: a plain single-process run of a mode that may be parity's reference."""
@@ -83,9 +84,9 @@ def _train(case: Case, device: torch.device, wl: Any, seed: int, twin_seed: int 
            progress: Callable[..., None], phase: str) -> tuple[list[float], float | None]:
     st = case.settings
     total = st.warmup + st.steps
-    run = dataclasses.replace(case, settings=dataclasses.replace(st, seed=seed))
+    run = case.replace(settings=dataclasses.replace(st, seed=seed))
     torch.manual_seed(seed)
-    batches = wl.batches(case.size_spec, total, seed, device)
+    batches = wl.batches(size_of(case), total, seed, device)
     trainer = build_trainer(run, device, batches)
     if twin_seed is not None:
         perturb(trainer.eager, twin_seed, st.twin_scale)
@@ -97,7 +98,7 @@ def _train(case: Case, device: torch.device, wl: Any, seed: int, twin_seed: int 
     value = None
     if forward_validate and all(math.isfinite(v) for v in curve):
         # Validation uses the case's seed for its held-out data, whatever the run's own seed.
-        result = wl.validate(trainer.eager, case.size_spec, st.seed, device, trainer.precision.forward_ctx)
+        result = wl.validate(trainer.eager, size_of(case), st.seed, device, trainer.precision.forward_ctx)
         metric = result.get("metric")
         if metric and isinstance(result.get(metric), (int, float)):
             value = float(result[metric])

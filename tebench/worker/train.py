@@ -20,11 +20,12 @@ from tebench.worker.hooks import mutations
 from tebench.worker import ao_fp8, te_compat
 from tebench.worker.te_recipe import build_recipe
 from tebench.worker.hooks.faults import mutation_for
-from tebench.plan.matrix import Case, Settings
+from tebench.schema.records import Case
+from tebench.schema.settings import Settings
 from tebench.plan.modes import MASTER_WEIGHT_POLICY, MODES
 from tebench.worker.models import WORKLOADS
 from tebench.worker.models.base import Batch
-from tebench.workloads import Workload
+from tebench.workloads import Workload, size_of
 
 # Test hook (documented in the README): milliseconds of sleep added inside
 # every timed step, so a regression can be produced on purpose.
@@ -273,7 +274,7 @@ def build_trainer(case: Case, device: torch.device, batches: list[Batch],
     """
     mode = MODES[case.mode]
     wl = WORKLOADS[case.workload]
-    size = case.size_spec
+    size = size_of(case)
     if case.graphs and device.type != "cuda":
         raise RuntimeError("CUDA graphs need a CUDA device")
     precision = make_precision(case, device, amax_group)

@@ -25,6 +25,8 @@ from tebench.workloads.spec import SizeError, WorkloadSpec, workload_kind
 if TYPE_CHECKING:
     import torch
 
+    from tebench.schema.records import Case
+
     from tebench.worker.models.base import Batch
 
 
@@ -65,4 +67,9 @@ def kind(name: str) -> str:
     return workload_kind(spec) if spec is not None else "model"
 
 
-__all__ = ["SPECS", "BUILT_IN", "Workload", "WorkloadSpec", "SizeError", "kind"]
+def size_of(case: "Case") -> Any:
+    """The workload's size dataclass of ``case`` (its ``dims``)."""
+    return SPECS[case.workload].size_type(**case.dims)
+
+
+__all__ = ["SPECS", "BUILT_IN", "Workload", "WorkloadSpec", "SizeError", "kind", "size_of"]

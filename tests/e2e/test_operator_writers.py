@@ -31,6 +31,7 @@ from tebench.run import runner
 from tebench.run.executor import slug
 from tebench.run.options import RunOptions
 from tebench.run.outdir import LOCK_NAME, OutLock, lock_out, run_dir_of
+from tebench.workloads import size_of
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -450,7 +451,7 @@ def test_sizes_that_read_the_same_keep_their_own_measurements_and_logs(tmp_path,
     mat = tmp_path / "twins.toml"
     mat.write_text(textwrap.dedent(TWIN_SIZES))
     expected = {name: WORKLOADS["gpt"].params(size) for name, size in
-                ((c.size, c.size_spec) for c in matrix.iter_cases(matrix.load(mat)))}
+                ((c.size, size_of(c)) for c in matrix.iter_cases(matrix.load(mat)))}
     assert len(set(expected.values())) == 2
     # One after the other the two would share a log (the first one's lost); at once, also the
     # hand-off files: --devices covers both.

@@ -157,7 +157,7 @@ def _settings_fields() -> dict[str, Kind]:
     import dataclasses
     import typing
 
-    from tebench.plan.matrix import Settings
+    from tebench.schema.settings import Settings
 
     hints = typing.get_type_hints(Settings)
     out: dict[str, Kind] = {}

@@ -13,13 +13,16 @@ import json
 import pytest
 import torch
 
-from tebench.plan.matrix import Case, Settings
+from tebench.schema.records import Case
+
+from tebench.schema.settings import Settings
 from tebench.plan.recipes import fp8_options
 from tebench.schema.records import FP8Options
 from tebench.worker.models import WORKLOADS
 from tebench.worker.models.distill import DistillSize
 from tebench.worker.models.gpt import GPTSize
 from tebench.workloads.modules_spec import MODULES, ModuleSize
+from tebench.workloads import size_of
 
 pytestmark = [pytest.mark.gpu, pytest.mark.te]
 
@@ -82,7 +85,7 @@ def _small_gpt_case(mode: str, fp8: FP8Options | None = None, **kw) -> Case:
     size = GPTSize(vocab=64, d_model=256, heads=4, layers=2, ffn=1024, seq=128, batch=8)
     import dataclasses
 
-    return Case("gpt", "small", mode, tuple(dataclasses.asdict(size).items()), fp8,
+    return Case(workload="gpt", size="small", mode=mode, dims=dataclasses.asdict(size), fp8=fp8,
                 settings=Settings(steps=10, warmup=3, lr=2e-3, profile_steps=2), **kw)
 
 
@@ -126,7 +129,7 @@ def test_fp8_weight_transposes_follow_the_optimizer():
     from tebench.worker.train import build_trainer
 
     case = _small_gpt_case("TE-FP8", FP8Options(recipe="delayed", format="HYBRID", amax_history_len=16, amax_compute_algo="max"), fp8_weights=True)
-    batches = WORKLOADS["gpt"].batches(case.size_spec, 3, 1, DEV)
+    batches = WORKLOADS["gpt"].batches(size_of(case), 3, 1, DEV)
     trainer = build_trainer(case, DEV, batches)
     for b in batches:
         trainer.step(b)
@@ -311,7 +314,7 @@ def _llama_case(mode: str, fp8: FP8Options | None = None, **kw) -> Case:
     import dataclasses
 
     size = _llama_size(batch=8)
-    return Case("llama", "small", mode, tuple(dataclasses.asdict(size).items()), fp8,
+    return Case(workload="llama", size="small", mode=mode, dims=dataclasses.asdict(size), fp8=fp8,
                 settings=Settings(steps=10, warmup=3, lr=2e-3, profile_steps=2), **kw)
 
 
@@ -352,7 +355,7 @@ def _mutation_record(mode: str, fp8: FP8Options | None, mutation: str | None, mo
     from tebench.worker.hooks import faults
     from tebench.worker.case import run_case
 
-    case = Case("gpt", "tiny", mode, tuple(dataclasses.asdict(TE_MUTATION_SIZE).items()), fp8=fp8,
+    case = Case(workload="gpt", size="tiny", mode=mode, dims=dataclasses.asdict(TE_MUTATION_SIZE), fp8=fp8,
                 settings=Settings(steps=TE_MUTATION_STEPS, warmup=0, lr=3e-3, profile_steps=0))
     if mutation:
         monkeypatch.setenv(faults.FAULT_ENV, f"{case.id}={mutation}")
@@ -432,7 +435,7 @@ def test_fp8_proof_refuses_a_case_that_ran_no_fp8(fp8, mutation, monkeypatch):
     """profile_steps = 0 (the nightly's): the one extra step still proves or refuses FP8."""
     import dataclasses
 
-    case = Case("gpt", "tiny", "TE-FP8", tuple(dataclasses.asdict(TE_MUTATION_SIZE).items()), fp8=fp8,
+    case = Case(workload="gpt", size="tiny", mode="TE-FP8", dims=dataclasses.asdict(TE_MUTATION_SIZE), fp8=fp8,
                 settings=Settings(steps=8, warmup=2, lr=3e-3, profile_steps=0, validate=False))
     record = run_built(case, mutation, monkeypatch)
     proof = record.fp8_proof
@@ -457,7 +460,7 @@ def _zipf_record(mode: str, fp8: FP8Options | None, mutation: str | None, monkey
 
     from tebench.worker.hooks import faults
 
-    case = Case("gpt", "tiny-zm", mode, tuple(dataclasses.asdict(ZIPF_SIZE).items()), fp8=fp8,
+    case = Case(workload="gpt", size="tiny-zm", mode=mode, dims=dataclasses.asdict(ZIPF_SIZE), fp8=fp8,
                 settings=Settings(steps=ZIPF_STEPS, warmup=0, lr=3e-3, profile_steps=0, reference_seeds=seeds))
     if mutation:
         monkeypatch.setenv(faults.FAULT_ENV, f"{case.id}={mutation}")
@@ -537,7 +540,7 @@ def test_partial_fp8_is_kept_out(monkeypatch):
     import dataclasses
 
     size = GPTSize(vocab=32, d_model=64, heads=4, layers=4, ffn=128, seq=32, batch=16)
-    case = Case("gpt", "tiny4", "TE-FP8", tuple(dataclasses.asdict(size).items()),
+    case = Case(workload="gpt", size="tiny4", mode="TE-FP8", dims=dataclasses.asdict(size),
                 fp8=FP8Options(recipe="delayed", format="HYBRID", amax_history_len=16, amax_compute_algo="max"),
                 settings=Settings(steps=8, warmup=2, lr=3e-3, profile_steps=0, validate=False))
     full = run_built(case, None, monkeypatch)
@@ -563,7 +566,7 @@ def subtle_judged():
     mp = pytest.MonkeyPatch()
 
     def record(mode: str, fp8: FP8Options | None, mutation: str | None, twins: int = 0):
-        case = Case("gpt", "tiny-zm", mode, tuple(dataclasses.asdict(ZIPF_SIZE).items()), fp8=fp8,
+        case = Case(workload="gpt", size="tiny-zm", mode=mode, dims=dataclasses.asdict(ZIPF_SIZE), fp8=fp8,
                     settings=Settings(steps=ZIPF_STEPS, warmup=0, lr=3e-3, profile_steps=0, reference_twins=twins))
         return run_built(case, mutation, mp)
 

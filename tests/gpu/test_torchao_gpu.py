@@ -7,7 +7,9 @@ import dataclasses
 
 import pytest
 
-from tebench.plan.matrix import Case, Settings
+from tebench.schema.records import Case
+
+from tebench.schema.settings import Settings
 from tebench.plan.recipes import fp8_options
 from tebench.worker.models.gpt import GPTSize
 from tests.gpu.test_gpu import run_built
@@ -18,7 +20,7 @@ SIZE = GPTSize(vocab=96, d_model=256, heads=4, layers=2, ffn=1024, seq=128, batc
 
 
 def _ao_fp8_case(recipe: str, graphs: bool = False) -> Case:
-    return Case("gpt", "tiny", "AO-FP8", tuple(dataclasses.asdict(SIZE).items()),
+    return Case(workload="gpt", size="tiny", mode="AO-FP8", dims=dataclasses.asdict(SIZE),
                 fp8=fp8_options(recipe, None, None, None), graphs=graphs,
                 settings=Settings(steps=8, warmup=3, lr=3e-3, profile_steps=0, validate=False))
 

@@ -9,13 +9,13 @@ if "TE" in sys.argv[1]:
 from torch._dynamo.utils import counters
 from tebench.matrix import load, iter_cases
 from tebench.train import build_trainer
-from tebench.workloads import WORKLOADS
+from tebench.workloads import WORKLOADS, size_of
 case = next(c for c in iter_cases(load("benchmarks/matrices/nightly.toml")) if c.id == sys.argv[1])
 torch.cuda.set_device(0); dev = torch.device("cuda", 0)
 st = case.settings; n = 6
 torch.manual_seed(st.seed)
 wl = WORKLOADS[case.workload]
-b = wl.batches(case.size_spec, n, st.seed, dev)
+b = wl.batches(size_of(case), n, st.seed, dev)
 tr = build_trainer(case, dev, b)
 for i in range(n):
     tr.step(b[i])
@@ -24,7 +24,7 @@ out = {"case": case.id, "validate_s": [], "frames_compiled": []}
 for k in range(3):
     c0 = dict(counters["stats"])
     t = time.perf_counter()
-    wl.validate(tr.eager, case.size_spec, st.seed, dev, tr.precision.forward_ctx)
+    wl.validate(tr.eager, size_of(case), st.seed, dev, tr.precision.forward_ctx)
     torch.cuda.synchronize()
     out["validate_s"].append(round(time.perf_counter() - t, 3))
     out["frames_compiled"].append({key: v - c0.get(key, 0) for key, v in counters["stats"].items() if v != c0.get(key, 0)})

@@ -10,7 +10,8 @@ import pytest
 
 from tebench.analysis import breakdown, memory
 from tebench.schema.environment import Environment, PeakRates
-from tebench.plan.matrix import Case, Settings
+from tebench.schema.records import Case
+from tebench.schema.settings import Settings
 from tebench.schema.records import FP8Options
 from tebench.plan.schedule import Planned
 from tebench.run.record_builder import build_record
@@ -157,7 +158,8 @@ def test_worker_counts_each_storage_once():
 
 def _fp8_case() -> Case:
     dims = (("vocab", 32), ("d_model", 64), ("heads", 4), ("layers", 2), ("ffn", 128), ("seq", 32), ("batch", 4))
-    return Case("gpt", "t", "TE-FP8", dims, FP8Options(recipe="delayed", format="HYBRID", amax_history_len=16, amax_compute_algo="max"),
+    return Case(workload="gpt", size="t", mode="TE-FP8", dims=dict(dims),
+                fp8=FP8Options(recipe="delayed", format="HYBRID", amax_history_len=16, amax_compute_algo="max"),
                 settings=Settings(steps=4, warmup=0))
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -219,7 +221,7 @@ def test_the_parity_margin_setting_is_the_share_asked():
     start = 4.6
     ref = _heldout_record("PT-AMP", curve(start=start), twins=[curve(0.002, start=start), curve(-0.001, start=start)])
     case = _heldout_record("TE-BF16", curve(0.05, start=start))
-    case.case.settings["parity_margin"] = 0.03
+    case.case = case.case.replace(settings=dataclasses.replace(case.case.settings, parity_margin=0.03))
     parity.attach([ref, case])
     assert case.parity.verdict == "pass" and case.parity.margin_share == 0.03, case.parity.reason
 

@@ -8,7 +8,8 @@ import pytest
 
 from tebench.analysis import breakdown
 from tebench.schema.environment import Environment
-from tebench.plan.matrix import Case, Settings
+from tebench.schema.records import Case
+from tebench.schema.settings import Settings
 from tebench.schema.records import FP8Options
 from tebench.plan.schedule import Planned
 from tebench.run.record_builder import NOT_TE_REASON, build_record
@@ -35,7 +36,7 @@ def _census(te_fp8: int | None, te_high: int | None, flops: dict[str, float] | N
 
 def _profiled_record(mode: str, kernels: Kernels | None, census: ModuleCensus | None):
     fp8 = FP8Options(recipe="delayed", format="HYBRID", amax_history_len=16, amax_compute_algo="max") if mode == "TE-FP8" else None
-    case = Case("gpt", "t", mode, DIMS, fp8, settings=Settings(steps=4, warmup=0))
+    case = Case(workload="gpt", size="t", mode=mode, dims=dict(DIMS), fp8=fp8, settings=Settings(steps=4, warmup=0))
     raw = Measurements.from_dict({"status": "ok", "timing": {"samples_ms": [10.0, 10.0, 10.0]},
                                   "loss": {"per_step": [2.0, 1.9, 1.8]},
                                   "kernels": kernels.to_dict() if kernels else None,

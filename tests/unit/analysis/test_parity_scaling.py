@@ -131,7 +131,6 @@ SETUPS: dict[str, dict[str, Any]] = {
     "other lr": {"settings": {"lr": 2e-3}},
     "int lr": {"settings": {"lr": 1}},
     "float lr equal to it": {"settings": {"lr": 1.0}},
-    "nan lr": {"settings": {"lr": math.nan}},
     "no lr_warmup": {"drop": ["lr_warmup"]},
     "lr_warmup": {"settings": {"lr_warmup": 5}},
     "adam_beta2": {"settings": {"adam_beta2": 0.95}},
@@ -168,6 +167,7 @@ def _edge_records(seed: int = 0) -> list[dict[str, Any]]:
         frozen["updates"] = {"unchanged": 3, "unchanged_names": ["w"]}
         group += [mutated, diverged, frozen]
         out += group
+    out.append(_record_dict(rng, "TE-BF16", 0, 1.02, settings={"seed": 99}))  # no run of its setup: n/a
     rng.shuffle(out)
     typed = [CaseResult.from_dict(r) for r in out]
     typed.append(typed[3])  # one record listed twice

@@ -8,7 +8,7 @@ import pytest
 from conftest import unsaid
 from tebench.schema.environment import GPU, Environment, Support
 from tebench.plan.gates import gate_case
-from tebench.plan.matrix import Case
+from tebench.schema.records import Case
 from tebench.plan.modes import MODES
 from tebench.plan.recipes import RECIPES, fp8_options
 from tebench.schema.records import FP8Options
@@ -31,7 +31,7 @@ def gpu_env(cc=(9, 0), te="2.20.2", fp8=True, gpus=1) -> Environment:
 
 
 def case(mode: str, fp8: FP8Options | None = None, dims=GPT, **kw) -> Case:
-    return Case("gpt", "t", mode, dims, fp8, **kw)
+    return Case(workload="gpt", size="t", mode=mode, dims=dict(dims), fp8=fp8, **kw)
 
 
 def test_cpu_runs_pytorch_and_skips_te_with_reason():

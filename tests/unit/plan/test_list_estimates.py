@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from tebench.schema.environment import Environment
-from tebench.plan.matrix import Case, Settings
+from tebench.schema.records import Case
+from tebench.schema.settings import Settings
 from tebench.plan.shards import estimate_cost, estimate_seconds
 
 DIMS = (("vocab", 96), ("d_model", 2048), ("heads", 16), ("layers", 12), ("ffn", 8192), ("seq", 1024), ("batch", 16))
 
 
 def _d2048_case(mode: str) -> Case:
-    return Case("gpt", "d2048", mode, DIMS, None, settings=Settings(steps=20, warmup=6))
+    return Case(workload="gpt", size="d2048", mode=mode, dims=dict(DIMS), fp8=None,
+                settings=Settings(steps=20, warmup=6))
 
 
 def test_a_cpu_estimate_uses_the_cpus_measured_rate_not_a_gpus():

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from tebench.schema.records import Case
 from tebench.plan import matrix
 from tebench.plan.matrix import MatrixError, iter_cases
 from conftest import BASE, write
@@ -27,7 +28,7 @@ def test_expansion_drops_options_a_recipe_does_not_take(tmp_path):
 def test_case_ids_are_stable_and_roundtrip(tmp_path):
     cases = list(iter_cases(matrix.load(write(tmp_path, BASE))))
     for case in cases:
-        again = matrix.Case.from_dict(case.to_dict())
+        again = Case.from_dict(case.to_dict())
         assert again == case and again.id == case.id
 
 

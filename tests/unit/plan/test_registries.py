@@ -73,10 +73,10 @@ def test_workload_kinds():
 
 def test_data_parallel_gate_follows_the_workload_kind(monkeypatch):
     from conftest import CPU_ENV
-    from tebench.plan.matrix import Case
+    from tebench.schema.records import Case
 
     dims = tuple(dataclasses.asdict(SPECS["module"].size_type()).items())
-    case = Case("module", "s", "PT-AMP", dims, parallel="ddp", nproc=2)
+    case = Case(workload="module", size="s", mode="PT-AMP", dims=dict(dims), parallel="ddp", nproc=2)
     reason = gates.gate_case(case, CPU_ENV.model_copy())
     assert unsaid(reason or "", "data parallelism", "gpt, llama, distill", "not to single modules") == []
 
@@ -98,7 +98,7 @@ def test_fp8_options_are_one_type_from_the_plan_to_the_record():
     from pydantic import ValidationError
 
     from tebench.plan.recipes import fp8_options
-    from tebench.schema.records import CaseInfo, FP8Options
+    from tebench.schema.records import Case, FP8Options
 
     current = fp8_options("current", "HYBRID", 1024, "max", 8)
     assert current.to_dict() == {"recipe": "current", "format": "HYBRID", "amax_history_len": None,
@@ -112,5 +112,6 @@ def test_fp8_options_are_one_type_from_the_plan_to_the_record():
     with pytest.raises(ValidationError):
         delayed.recipe = "current"  # type: ignore[misc]
     case = next(c for c in matrix.iter_cases(matrix.load("tutorial", is_preset=True)) if c.fp8 is not None)
-    stored = CaseInfo.from_dict(case.to_dict())
+    stored = Case.from_dict(case.to_dict())
     assert stored.fp8 == case.fp8 and stored.to_dict() == case.to_dict()
+    assert stored == case and hash(stored) == hash(case) and stored.settings == case.settings

@@ -11,7 +11,8 @@ from conftest import unsaid
 from tebench.plan import modes, torchao_support
 from tebench.schema.environment import Environment, Support
 from tebench.plan.gates import gate_case
-from tebench.plan.matrix import Case, MatrixError, expand, load
+from tebench.plan.matrix import MatrixError, expand, load
+from tebench.schema.records import Case
 from tebench.plan.modes import MODES
 from tebench.plan.recipes import DEFAULT_RECIPE, RECIPES, fp8_options
 
@@ -63,7 +64,8 @@ def _recipes_of(library: str) -> tuple[str, ...]:
 
 
 def ao_case(recipe: str = "tensorwise", **kw) -> Case:
-    return Case("gpt", "t", "AO-FP8", GPT, fp8_options(recipe, None, None, None), **kw)
+    return Case(workload="gpt", size="t", mode="AO-FP8", dims=dict(GPT), fp8=fp8_options(recipe, None, None, None),
+                **kw)
 
 
 def test_the_registry_entry():

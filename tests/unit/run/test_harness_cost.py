@@ -24,7 +24,8 @@ from helpers.executors import build_executor
 from tebench.run import caches, options, prestart
 from tebench.worker import case as measure, timing
 from tebench.schema.environment import Environment
-from tebench.plan.matrix import Settings
+from tebench.schema.records import Case
+from tebench.schema.settings import Settings
 from tebench.run.prestart import default_prestart_depth
 
 
@@ -227,7 +228,8 @@ class _Recorder:
 def test_a_data_parallel_rank_draws_its_own_tokens_of_the_same_task(with_data_seed, expected):
     # Distillation seeds its teacher from the case's seed: a rank's seed must only change the tokens,
     # or each rank would learn a different teacher.
-    case = SimpleNamespace(settings=Settings(seed=1234), size_spec=None)
+    case = Case(workload="gpt", size="t", mode="PT-FP32", settings=Settings(seed=1234),
+                dims={"vocab": 96, "d_model": 32, "heads": 2, "layers": 2, "ffn": 64, "seq": 16, "batch": 4})
     wl = _Recorder(with_data_seed)
     measure.draw_batches(wl, case, 3, torch.device("cpu"), data_seed=99)
     measure.draw_batches(wl, case, 3, torch.device("cpu"))

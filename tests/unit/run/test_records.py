@@ -13,7 +13,8 @@ import json
 from helpers.executors import KeptLines, build_executor
 from tebench.analysis import parity
 from tebench.schema.environment import Environment
-from tebench.plan.matrix import Case, Settings
+from tebench.schema.records import Case
+from tebench.schema.settings import Settings
 from tebench.plan.schedule import Planned
 from tebench.run import executor
 from tebench.run.display import Display
@@ -26,7 +27,7 @@ SIZE = SPECS["gpt"].size_type(vocab=32, d_model=64, heads=4, layers=2, ffn=128, 
 
 
 def _forty_step_case(mode: str) -> Case:
-    return Case("gpt", "tiny", mode, tuple(dataclasses.asdict(SIZE).items()),
+    return Case(workload="gpt", size="tiny", mode=mode, dims=dataclasses.asdict(SIZE),
                 settings=Settings(steps=40, warmup=0, lr=3e-3, profile_steps=0))
 
 

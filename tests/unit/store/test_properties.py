@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES
-from tebench.schema.records import CaseInfo
+from tebench.schema.records import Case
 from tebench import cli
 from tebench.bounded import InputError
 from tebench.plan import matrix
@@ -89,7 +89,7 @@ def test_matrix_with_one_value_replaced_loads_or_is_refused(data):
     for case in cases:  # what was accepted is sane
         assert "/" not in case.size and case.settings.steps >= 1 and math.isfinite(case.settings.timeout_s)
         assert math.isfinite(case.settings.lr) and case.settings.lr > 0
-        assert matrix.Case.from_dict(case.to_dict()) == case
+        assert Case.from_dict(case.to_dict()) == case
 
 
 def replaced_parent(doc, path):
@@ -140,7 +140,7 @@ def test_results_with_one_value_replaced_read_or_are_refused(data, tmp_path_fact
         assert str(file) in str(exc)
         return
     # What the reader accepted, the readers downstream can use.
-    assert all(isinstance(r.case_id, str) and isinstance(r.case, CaseInfo) for r in src.records)
+    assert all(isinstance(r.case_id, str) and isinstance(r.case, Case) for r in src.records)
     code = cli.main(["compare", str(file), str(file), "--format", "json",
                      "--out", str(file.with_suffix(".json"))])
     assert code in (0, 1, 2)

@@ -21,5 +21,5 @@ def test_the_reference_page_is_what_the_declarations_say():
 
 def test_the_page_covers_every_part_a_record_can_hold():
     text = PAGE.read_text()
-    for part in ("RunHeader", "CaseResult", "Parity", "Energy", "Validation", "Summary", "Environment", "CaseInfo"):
+    for part in ("RunHeader", "CaseResult", "Parity", "Energy", "Validation", "Summary", "Environment", "Case"):
         assert f"## {part}" in text or f": {part}" in text, part

@@ -14,23 +14,25 @@ from torch import nn
 pytest.importorskip("torchao.float8", reason="torchao is a test dependency (pip install -e '.[test]')")
 
 from conftest import unsaid
-from tebench.plan.matrix import Case, Settings  # noqa: E402
+from tebench.schema.records import Case  # noqa: E402
+from tebench.schema.settings import Settings  # noqa: E402
 from tebench.plan.recipes import fp8_options  # noqa: E402
 from tebench.worker import ao_fp8  # noqa: E402
 from tebench.worker.models import WORKLOADS  # noqa: E402
 from tebench.worker.hooks import mutations  # noqa: E402
+from tebench.workloads import size_of  # noqa: E402
 
 GPT = (("vocab", 96), ("d_model", 32), ("heads", 2), ("layers", 2), ("ffn", 64), ("seq", 16), ("batch", 4))
 CPU = torch.device("cpu")
 
 
 def ao_case(recipe: str = "tensorwise", **kw) -> Case:
-    return Case("gpt", "t", "AO-FP8", GPT, fp8_options(recipe, None, None, None),
+    return Case(workload="gpt", size="t", mode="AO-FP8", dims=dict(GPT), fp8=fp8_options(recipe, None, None, None),
                 settings=Settings(steps=3, warmup=1), **kw)
 
 
 def build(case: Case) -> nn.Module:
-    return WORKLOADS[case.workload].build(case.size_spec, "pt", CPU, case.settings.seed)
+    return WORKLOADS[case.workload].build(size_of(case), "pt", CPU, case.settings.seed)
 
 
 def test_the_filter_keeps_the_lm_head_and_odd_dimensions():
@@ -122,17 +124,19 @@ with socket.socket() as s:
     s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
 os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
 dist.init_process_group("gloo", rank=0, world_size=1)
-from tebench.plan.matrix import Case, Settings
+from tebench.schema.records import Case
+from tebench.schema.settings import Settings
 from tebench.plan.recipes import fp8_options
 from tebench.worker.distributed import _wrap
 from tebench.worker.models import WORKLOADS
 from tebench.worker.train import build_trainer
+from tebench.workloads import size_of
 from torchao.float8.fsdp_utils import WeightWithDynamicFloat8CastTensor
 GPT = (("vocab", 96), ("d_model", 32), ("heads", 2), ("layers", 2), ("ffn", 64), ("seq", 16), ("batch", 4))
-case = Case("gpt", "t", "AO-FP8", GPT, fp8_options("tensorwise", None, None, None), parallel="fsdp2",
-            nproc=1, settings=Settings(steps=3, warmup=1))
+case = Case(workload="gpt", size="t", mode="AO-FP8", dims=dict(GPT), fp8=fp8_options("tensorwise", None, None, None),
+            parallel="fsdp2", nproc=1, settings=Settings(steps=3, warmup=1))
 cpu = torch.device("cpu")
-batches = WORKLOADS["gpt"].batches(case.size_spec, 3, 0, cpu)
+batches = WORKLOADS["gpt"].batches(size_of(case), 3, 0, cpu)
 trainer = build_trainer(case, cpu, batches, wrap=_wrap(case, cpu, []))
 trainer.model = trainer.eager  # eager: the test checks the wiring, not Inductor on a 2-core CPU
 gathered = [p for p in trainer.eager.parameters() if isinstance(p._local_tensor, WeightWithDynamicFloat8CastTensor)]

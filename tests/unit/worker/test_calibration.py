@@ -19,11 +19,14 @@ import torch
 
 from tebench.plan import matrix
 from tebench.analysis import parity
-from tebench.plan.matrix import Case, MatrixError, Settings, iter_cases
+from tebench.plan.matrix import MatrixError, iter_cases
+from tebench.schema.records import Case
+from tebench.schema.settings import Settings
 from tebench.worker.train import build_trainer, calibrate_fp8, seed_fp8_masters
 from tebench.worker.models import WORKLOADS
 from tebench.worker.models.base import init_canonical
 from tebench.worker.models.gpt import GPTSize
+from tebench.workloads import size_of
 
 from conftest import BASE, write
 from helpers.loss_records import loss_record
@@ -66,13 +69,14 @@ def _tiny_case(mode: str = "PT-AMP") -> Case:
     size = GPTSize(vocab=32, d_model=32, heads=2, layers=1, ffn=64, seq=8, batch=2)
     import dataclasses
 
-    return Case("gpt", "t", mode, tuple(dataclasses.asdict(size).items()), settings=Settings(steps=2, warmup=1))
+    return Case(workload="gpt", size="t", mode=mode, dims=dataclasses.asdict(size),
+                settings=Settings(steps=2, warmup=1))
 
 
 def test_calibration_changes_neither_weights_nor_optimizer_state():
     case = _tiny_case()
     device = torch.device("cpu")
-    batches = WORKLOADS["gpt"].batches(case.size_spec, 3, case.settings.seed, device)
+    batches = WORKLOADS["gpt"].batches(size_of(case), 3, case.settings.seed, device)
     trainer = build_trainer(case, device, batches)
     before = {n: p.detach().clone() for n, p in trainer.eager.named_parameters()}
     calibrate_fp8(trainer, batches, 3)

@@ -138,12 +138,13 @@ def test_open_monitor_says_why_there_is_none(monkeypatch):
 
 
 def test_a_cpu_case_records_energy_as_unavailable_with_the_reason():
-    from tebench.plan.matrix import Case, Settings
+    from tebench.schema.records import Case
+    from tebench.schema.settings import Settings
     from tebench.worker.case import run_case
     from tebench.worker.models.gpt import GPTSize
 
     size = GPTSize(vocab=16, d_model=16, heads=2, layers=1, ffn=32, seq=8, batch=2)
-    case = Case("gpt", "t", "PT-FP32", tuple(dataclasses.asdict(size).items()),
+    case = Case(workload="gpt", size="t", mode="PT-FP32", dims=dataclasses.asdict(size),
                 settings=Settings(steps=2, warmup=1, profile_steps=0, validate=False))
     raw = run_case(case, torch.device("cpu"), lambda *a: None)
     assert raw.energy.unavailable == "not a CUDA device" and raw.energy.energy_j is None
@@ -151,14 +152,15 @@ def test_a_cpu_case_records_energy_as_unavailable_with_the_reason():
 
 def test_tokens_per_joule_is_derived_in_the_parent():
     from tebench.schema.environment import Environment
-    from tebench.plan.matrix import Case, Settings
+    from tebench.schema.records import Case
+    from tebench.schema.settings import Settings
     from tebench.plan.schedule import Planned
     from tebench.run.record_builder import build_record
     from tebench.schema.records import Energy, Loss, Measurements, Timing
     from tebench.worker.models.gpt import GPTSize
 
     size = GPTSize(vocab=16, d_model=16, heads=2, layers=1, ffn=32, seq=8, batch=2)
-    case = Case("gpt", "t", "PT-FP32", tuple(dataclasses.asdict(size).items()), settings=Settings(steps=4))
+    case = Case(workload="gpt", size="t", mode="PT-FP32", dims=dataclasses.asdict(size), settings=Settings(steps=4))
     raw = Measurements(status="ok", timing=Timing(samples_ms=[10.0] * 4), loss=Loss(per_step=[3.0] * 5),
                        energy=Energy(method="counter", energy_j=8.0, j_per_step=2.0, steps=4))
     rec = build_record(Planned(case, 0, None), raw, Environment(device_type="cuda"), "r", 0.0, 1.0, None)

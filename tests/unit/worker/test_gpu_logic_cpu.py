@@ -31,7 +31,7 @@ from tebench.worker.te_recipe import build_recipe
 from tebench.run import runner
 from tebench.plan import schedule
 from tebench.worker.fp8state import COLLAPSED_SCALE, ScalingRecorder, stateful_modules
-from tebench.plan.matrix import Case
+from tebench.schema.records import Case
 from tebench.plan.recipes import RECIPES, fp8_options
 
 GPT = (("vocab", 96), ("d_model", 768), ("heads", 12), ("layers", 4), ("ffn", 3072), ("seq", 256), ("batch", 16))
@@ -394,7 +394,8 @@ class _FakeExecutor:
 
 
 def _planned(mode: str, parallel: str = "single", nproc: int = 1, skip: str | None = None) -> schedule.Planned:
-    return schedule.Planned(Case("gpt", "t", mode, GPT, None, parallel=parallel, nproc=nproc), 0, skip)
+    return schedule.Planned(Case(workload="gpt", size="t", mode=mode, dims=dict(GPT), fp8=None, parallel=parallel,
+                                 nproc=nproc), 0, skip)
 
 
 def test_execute_gives_each_case_its_devices_and_skips_what_cannot_fit():

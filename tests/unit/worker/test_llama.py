@@ -13,6 +13,7 @@ import llama_reference as ref
 from tebench.worker.models import WORKLOADS
 from tebench.workloads.spec import SizeError
 from tebench.worker.models.llama import Llama, LlamaSize, LlamaStack
+from tebench.workloads import size_of
 
 CPU = torch.device("cpu")
 WL = WORKLOADS["llama"]
@@ -172,7 +173,7 @@ def test_presets_carry_the_llama_shapes_of_the_issue(preset):
     shapes = {(d["d_model"], d["layers"], d["heads"], d["kv_heads"], d["ffn"]) for d in (dict(c.dims) for c in cases)}
     assert (2048, 16, 32, 8, 8192) in shapes and any(s[0] == 4096 and s[2:] == (32, 8, 14336) for s in shapes)
     assert {c.mode for c in cases} >= {"PT-AMP", "PT-AMP+compile", "TE-BF16", "TE-FP8"}
-    assert all(WL.fp8_problem(c.size_spec) is None for c in cases)
+    assert all(WL.fp8_problem(size_of(c)) is None for c in cases)
     assert all(dict(c.dims)["vocab"] >= 32000 for c in cases)
 
 

@@ -8,10 +8,13 @@ import pytest
 import torch
 
 from tebench.plan import matrix
-from tebench.plan.matrix import Case, MatrixError, Settings, iter_cases
+from tebench.plan.matrix import MatrixError, iter_cases
+from tebench.schema.records import Case
+from tebench.schema.settings import Settings
 from tebench.worker.train import build_trainer
 from tebench.worker.models import WORKLOADS
 from tebench.worker.models.gpt import GPTSize
+from tebench.workloads import size_of
 
 from conftest import BASE, write
 
@@ -29,13 +32,13 @@ def test_lr_warmup_is_a_per_size_setting(tmp_path):
 
 def _lr_warmup_case(lr_warmup: int) -> Case:
     size = GPTSize(vocab=32, d_model=32, heads=2, layers=1, ffn=64, seq=8, batch=2)
-    return Case("gpt", "t", "PT-FP32", tuple(dataclasses.asdict(size).items()),
+    return Case(workload="gpt", size="t", mode="PT-FP32", dims=dataclasses.asdict(size),
                 settings=Settings(steps=5, warmup=1, lr=1e-3, lr_warmup=lr_warmup))
 
 
 def test_trainer_ramps_the_learning_rate_then_holds_it():
     case, device = _lr_warmup_case(4), torch.device("cpu")
-    batches = WORKLOADS["gpt"].batches(case.size_spec, 6, case.settings.seed, device)
+    batches = WORKLOADS["gpt"].batches(size_of(case), 6, case.settings.seed, device)
     trainer = build_trainer(case, device, batches)
     seen = []
     for batch in batches:
@@ -47,7 +50,7 @@ def test_trainer_ramps_the_learning_rate_then_holds_it():
 
 def test_no_warmup_keeps_a_constant_rate():
     case, device = _lr_warmup_case(0), torch.device("cpu")
-    batches = WORKLOADS["gpt"].batches(case.size_spec, 2, case.settings.seed, device)
+    batches = WORKLOADS["gpt"].batches(size_of(case), 2, case.settings.seed, device)
     trainer = build_trainer(case, device, batches)
     for batch in batches:
         trainer.step(batch)

@@ -20,7 +20,8 @@ from tebench.plan import schedule
 from tebench.run.record_builder import build_record
 from tebench.schema.records import CaseResult
 from tebench.schema.environment import Environment
-from tebench.plan.matrix import Case, Settings
+from tebench.schema.records import Case
+from tebench.schema.settings import Settings
 from tebench.worker.case import run_case
 from tebench.worker.models import WORKLOADS
 from tebench.worker.models.gpt import GPTSize
@@ -33,7 +34,7 @@ CPU_MUTATIONS = ["no-causal", "swap-layout", "freeze-layer", "lr-x10", "leak-nex
 
 
 def _trained_case(mode: str) -> Case:
-    return Case("gpt", "tiny", mode, tuple(dataclasses.asdict(SIZE).items()),
+    return Case(workload="gpt", size="tiny", mode=mode, dims=dataclasses.asdict(SIZE),
                 settings=Settings(steps=STEPS, warmup=0, lr=3e-3, profile_steps=0))
 
 
@@ -102,7 +103,7 @@ def test_unknown_fault_kind_is_an_error():
 
 def test_te_only_mutation_refuses_a_pytorch_case(monkeypatch):
     monkeypatch.setenv(faults.FAULT_ENV, "*=fp8-scale-one")
-    case = dataclasses.replace(_trained_case("PT-AMP"), settings=Settings(steps=1, warmup=0, profile_steps=0))
+    case = _trained_case("PT-AMP").replace(settings=Settings(steps=1, warmup=0, profile_steps=0))
     with pytest.raises(RuntimeError, match="TE-FP8 delayed-scaling"):
         run_case(case, torch.device("cpu"), lambda *a: None)
 
@@ -131,7 +132,7 @@ def test_distill_heldout_mse_tracks_the_training_loss():
     """With the right teacher, held-out MSE of a trained student is near its training loss (was ~30x)."""
     wl = WORKLOADS["distill"]
     size = wl.size_type(vocab=32, hidden=32, ffn=64, blocks=2, seq=16, batch=8)
-    case = Case("distill", "t", "PT-FP32", tuple(dataclasses.asdict(size).items()),
+    case = Case(workload="distill", size="t", mode="PT-FP32", dims=dataclasses.asdict(size),
                 settings=Settings(steps=150, warmup=0, lr=3e-3, profile_steps=0))
     raw = run_case(case, torch.device("cpu"), lambda *a: None)
     final = parity.final_loss(raw.loss.per_step)
@@ -148,7 +149,7 @@ ZIPF_SIZE = GPTSize(vocab=32, d_model=64, heads=4, layers=2, ffn=128, seq=32, ba
 
 
 def _zipf_case(mode: str, seeds: int = 0, twins: int = 0) -> Case:
-    return Case("gpt", "tiny-zm", mode, tuple(dataclasses.asdict(ZIPF_SIZE).items()),
+    return Case(workload="gpt", size="tiny-zm", mode=mode, dims=dataclasses.asdict(ZIPF_SIZE),
                 settings=Settings(steps=ZIPF_STEPS, warmup=0, lr=3e-3, profile_steps=0, reference_seeds=seeds,
                                   reference_twins=twins))
 

@@ -10,18 +10,21 @@ import torch
 
 from tebench.analysis import parity
 from tebench.plan import matrix
-from tebench.plan.matrix import Case, MatrixError, Settings, iter_cases
+from tebench.plan.matrix import MatrixError, iter_cases
+from tebench.schema.records import Case
+from tebench.schema.settings import Settings
 from tebench.schema.records import CaseResult
 from tebench.worker.models import WORKLOADS
 from tebench.worker.models.gpt import GPTSize
 from tebench.worker.train import build_trainer
+from tebench.workloads import size_of
 
 from conftest import BASE, write
 
 
 def _case(**settings) -> Case:
     size = GPTSize(vocab=32, d_model=32, heads=2, layers=1, ffn=64, seq=8, batch=2)
-    return Case("gpt", "t", "PT-FP32", tuple(dataclasses.asdict(size).items()),
+    return Case(workload="gpt", size="t", mode="PT-FP32", dims=dataclasses.asdict(size),
                 settings=Settings(steps=3, warmup=0, lr=1e-3, **settings))
 
 
@@ -55,7 +58,7 @@ def test_beta2_reaches_the_optimizer_and_is_named_only_when_not_the_default():
 def test_the_step_clips_the_gradients_global_norm():
     device = torch.device("cpu")
     case = _case(grad_clip=0.05)
-    batch = WORKLOADS["gpt"].batches(case.size_spec, 1, case.settings.seed, device)[0]
+    batch = WORKLOADS["gpt"].batches(size_of(case), 1, case.settings.seed, device)[0]
     clipped, free = build_trainer(case, device, [batch]), build_trainer(_case(), device, [batch])
     clipped.step(batch)
     free.step(batch)
