@@ -160,9 +160,16 @@ class Series:
     changes: list[StepChange]
 
     @property
+    def variant(self) -> str:
+        """The mode plus its options: the case id past workload and size (the whole id of one that has no such
+        parts, which a results file edited by hand may hold)."""
+        parts = self.case_id.split("/", 2)
+        return parts[2] if len(parts) == 3 else self.case_id
+
+    @property
     def mode(self) -> str:
-        """The case's mode (its id's third part), which picks its colour."""
-        return self.case_id.split("/")[2]
+        """The case's mode (its variant's first part), which picks its colour."""
+        return self.variant.split("/", 1)[0]
 
 
 def trends(df: pd.DataFrame, threshold: float = 0.05, confirm: int = 3) -> list[Series]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from tebench.cli.paths import check_out_arg, check_results_paths
 from tebench.cli.thresholds import thresholds
-from tebench.cli.usage import MAX_ROUNDS, UsageError, command_line
+from tebench.cli.usage import MAX_ROUNDS, UsageError, command_line, nonempty
 from tebench.cli.verdict_args import add_rejudge_arg
 from tebench.escape import for_terminal
 
@@ -104,11 +104,11 @@ def add_parser(sub: Any) -> None:
     hsub = p.add_subparsers(dest="history_command", required=True, metavar="ACTION")
     h = hsub.add_parser("add", help="store results in the database (idempotent, safe concurrently)")
     h.add_argument("results", nargs="+", help="results files or run directories")
-    h.add_argument("--db", required=True, help="SQLite database file (created if missing)")
+    h.add_argument("--db", required=True, type=nonempty("--db", "a file"), help="SQLite database file (created if missing)")
     add_rejudge_arg(h)
     h.set_defaults(func=cmd_history_add)
     h = hsub.add_parser("report", help="trend charts, step changes, latest run vs recent baseline")
-    h.add_argument("--db", required=True, help="the SQLite database that history add wrote")
+    h.add_argument("--db", required=True, type=nonempty("--db", "a file"), help="the SQLite database that history add wrote")
     h.add_argument("--out", required=True,
                    help="directory for the history report (history.html, history.md, trends.png)")
     h.add_argument("--window", type=int, default=5, help="how many earlier runs form the baseline")

@@ -17,7 +17,7 @@ def add_matrix_args(p: argparse.ArgumentParser) -> None:
                    + ", ".join(preset_names()))
     p.add_argument("--only", action="append", default=[], metavar="GLOB",
                    help="only the cases whose id matches (repeatable), e.g. 'gpt/*/TE-*'")
-    p.add_argument("--shard", metavar="I/N", help="run shard I of N (cost-balanced, deterministic)")
+    p.add_argument("--shard", metavar="I/N", type=nonempty("--shard", "I/N (e.g. 1/2) or leave the option out"), help="run shard I of N (cost-balanced, deterministic)")
 
 
 def load_matrix(args: argparse.Namespace, env: Any = None):

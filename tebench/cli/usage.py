@@ -45,12 +45,13 @@ def parse_devices(value: str | None, flag: str = "--devices") -> list[str] | Non
     return indices
 
 
-def nonempty(flag: str) -> Any:
+def nonempty(flag: str, give: str = "a name (e.g. smoke) or leave the option out") -> Any:
     """An argparse type refusing an empty or blank value (exit 2 naming ``flag``): ``--preset ''``
-    must not fall back to the default, which probes the machine and runs the auto preset."""
+    must not fall back to the default, which probes the machine and runs the auto preset, ``--shard ''`` must
+    not run every case, and ``--db ''`` must not name the working directory. ``give``: what to give instead."""
     def check(value: str) -> str:
         if not value.strip():
-            raise argparse.ArgumentTypeError(f"{flag} {value!r}: empty; give a name (e.g. smoke) or leave the option out")
+            raise argparse.ArgumentTypeError(f"{flag} {value!r}: empty; give {give}")
         return value
 
     check.__name__ = flag.lstrip("-")  # argparse names the type in its message

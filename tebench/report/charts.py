@@ -405,8 +405,10 @@ def reference_band(recs: list[CaseResult], ref: CaseResult | None) -> Band | Non
     judged = [r.parity.tolerance for r in recs if r.parity and r.parity.tolerance is not None]
     tol = (np.full_like(losses, max(judged)) if judged else
            np.maximum(settings.parity_atol, settings.parity_rtol * np.abs(losses)))
-    return Band(step=list(range(len(losses))), lo=[float(x) for x in losses - tol],
-                hi=[float(x) for x in losses + tol], center=[float(x) for x in losses])
+    with np.errstate(invalid="ignore"):  # an infinite reference loss has no band at that step (NaN: a gap)
+        lo, hi = losses - tol, losses + tol
+    return Band(step=list(range(len(losses))), lo=[float(x) for x in lo], hi=[float(x) for x in hi],
+                center=[float(x) for x in losses])
 
 
 def _loss_groups(sources: list[Any]) -> list[tuple[tuple[str, str, str], list[CaseResult]]]:
@@ -439,7 +441,7 @@ def loss_curves(sources: list[Any], df: pd.DataFrame) -> Figure | None:
     panel_w = 3.4
 
     def label(rec: CaseResult, name: str) -> str:
-        text = rec.case_id.split("/", 2)[2]
+        text = rec.variant
         mode = rec.mode
         if name.startswith(f"{mode} ") and text.startswith(f"{mode}/"):  # the panel already names the mode
             text = text[len(mode) + 1:]

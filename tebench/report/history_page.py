@@ -71,7 +71,7 @@ def trend_figure(series: list[Series]) -> Figure | None:
         for s in members:
             x = s.positions
             ax.plot(x, s.medians_ms, marker="o", markersize=3, color=color(s.mode), linewidth=1,
-                    label=s.case_id.split("/", 2)[2])
+                    label=s.variant)
             for change in s.changes:
                 xc = x[change.index] - 0.5
                 if change.kind == "drift":

@@ -842,7 +842,12 @@ class Case(Part):
     @property
     def id(self) -> str:
         """Stable identity built from the axes, e.g. ``gpt/tutorial/TE-FP8/delayed.E4M3.h16.max``."""
-        parts = [self.workload, self.size, self.mode]
+        return f"{self.workload}/{self.size}/{self.variant}"
+
+    @property
+    def variant(self) -> str:
+        """The mode plus its options: the 'column' a report compares across (``TE-FP8/delayed.E4M3.h16.max``)."""
+        parts = [self.mode]
         if self.fp8 is not None:
             parts.append(self.fp8.label())
         if self.fp8_weights:
@@ -852,11 +857,6 @@ class Case(Part):
         if self.parallel != "single":
             parts.append(f"{self.parallel}x{self.nproc}")
         return "/".join(parts)
-
-    @property
-    def variant(self) -> str:
-        """The mode plus its options: the 'column' a report compares across."""
-        return self.id.split("/", 2)[2]
 
     def replace(self, **changes: Any) -> "Case":
         """This case with ``changes`` (fields by name), built anew: it writes every key."""
@@ -979,8 +979,9 @@ class CaseResult(Measurements):
 
     @property
     def variant(self) -> str:
-        """The mode plus its options: the case id without workload and size (``TE-FP8/delayed.E4M3.h16.max``)."""
-        return self.case_id.split("/", 2)[2]
+        """The mode plus its options (``TE-FP8/delayed.E4M3.h16.max``): its case's, which a case id of a valid record
+        ends with."""
+        return self.case.variant
 
     @property
     def device_name(self) -> str:

@@ -180,13 +180,20 @@ def check(db: str | Path) -> str:
     # A read-only connection: it waits for a writer's transaction and sees a consistent database,
     # and cannot change the file.
     try:
-        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
-                                                timeout=BUSY_TIMEOUT_S)) as conn:
-            app = conn.execute("PRAGMA application_id").fetchone()[0]
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            tables = _tables(conn)
+        app, version, tables = _probe(path, "ro")
     except sqlite3.DatabaseError as exc:
-        raise HistoryError(f"{db}: {describe_error(exc, 'cannot read it')}") from None
+        journal = Path(f"{path}-journal")
+        if not (_read_only(exc) and _nonempty(journal)):
+            raise HistoryError(f"{db}: {describe_error(exc, 'cannot read it')}") from None
+        # A hot journal: a write was interrupted (a killed `history add`). SQLite rolls it back on the first
+        # read that may write, which a read-only connection may not; the database is ours (its header said so),
+        # so it is opened for writing once, as `history add` would, and read again read-only.
+        try:
+            _probe(path, "rw")
+            app, version, tables = _probe(path, "ro")
+        except sqlite3.DatabaseError as again:
+            raise HistoryError(f"{db}: {describe_error(again, 'cannot read it')}; an interrupted write left "
+                               f"{journal}, which SQLite rolls back on the next open with write access") from None
     if app == APPLICATION_ID and version > FORMAT_VERSION:
         raise HistoryError(newer_message(db, version))
     if not 0 <= version <= FORMAT_VERSION:
@@ -205,6 +212,22 @@ def check(db: str | Path) -> str:
                            f"{version} (tables: {shown}); damaged, or changed by another program")
     raise HistoryError(f"{db}: an SQLite database, but not a tebench history database (its tables: {shown}; "
                        f"tebench's are {', '.join(want)}); left as it is")
+
+
+def _probe(path: Path, mode: str) -> tuple[int, int, dict[str, list[tuple[str, str]]]]:
+    """The application id, format version and tables of the SQLite file ``path``, opened with ``mode`` (``ro``,
+    or ``rw``: never created)."""
+    with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode={mode}", uri=True,
+                                            timeout=BUSY_TIMEOUT_S)) as conn:
+        return (conn.execute("PRAGMA application_id").fetchone()[0], conn.execute("PRAGMA user_version").fetchone()[0],
+                _tables(conn))
+
+
+def _nonempty(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False
 
 
 def newer_message(db: str | Path, version: int) -> str:

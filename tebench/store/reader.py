@@ -114,6 +114,21 @@ class Run:
                    self.skipped_lines, list(self.problems), list(self.replaced))
 
 
+def _unreadable(exc: Exception, raw: bytes) -> str:
+    """Why a line is not a record, in words: cut short, not UTF-8, nested too deep, a byte-order mark."""
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    if isinstance(exc, RecursionError):
+        return "JSON nested too deep to read (arrays or objects inside each other thousands of times)"
+    if raw.startswith(_BOM):  # past the first line: files joined together, one of them saved with a mark
+        return "not JSON: it starts with a UTF-8 byte-order mark (files joined together?); remove the mark"
+    return "not JSON"
+
+
+_BOM = b"\xef\xbb\xbf"
+"""UTF-8's byte-order mark, which some editors put at the start of a file they save."""
+
+
 def results_path(path: str | Path) -> Path:
     """Accept a run directory or a results file (in a directory, ``results.jsonl``, else a compressed
     ``results.jsonl.gz``: how a stored run may be kept)."""
@@ -335,6 +350,8 @@ def _read(path: str | Path, without: tuple[str, ...] = ()) -> Run:
         if raw is None:
             problems.append(f"{where}: a line longer than {bounded.RESULTS_LINE_MAX_BYTES >> 20} MiB, skipped unread")
             continue
+        if lineno == 1 and raw.startswith(_BOM):
+            raw = raw[len(_BOM):]  # a file an editor saved with a byte-order mark: UTF-8 all the same
         if not raw.strip():
             continue
         try:
@@ -345,7 +362,7 @@ def _read(path: str | Path, without: tuple[str, ...] = ()) -> Run:
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             # A process killed mid-write leaves a partial line; the case it
             # belonged to simply has no record and is re-run by --resume.
-            problems.append(f"{where}: {'not UTF-8 text' if isinstance(exc, UnicodeDecodeError) else 'not JSON'}")
+            problems.append(f"{where}: {_unreadable(exc, raw)}")
             continue
         if not isinstance(record, dict) or record.get("schema") != SCHEMA:
             if not seen_record:  # the file is not tebench's: say what it is, and what tebench reads

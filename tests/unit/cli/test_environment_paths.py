@@ -42,6 +42,20 @@ def test_an_empty_preset_is_refused_not_taken_for_auto(tmp_path, capsys, no_prob
     assert "--preset '': empty" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv,said", [
+    (["list", "--shard", ""], "--shard '': empty; give I/N"),
+    (["run", "--shard", " ", "--out", "{t}/o"], "--shard ' ': empty; give I/N"),
+    (["history", "add", "{t}/r.jsonl", "--db", ""], "--db '': empty; give a file"),
+    (["history", "report", "--db", "", "--out", "{t}/h"], "--db '': empty; give a file"),
+])
+def test_an_empty_shard_or_database_is_refused_not_taken_for_none_or_here(tmp_path, capsys, no_probe, argv, said):
+    """``--shard ''`` must not run every case, and ``--db ''`` must not name the working directory."""
+    with pytest.raises(SystemExit) as exc:
+        cli.main([a.format(t=tmp_path) for a in argv])
+    assert exc.value.code == 2 and said in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
 def test_out_on_a_pseudo_file_system_is_refused_before_the_probe(capsys, no_probe):
     if not os.path.isdir("/proc/self"):
         pytest.skip("no /proc here")

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import copy
+import math
 import re
+
+import numpy as np
 
 import pytest
 
@@ -105,7 +108,9 @@ def test_hostile_strings_cannot_inject_markup(tmp_path):
     for r in records[1:]:
         if r["status"] == "skipped":
             r["reason"] = HOSTILE
-            r["case_id"] = r["case_id"] + HOSTILE
+            r["case"]["size"] += HOSTILE  # and so its id, which must match its case
+            workload, size, variant = r["case_id"].split("/", 2)
+            r["case_id"] = f"{workload}/{size}{HOSTILE}/{variant}"
     records[0]["command"] = ["tebench", HOSTILE]
     path = write(tmp_path / "hostile.jsonl", records)
     out = report.render([path], tmp_path / "rep")
@@ -121,6 +126,21 @@ def test_hostile_strings_cannot_inject_markup(tmp_path):
     for block in blocks:
         widths = {len(re.split(r"(?<!\\)\|", row)) for row in block.strip().splitlines()}
         assert len(widths) == 1, widths
+
+
+def test_a_case_id_without_workload_and_size_is_drawn_by_its_case(tmp_path):
+    """A hand-edited id that is not workload/size/mode: the loss chart labels the curve by its case's variant, and
+    a history series by the whole id (it used to end the report with an IndexError, exit 70)."""
+    from tebench.analysis.history_changes import Series
+
+    records = lines(CPU)
+    edited = next(r for r in records[1:] if r.get("loss"))
+    edited["case_id"] = "x"
+    out = report.render([write(tmp_path / "x.jsonl", records)], tmp_path / "rep")
+    assert "| x |" in (out / "report.md").read_text()
+    series = Series("cpu", "gpt/tiny", "x", [], [], [], [], [])
+    assert series.variant == "x" and series.mode == "x"
+    assert Series("cpu", "gpt/tiny", "gpt/tiny/TE-FP8/current.HYBRID", [], [], [], [], []).mode == "TE-FP8"
 
 
 def test_md_escape_and_table():
@@ -245,7 +265,9 @@ def test_markdown_stays_within_github_comment_limit(tmp_path, monkeypatch):
     for i in range(150):  # 1,650 cases: far beyond one comment
         for r in cases:
             r = copy.deepcopy(r)
-            r["case_id"] = r["case_id"] + f"/copy{i}"
+            workload, size, variant = r["case_id"].split("/", 2)
+            r["case"]["size"] = f"{size}-copy{i}"
+            r["case_id"] = f"{workload}/{size}-copy{i}/{variant}"
             r["reason"] = (r.get("reason") or "") + " x" * 20
             many.append(r)
     head["case_ids"] = []
@@ -293,6 +315,11 @@ def test_reference_band_prefers_the_recorded_band():
     assert charts.reference_band([recorded], ref) is recorded.parity.band
     fallback = charts.reference_band([judged({"verdict": "pass"})], ref)
     assert fallback.lo == pytest.approx([3.6, 1.8, 0.9]) and fallback.hi == pytest.approx([4.4, 2.2, 1.1])
+    # A reference that went infinite mid-curve has no band at that step, and no numpy warning says so.
+    ref.loss.per_step[1] = float("inf")
+    with np.errstate(all="raise"):
+        gap = charts.reference_band([judged({"verdict": "fail"})], ref)
+    assert math.isnan(gap.lo[1]) and gap.hi[1] == math.inf and gap.lo[2] == pytest.approx(0.9)
 
 
 def test_repro_fields_read_as_text():

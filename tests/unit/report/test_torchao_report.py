@@ -66,7 +66,8 @@ def test_a_cpu_run_with_ao_fp8_skipped_keeps_the_te_table(tmp_path):
     te = next(r for r in recs if r.get("type") == "case" and r["status"] == "skipped" and "TE-FP8" in r["case_id"])
     ao = copy.deepcopy(te)
     ao["case_id"] = "gpt/tiny/AO-FP8/tensorwise"
-    ao["case"]["mode"], ao["case"]["fp8"] = "AO-FP8", {"recipe": "tensorwise"}
+    ao["case"]["mode"], ao["case"]["fp8"] = "AO-FP8", {"recipe": "tensorwise", "format": None, "amax_history_len": None,
+                                                       "amax_compute_algo": None, "calibration_steps": None}
     ao["reason"] = "AO-FP8 needs a CUDA GPU (torchao's FP8 matmul is CUDA-only); none was detected"
     path = write(tmp_path / "cpu.jsonl", recs + [ao])
     md = (report.render([path], tmp_path / "rep") / "report.md").read_text()

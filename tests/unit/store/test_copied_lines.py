@@ -102,7 +102,7 @@ def test_a_record_the_reader_completed_or_changed_is_not_vouched_for(tmp_path):
         elif i == 1:
             r["timing"] = None  # a stored null part reads as absent
         elif i == 2:
-            r["case_id"] = "gpt/tiny/PT-FP32/\ud83d\ude00"  # an escaped surrogate pair: the text is walked
+            r["reason"] = "\ud83d\ude00"  # an escaped surrogate pair: the text is walked
         changed.append(r)
     run = reader.read(write_jsonl(tmp_path / "changed.jsonl", changed))
     assert [r.stored_line() is None for r in run.cases[:4]] == [True, True, True, False]

@@ -100,3 +100,33 @@ def test_a_damaged_stored_record_is_skipped_by_rowid(db, stored):
     with pytest.warns(UserWarning, match=r"skipped 1 damaged stored record\(s\): cases rowid 3"):
         kept = history.records(db, [run_id])
     assert len(kept) == 10
+
+
+_INTERRUPTED_WRITE = """
+import os, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA journal_mode=DELETE")  # a rollback journal: what a database made before WAL, or mid-creation, has
+conn.execute("PRAGMA cache_size=2")  # so that changed pages reach the file before the commit
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("CREATE TABLE junk(x)")
+for _ in range(500):
+    conn.execute("INSERT INTO junk VALUES (randomblob(1000))")
+os._exit(0)  # killed mid-transaction: the file holds half a write, its journal the pages to restore
+"""
+
+
+def test_an_interrupted_write_is_rolled_back_not_called_read_only(db, tmp_path, capsys):
+    """A `history add` killed mid-write leaves a hot journal, which a read-only probe cannot roll back: the
+    database is ours, so it is rolled back (as the next `history add` would) and read as it was."""
+    import subprocess
+    import sys
+
+    before = len(history.frame(db))
+    subprocess.run([sys.executable, "-c", _INTERRUPTED_WRITE, str(db)], check=True)
+    journal = db.parent / f"{db.name}-journal"
+    assert journal.stat().st_size > 0
+    assert cli.main(["history", "report", "--db", str(db), "--out", str(tmp_path / "r")]) == 0
+    assert "read-only" not in capsys.readouterr().err
+    assert len(history.frame(db)) == before and not (journal.exists() and journal.stat().st_size)
+    with sqlite3.connect(db) as conn:
+        assert "junk" not in {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}

@@ -17,11 +17,15 @@ def header() -> dict:
     return {"type": "header", "run_id": "r1", "env": {"device_type": "cpu"}}
 
 
-def case(case_id: str, status: str = "ok", **extra) -> dict:
-    """A minimal well-formed case record."""
-    workload, size, mode = case_id.split("/")[:3] if case_id.count("/") >= 2 else ("gpt", case_id, "PT-FP32")
-    return {"type": "case", "case_id": case_id, "round": 0, "status": status,
-            "case": {"workload": workload, "size": size, "mode": mode, "dims": {}}, **extra}
+def cid(size: str) -> str:
+    """The id of :func:`case`'s case of that size."""
+    return f"gpt/{size}/PT-FP32"
+
+
+def case(size: str, status: str = "ok", **extra) -> dict:
+    """A minimal well-formed case record: a PT-FP32 GPT case of that size name."""
+    return {"type": "case", "case_id": cid(size), "round": 0, "status": status,
+            "case": {"workload": "gpt", "size": size, "mode": "PT-FP32", "dims": {}}, **extra}
 
 
 def test_roundtrip_and_latest(tmp_path):
@@ -32,7 +36,7 @@ def test_roundtrip_and_latest(tmp_path):
         w.append(case("a"))
     run = results.read(tmp_path)
     assert run.run_id == "r1" and len(run.cases) == 2
-    assert run.latest()[("a", 0)].status == "ok"
+    assert run.latest()[(cid("a"), 0)].status == "ok"
     assert all(c.schema_version == SCHEMA_VERSION for c in run.cases)
 
 
@@ -49,10 +53,10 @@ def test_last_records_and_one_run_of_appended_runs(tmp_path):
     with pytest.warns(UserWarning, match="replaced by another"):
         run = results.read(tmp_path)
     last = run.last_records()
-    assert [(r.case_id, r.status, r.run_id) for r in last.cases] == [("a", "ok", "r1"), ("b", "oom", "r2")]
+    assert [(r.case_id, r.status, r.run_id) for r in last.cases] == [(cid("a"), "ok", "r1"), (cid("b"), "oom", "r2")]
     assert last.case_lines == [4, 6] and last.headers == run.headers and len(run.cases) == 4
     one = run.of_run("r1").last_records()
-    assert [(r.case_id, r.status) for r in one.cases] == [("a", "ok"), ("b", "ok")]
+    assert [(r.case_id, r.status) for r in one.cases] == [(cid("a"), "ok"), (cid("b"), "ok")]
     assert one.run_id == "r1" and [h.run_id for h in one.headers] == ["r1"] and one.case_lines == [4, 3]
     assert run.of_run("r2").run_id == "r2" and [r.status for r in run.of_run("r2").cases] == ["oom"]
 
@@ -70,7 +74,32 @@ def test_partial_last_line_is_skipped_and_appends_start_clean(tmp_path):
         w.append(case("b"))
     with pytest.warns(UserWarning):
         run = results.read(path)
-    assert [c.case_id for c in run.cases] == ["a", "b"]
+    assert [c.case_id for c in run.cases] == [cid("a"), cid("b")]
+
+
+def test_a_byte_order_mark_starting_the_file_is_read_past_and_one_inside_it_is_named(tmp_path):
+    path = tmp_path / "results.jsonl"
+    with Writer(path) as w:
+        w.append(header())
+        w.append(case("a"))
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # saved by an editor that adds the mark
+    assert [c.case_id for c in results.read(path).cases] == [cid("a")]
+    joined = tmp_path / "joined.jsonl"
+    joined.write_bytes(path.read_bytes() + b"\xef\xbb\xbf"
+                       + json.dumps({"schema": SCHEMA, "schema_version": SCHEMA_VERSION, **case("b")}).encode() + b"\n")
+    with pytest.warns(UserWarning, match=r"joined.jsonl:3: not JSON: it starts with a UTF-8 byte-order mark"):
+        assert [c.case_id for c in results.read(joined).cases] == [cid("a")]
+
+
+def test_json_nested_too_deep_is_named_as_such(tmp_path):
+    path = tmp_path / "results.jsonl"
+    with Writer(path) as w:
+        w.append(header())
+        w.append(case("a"))
+    with path.open("a") as fh:
+        fh.write("[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.warns(UserWarning, match=r"results.jsonl:3: JSON nested too deep to read"):
+        assert [c.case_id for c in results.read(path).cases] == [cid("a")]
 
 
 def test_newer_schema_is_refused_with_advice(tmp_path):
@@ -158,7 +187,7 @@ def test_values_readers_compute_with_must_have_their_type(tmp_path, extra, messa
         w.append(case("b", **extra))
     with pytest.warns(UserWarning, match=r"results.jsonl:3: " + message):
         run = results.read(path)
-    assert [c.case_id for c in run.cases] == ["a"]
+    assert [c.case_id for c in run.cases] == [cid("a")]
 
 
 @pytest.mark.parametrize("extra, message", [
