@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -61,13 +62,18 @@ def test_last_records_and_one_run_of_appended_runs(tmp_path):
     assert run.of_run("r2").run_id == "r2" and [r.status for r in run.of_run("r2").cases] == ["oom"]
 
 
-def test_partial_last_line_is_skipped_and_appends_start_clean(tmp_path):
-    path = tmp_path / "results.jsonl"
+def _one_case_then(path, tail: str) -> Path:
+    """A results file of a header and case "a", then the text ``tail``."""
     with Writer(path) as w:
         w.append(header())
         w.append(case("a"))
     with path.open("a") as fh:
-        fh.write('{"schema": "tebench.results", "schema_ver')  # killed mid-write
+        fh.write(tail)
+    return path
+
+
+def test_partial_last_line_is_skipped_and_appends_start_clean(tmp_path):
+    path = _one_case_then(tmp_path / "results.jsonl", '{"schema": "tebench.results", "schema_ver')  # killed mid-write
     with pytest.warns(UserWarning, match="unreadable"):
         assert len(results.read(path).cases) == 1
     with Writer(path) as w:
@@ -78,10 +84,7 @@ def test_partial_last_line_is_skipped_and_appends_start_clean(tmp_path):
 
 
 def test_a_byte_order_mark_starting_the_file_is_read_past_and_one_inside_it_is_named(tmp_path):
-    path = tmp_path / "results.jsonl"
-    with Writer(path) as w:
-        w.append(header())
-        w.append(case("a"))
+    path = _one_case_then(tmp_path / "results.jsonl", "")
     path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # saved by an editor that adds the mark
     assert [c.case_id for c in results.read(path).cases] == [cid("a")]
     joined = tmp_path / "joined.jsonl"
@@ -92,12 +95,7 @@ def test_a_byte_order_mark_starting_the_file_is_read_past_and_one_inside_it_is_n
 
 
 def test_json_nested_too_deep_is_named_as_such(tmp_path):
-    path = tmp_path / "results.jsonl"
-    with Writer(path) as w:
-        w.append(header())
-        w.append(case("a"))
-    with path.open("a") as fh:
-        fh.write("[" * 100_000 + "]" * 100_000 + "\n")
+    path = _one_case_then(tmp_path / "results.jsonl", "[" * 100_000 + "]" * 100_000 + "\n")
     with pytest.warns(UserWarning, match=r"results.jsonl:3: JSON nested too deep to read"):
         assert [c.case_id for c in results.read(path).cases] == [cid("a")]
 
