@@ -41,8 +41,9 @@ BASELINE_ROUNDS = 5
 READ_ROUNDS = 3
 """Pairs (baseline, then this tree) of the reading comparison: each reads 10,000 records twice."""
 ROUNDS = 10
-"""Rounds each generated case id gets: a copy of a stored record is round ``n % ROUNDS`` of case id
-``<id>/copy<n // ROUNDS>``, so every (case id, round) is new and none replaces another."""
+"""Rounds each generated case id gets: a copy of a stored record is round ``n % ROUNDS`` of the same case at size
+``<size>-copy<n // ROUNDS>`` (its id ``<workload>/<size>-copy<k>/<variant>``, as an id must match its case), so
+every (case id, round) is new and none replaces another."""
 
 
 def nightly_results() -> Path:
@@ -74,7 +75,9 @@ def write_large_results(source: Path, dest: Path, records: int = RECORDS, compac
         for n in range(records):
             rec = dict(cases[n % len(cases)])
             copy = n // len(cases)
-            rec["case_id"] = f"{rec['case_id']}/copy{copy // ROUNDS}"
+            workload, size, variant = rec["case_id"].split("/", 2)  # a case id must match its case
+            rec["case"] = {**rec["case"], "size": f"{size}-copy{copy // ROUNDS}"}
+            rec["case_id"] = f"{workload}/{size}-copy{copy // ROUNDS}/{variant}"
             rec["round"] = copy % ROUNDS
             text = json.dumps(rec, separators=(",", ":"), allow_nan=True) if compact else json.dumps(rec)
             out.write(text.encode() + b"\n")

@@ -144,8 +144,8 @@ def check_stored(cls: type, table: dict[str, Any], *, closed: bool) -> None:
     """FieldError unless a matrix table as a record stores it has each value of its declared type and not below
     its minimum.
 
-    Only the lower limits apply: a record was valid under the upper limits of its day. ``closed``: a key ``cls``
-    does not declare is refused (the matrix refuses it too).
+    Only the lower limits and the choices apply: a record was valid under the upper limits of its day. ``closed``:
+    a key ``cls`` does not declare is refused (the matrix refuses it too).
     """
     names = fields_by_name(cls)
     for key, value in table.items():
@@ -154,9 +154,12 @@ def check_stored(cls: type, table: dict[str, Any], *, closed: bool) -> None:
                 raise FieldError(key, value, f"unknown key (known: {', '.join(names)})")
             continue
         check_value(cls, key, value, limits=False)
-        lo = names[key].metadata.get("min")
+        meta = names[key].metadata
+        lo, choices = meta.get("min"), meta.get("choices")
         if lo is not None and isinstance(value, (int, float)) and not isinstance(value, bool) and value < lo:
             raise FieldError(key, value, f"must be at least {lo}")
+        if choices is not None and value not in choices:  # a word this tebench cannot act on
+            raise FieldError(key, value, f"unknown value (known: {', '.join(map(str, choices))})")
 
 
 def is_missing(value: Any) -> bool:

@@ -35,7 +35,7 @@ from pydantic_core import PydanticCustomError
 from tebench.schema import version as versions
 from tebench.schema.environment import Environment, PeakRates
 from tebench.schema.knobs import FieldError, check_stored
-from tebench.schema.part import AnyNum, Bool, Int, Limits, Num, OneOf, Part, Row, Str, field, kind
+from tebench.schema.part import MAX_INT, AnyNum, Bool, Int, Limits, Num, OneOf, Part, Row, Str, field, kind
 from tebench.schema.settings import Settings
 from tebench.schema.version import SCHEMA, STATUSES, RecordError, check_version
 from tebench.schema.vocabulary import AMAX_ALGOS, FORMATS, JUDGED, PARALLEL
@@ -792,8 +792,9 @@ class FP8Options(Part):
 
 
 def _settings(value: Any) -> Any:
-    """A case's stored settings as :class:`Settings`: each value checked against its declaration (its type and
-    lower limit: a record was valid under the upper limits of its day), and an absent one read as its default."""
+    """A case's stored settings as :class:`Settings`: each value checked against its declaration (its type, lower
+    limit and choices: a record was valid under the upper limits of its day) and as an integer of a record, and an
+    absent one read as its default."""
     if isinstance(value, Settings):
         return value  # a case built here
     if not isinstance(value, dict):
@@ -802,6 +803,9 @@ def _settings(value: Any) -> Any:
         check_stored(Settings, value, closed=True)
     except FieldError as exc:
         raise PydanticCustomError("choice", "{why}", {"at": exc.key, "why": str(exc)}) from None
+    for key, v in value.items():  # as every integer of a record: SQLite and the JSON writers hold 64 bits
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_INT:
+            raise PydanticCustomError("choice", "is too large for an integer of a record (64 bits)", {"at": key})
     return Settings(**value)  # the values as stored: an integer learning rate stays an integer
 
 

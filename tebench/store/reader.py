@@ -169,6 +169,9 @@ def parse_record(record: Any, *, text: bool = True, line: bytes | None = None,
         del record[key]
     kind = record.get("type")
     if kind == "header":
+        if "case_id" in record:  # a case line whose type was changed: read as a header, its case would vanish
+            raise RecordError("type", kind, f"a header holding a case_id ({short_repr(record['case_id'], 80)}): "
+                                            "a case line whose type was changed?")
         return RunHeader.from_dict(record, "header", line=line)
     if kind == "case":
         stored, completed = record.get("case"), False
@@ -176,6 +179,10 @@ def parse_record(record: Any, *, text: bool = True, line: bytes | None = None,
             typed, completed = _checked_case(stored, {} if cases is None else cases)
             record = {**record, "case": typed}  # validated once per description; the record takes it as it is
         case = CaseResult.from_dict(record, "record", line=line)
+        if case.case_id != case.case.id:
+            # Readers key a case's rounds, a resume and a merge by its id, and label and colour by its case: one
+            # that disagrees would file these measurements under another case, or replace that case's own.
+            raise RecordError("case_id", case.case_id, f"does not match its case, whose id is {case.case.id!r}")
         if line is not None and not text and not nulls and not completed and "non_finite" not in record \
                 and _as_written(line):
             case.vouch_line()

@@ -682,6 +682,11 @@ def _unchanged(a: Any, b: Any) -> bool:
     return type(a) is type(b) and json.dumps(a) == json.dumps(b)
 
 
+_ID_FIELDS = {("case_id",), *(("case", k) for k in ("workload", "size", "mode", "graphs", "fp8_weights", "parallel",
+                                                     "nproc", "fp8"))}
+"""The fields of a case record its case id is made of (and the id itself)."""
+
+
 def allowed(record_type: str, path: Path_, value: Any) -> tuple[frozenset[str], tuple[str, ...]]:
     """The right outcomes for ``value`` at ``path``, and the fragments the message must hold (see the module doc)."""
     pattern, kind = field_kind(record_type, path)
@@ -700,6 +705,11 @@ def allowed(record_type: str, path: Path_, value: Any) -> tuple[frozenset[str], 
         outcomes = {reject}
     else:
         outcomes = {"kept", reject}
+    if record_type == "case" and "kept" in outcomes and (path in _ID_FIELDS or path[:2] == ("case", "fp8")):
+        # The case id is built from these: a value that changes it no longer matches the stored case_id, and the
+        # line is skipped for that (naming the id).
+        outcomes |= {reject}
+        names = (show_path(path), "case_id")
     if kind.rejudged and record_type == "case":
         # Readers judge loss parity again from the curves: a damaged stored verdict may be replaced, not refused.
         outcomes |= {"kept", reject}

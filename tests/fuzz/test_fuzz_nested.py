@@ -138,6 +138,8 @@ def _names_value(variant: Any, message: str) -> bool:
     """The message shows the value, or names a path below the damaged one (it found the bad item inside)."""
     if variant.value is None:
         return True  # a missing or null field: the path says it
+    if "case_id" in variant.names and "does not match its case, whose id is" in message:
+        return True  # the case's id, which the message shows, is made of the value
     shown = repr(variant.value)
     return shown[:30] in message or f"{variant.field}[" in message or f"{variant.field}." in message
 

@@ -128,16 +128,19 @@ def test_hostile_strings_cannot_inject_markup(tmp_path):
         assert len(widths) == 1, widths
 
 
-def test_a_case_id_without_workload_and_size_is_drawn_by_its_case(tmp_path):
-    """A hand-edited id that is not workload/size/mode: the loss chart labels the curve by its case's variant, and
-    a history series by the whole id (it used to end the report with an IndexError, exit 70)."""
+def test_a_case_id_that_disagrees_with_its_case_is_skipped_naming_both(tmp_path):
+    """A hand-edited id (one that is not workload/size/mode ended report with an IndexError, exit 70; another
+    case's id filed these measurements under that case, or replaced its own): the line is skipped, naming the id
+    and its case's. A history series labels by its id past workload and size, the whole of one without them."""
     from tebench.analysis.history_changes import Series
 
     records = lines(CPU)
     edited = next(r for r in records[1:] if r.get("loss"))
-    edited["case_id"] = "x"
-    out = report.render([write(tmp_path / "x.jsonl", records)], tmp_path / "rep")
-    assert "| x |" in (out / "report.md").read_text()
+    real, edited["case_id"] = edited["case_id"], "x"
+    with pytest.warns(UserWarning, match=rf"x.jsonl:2: \[case_id\] = 'x': does not match its case, whose id is "
+                                         rf"'{real}'"):
+        out = report.render([write(tmp_path / "x.jsonl", records)], tmp_path / "rep")
+    assert "| x |" not in (out / "report.md").read_text()
     series = Series("cpu", "gpt/tiny", "x", [], [], [], [], [])
     assert series.variant == "x" and series.mode == "x"
     assert Series("cpu", "gpt/tiny", "gpt/tiny/TE-FP8/current.HYBRID", [], [], [], [], []).mode == "TE-FP8"

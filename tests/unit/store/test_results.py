@@ -223,3 +223,27 @@ def test_merge_writes_atomically(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         write_all(path, [header(), case("a")])
     assert path.read_text() == before and sorted(p.name for p in tmp_path.iterdir()) == ["results.jsonl"]
+
+
+@pytest.mark.parametrize("damage,said", [
+    (lambda r: r.__setitem__("case_id", "gpt/tiny/PT-AMP"),
+     "[case_id] = 'gpt/tiny/PT-AMP': does not match its case, whose id is 'gpt/tiny/PT-FP32'"),
+    (lambda r: r["case"].__setitem__("graphs", True),
+     "[case_id] = 'gpt/tiny/PT-FP32': does not match its case, whose id is 'gpt/tiny/PT-FP32/graphs'"),
+    (lambda r: r.__setitem__("type", "header"), "[type] = 'header': a header holding a case_id ('gpt/tiny/PT-FP32')"),
+    (lambda r: r["case"]["settings"].update(warmup_rule="slow"),
+     "[case.settings.warmup_rule] = 'slow': unknown value (known: settled, fixed)"),
+    (lambda r: r["case"]["settings"].update(seed=2**64), "[case.settings.seed] = 18446744073709551616: is too large"),
+], ids=["id-of-another-case", "option-not-in-id", "type-header", "settings-choice", "settings-64-bit"])
+def test_a_case_line_that_would_be_filed_wrong_is_skipped_naming_why(tmp_path, damage, said):
+    """Damage that reads as a well-formed line, but would file its measurements under another case, drop them as a
+    second header, or hold a value no run of this tebench used: the line is skipped, and the warning says why."""
+    from conftest import FIXTURES, read_jsonl, write_jsonl
+
+    records = read_jsonl(FIXTURES / "cpu-smoke.jsonl")
+    assert records[1]["case_id"] == "gpt/tiny/PT-FP32"
+    damage(records[1])
+    with pytest.warns(UserWarning) as caught:
+        run = results.read(write_jsonl(tmp_path / "d.jsonl", records))
+    assert f"d.jsonl:2: {said}" in " ".join(str(w.message) for w in caught)
+    assert "gpt/tiny/PT-FP32" not in {c.case_id for c in run.cases} and len(run.cases) == len(records) - 2
