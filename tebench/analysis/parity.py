@@ -715,9 +715,8 @@ def _judge_equivalence(record: CaseResult, ref_mode: str, ref_runs: list[CaseRes
                                  "floor": rate, "final": end,
                                  "reason": (f"{ref_mode} is the reference of this workload and size, trained again "
                                             f"as {runs}; its loss came {where}")})
-    share = record.settings.parity_margin
     out = equivalence.judge(_curve(record), ref_curve, extra.seeds, rate, ref_mode, twins=extra.twins,
-                            share=share if isinstance(share, (int, float)) else equivalence.MARGIN_REL,
+                            share=record.settings.parity_margin,
                             unigram=floor.unigram_entropy if floor is not None else None)
     if out.verdict in ("pass", "fail"):
         val, ref_val = record.validation, reference.validation
