@@ -27,10 +27,13 @@ if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
   echo "bootstrap: installing torch==${TEBENCH_TORCH_VERSION:-2.13.0} (CPU build where the index serves one)"
   .venv/bin/python -m pip install -q "torch==${TEBENCH_TORCH_VERSION:-2.13.0}"
 fi
-# Build-backend chatter goes to a log; it is shown only if the install fails.
-if ! .venv/bin/python -m pip install -q -e ".${EXTRAS}" > .venv/install.log 2>&1; then
-  cat .venv/install.log; exit 1
+# Build-backend chatter goes to a log; it is shown only if the install fails. The log lives outside
+# .venv, so that a failure which took .venv with it still shows pip's own words.
+LOG=$(mktemp "${TMPDIR:-/tmp}/tebench-install.XXXXXX")
+if ! .venv/bin/python -m pip install -q -e ".${EXTRAS}" > "$LOG" 2>&1; then
+  cat "$LOG"; rm -f "$LOG"; exit 1
 fi
+rm -f "$LOG"
 .venv/bin/python -c "import transformer_engine.pytorch" >/dev/null 2>&1 \
   && echo "bootstrap: Transformer Engine found" \
   || echo "bootstrap: Transformer Engine not importable: TE modes will be reported as skipped (see README: Installing)"
