@@ -55,36 +55,50 @@ def _shard(header: RunHeader, path: str | Path) -> tuple[int, int]:
 
 
 @dataclass
+class MergedRecord:
+    """One record of a merge and the line it was read from."""
+
+    record: CaseResult
+    line: bytes | None = None
+    """The line the record was read from, where its reader vouched that the line is the record: copied with
+    the new run ids where :attr:`copy`, read again where the record was held without :data:`LEFT_OUT`."""
+    copy: bool = False
+    """The merge changed only the record's run ids (its verdict stands): its line is copied with them
+    (:func:`~tebench.store.writer.case_line_with_run_ids`) rather than the record written anew."""
+    had_shard_run_id: bool = False
+    """The line already held a ``shard_run_id`` (a shard of a merge merged again)."""
+
+    def out(self) -> CaseResult | bytes:
+        """What the merged file holds for this record: its line with the new run ids, else the record (read
+        again from its line where it was held without :data:`LEFT_OUT`)."""
+        rec = self.record
+        if self.copy and self.line is not None and rec.run_id is not None:
+            line = case_line_with_run_ids(self.line, rec.run_id, rec.shard_run_id, self.had_shard_run_id)
+            if line is not None:
+                return line
+        return _read_again(rec, self.line) if self.line is not None and rec.left_out() else rec
+
+
+@dataclass
 class Merged:
     """Shards read, checked and joined, not yet written: the header, the records, the missing shards."""
 
     header: dict[str, Any]
-    records: list[CaseResult]
+    entries: list[MergedRecord]
     missing: list[str]
     missing_cases: list[str] = field(default_factory=list)
     """``case_id round R (shard I/N)``: a case a present shard was to run and that no shard recorded."""
-    copied: list[tuple[bytes, bool] | None] = field(default_factory=list)
-    """Per record, the line it was read from where the merge changed only its run ids, to be copied with them
-    (:func:`~tebench.store.writer.case_line_with_run_ids`), and whether it held a shard run id; None where the
-    record is written anew."""
-    read_from: list[bytes | None] = field(default_factory=list)
-    """Per record held without :data:`LEFT_OUT`, the line it was read from: read again where it is written
-    anew."""
+
+    @property
+    def records(self) -> list[CaseResult]:
+        """The merged records, in the order they are written."""
+        return [e.record for e in self.entries]
 
     def lines(self) -> Iterator[PartBase | dict[str, Any] | bytes]:
-        """What :func:`~tebench.store.writer.write_all` writes: the header, then each record's line copied with
-        its new run ids where it can be, else the record (read again from its line where it was held without
-        :data:`LEFT_OUT`)."""
+        """What :func:`~tebench.store.writer.write_all` writes: the header, then each record (:meth:`MergedRecord.out`)."""
         yield self.header
-        for i, rec in enumerate(self.records):
-            kept = self.copied[i] if i < len(self.copied) else None
-            line = None if kept is None or rec.run_id is None else case_line_with_run_ids(
-                kept[0], rec.run_id, rec.shard_run_id, kept[1])
-            if line is not None:
-                yield line
-                continue
-            source = self.read_from[i] if i < len(self.read_from) else None
-            yield rec if source is None else _read_again(rec, source)
+        for entry in self.entries:
+            yield entry.out()
 
 
 def _read_again(rec: CaseResult, line: bytes) -> CaseResult:
@@ -239,17 +253,17 @@ def _join(paths: list[str | Path], out: str | Path, rejudge: bool) -> Merged:
     missing_cases = _missing_cases(runs)
     records = [rec for run in runs for rec in run.cases]
     verdicts = [rec.parity for rec in records]
-    lines = [rec.stored_line() for rec in records]  # before the judging: a verdict assigned withdraws it
-    read_from = [line if rec.left_out() and isinstance(line, bytes) else None for rec, line in zip(records, lines)]
+    # The lines before the judging: a verdict assigned withdraws a record's line.
+    entries = [MergedRecord(rec, line if isinstance(line := rec.stored_line(), bytes) else None,
+                            had_shard_run_id="shard_run_id" in rec.model_fields_set) for rec in records]
     # A shard may have judged against a fallback reference (PT-AMP) because
     # PT-FP32 ran in another shard: judge again over all shards. One file's verdicts
     # of these rules were judged over these same records.
     judged_run.judge_parity(records, rejudge or len(runs) > 1, str(paths[0]) if len(paths) == 1 else "merge")
     # A record whose verdict stands, judged again or not, changes only in its run ids: its line is copied with
     # them. A new verdict is written anew (in the stored verdict's key order).
-    copied = [(line, "shard_run_id" in rec.model_fields_set)
-              if isinstance(line, bytes) and _verdict_stands(rec.parity, verdict, line) else None
-              for rec, verdict, line in zip(records, verdicts, lines)]
+    for entry, verdict in zip(entries, verdicts):
+        entry.copy = entry.line is not None and _verdict_stands(entry.record.parity, verdict, entry.line)
     run_id = "merged-" + time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     header = {
         **{k: v for k, v in ref.to_dict().items() if k not in ("schema", "schema_version")},
@@ -268,4 +282,4 @@ def _join(paths: list[str | Path], out: str | Path, rejudge: bool) -> Merged:
     for rec in records:
         rec.shard_run_id = rec.run_id
         rec.run_id = run_id
-    return Merged(header, records, missing, missing_cases, copied, read_from)
+    return Merged(header, entries, missing, missing_cases)

@@ -30,7 +30,7 @@ def _merged_text(paths: list[Path], out: Path, rejudge: bool = False) -> tuple[l
 
 
 def _copied(joined: merge.Merged) -> int:
-    return sum(c is not None for c in joined.copied)
+    return sum(e.copy for e in joined.entries)
 
 
 def _both(paths: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rejudge: bool = False
