@@ -14,7 +14,8 @@ from tebench.cli.matrix_args import load_matrix, select
 from tebench.cli.output import emit, step_summary, strict_json
 from tebench.cli.paths import check_out_arg
 from tebench.cli.run_args import add_cost_args, check_launch_args, check_timeout, compile_cache_dir
-from tebench.cli.usage import MAX_ROUNDS, UsageError, nonempty, parse_devices
+from tebench.schema.vocabulary import MAX_ROUNDS
+from tebench.cli.usage import UsageError, nonempty, parse_devices
 
 
 def _check_python(python: str | None, flag: str) -> None:

@@ -16,7 +16,8 @@ from typing import Any
 
 from tebench.cli.paths import check_out_arg, check_results_paths
 from tebench.cli.thresholds import thresholds
-from tebench.cli.usage import MAX_ROUNDS, UsageError, command_line, nonempty
+from tebench.schema.vocabulary import MAX_ROUNDS
+from tebench.cli.usage import UsageError, command_line, nonempty
 from tebench.cli.verdict_args import add_rejudge_arg
 from tebench.escape import for_terminal
 

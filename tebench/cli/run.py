@@ -10,7 +10,8 @@ from typing import Any
 from tebench.cli.matrix_args import add_matrix_args, is_auto, load_matrix, parse_shard, select
 from tebench.cli.paths import check_out_arg
 from tebench.cli.run_args import add_cost_args, check_launch_args, check_timeout, compile_cache_dir
-from tebench.cli.usage import MAX_ROUNDS, UsageError, command_line, parse_devices
+from tebench.schema.vocabulary import MAX_ROUNDS
+from tebench.cli.usage import UsageError, command_line, parse_devices
 
 
 def _check_run_args(args: argparse.Namespace) -> tuple[list[str] | None, tuple[int, int] | None]:

@@ -10,9 +10,6 @@ from typing import Any
 
 from tebench.errors import TebenchError
 
-# Far beyond any real use; it bounds what a typo (an extra zero or ten) can allocate.
-MAX_ROUNDS = 1000
-
 
 class UsageError(TebenchError):
     """Bad input: reported on stderr, exit status 2."""

@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
 import re
 import sys
 import unicodedata
@@ -171,6 +172,10 @@ class Matrix:
             parts.pop()
         return self.origins.get("", self.source)
 
+
+MAX_CASES = 10_000
+"""The most points a matrix's product may have, before its exclusions: far past any benchmark one machine can
+run (the shipped presets have at most a few hundred), and a bound on what a few lines of TOML make a plan hold."""
 
 TOP_KEYS = {"name", "description", "extends", "settings", "axes", "fp8", "sizes", "exclude"}
 AXIS_KEYS = {f.name for f in dataclasses.fields(AxisValue)}
@@ -460,11 +465,13 @@ def _axes(data: dict[str, Any], sizes: dict[str, Any]) -> _Axes:
 
     fp8 = data.get("fp8", {})
     _unknown("fp8.", fp8, FP8_KEYS)
-    points = itertools.product(*(
-        _list(f"fp8.{name}", fp8.get(name, [default]), FP8AxisValue, name)
-        for name, default in (("recipes", "delayed"), ("formats", "HYBRID"), ("amax_history_len", 1024),
-                              ("amax_compute_algo", "max"), ("calibration_steps", 0))
-    ))
+    lists = [_list(f"fp8.{name}", fp8.get(name, [default]), FP8AxisValue, name)
+             for name, default in (("recipes", "delayed"), ("formats", "HYBRID"), ("amax_history_len", 1024),
+                                   ("amax_compute_algo", "max"), ("calibration_steps", 0))]
+    if math.prod(map(len, lists)) > MAX_CASES:
+        raise _Bad("fp8", _MISSING, f"its lists make {' x '.join(str(len(v)) for v in lists)} = "
+                   f"{math.prod(map(len, lists)):,} FP8 points, more than the {MAX_CASES:,} cases a matrix may have")
+    points = itertools.product(*lists)
     return _Axes(
         workloads=workloads,
         modes=modes,
@@ -584,6 +591,9 @@ def _expand(data: Any) -> Expansion:
     candidates = 0
     for case in _candidates(axes, sizes, base):
         candidates += 1
+        if candidates > MAX_CASES:  # before the exclusions: each point is built and checked
+            raise _Bad("axes", _MISSING, f"the product of the axes, sizes and FP8 points has more than {MAX_CASES:,} "
+                       "points before [[exclude]]: more than a matrix may have (split it into several matrices)")
         hit = next((i for i, rule in enumerate(rules) if _matches(rule, case)), None)
         if hit is None:
             kept.setdefault(case.id, case)

@@ -27,6 +27,7 @@ from tebench.store.atomic import same_file
 from tebench.store.writer import case_line_with_run_ids, write_all
 from tebench.plan.shards import MAX_SHARDS
 from tebench.schema.part import PartBase
+from tebench.schema.vocabulary import MAX_ROUNDS
 from tebench.schema.records import CaseResult, Parity, RunHeader
 from tebench.errors import TebenchError
 
@@ -35,9 +36,6 @@ LEFT_OUT = ("kernels", "fp8_state")
 """What a merge holds a record without while it checks and judges, where the record's line is vouched for (the
 line keeps them: it is copied, or read again to be written anew): the profiled step's kernel rows and the FP8
 scaling state, which no verdict reads, are three quarters of a nightly record."""
-
-MAX_ROUNDS = 1000
-"""The most rounds a run may have (the CLI's --rounds limit): a damaged header's count bounds no loop."""
 
 
 class MergeError(TebenchError, ValueError):

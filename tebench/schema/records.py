@@ -38,7 +38,7 @@ from tebench.schema.knobs import FieldError, check_stored
 from tebench.schema.part import MAX_INT, AnyNum, Bool, Int, Limits, Num, OneOf, Part, Row, Str, field, kind
 from tebench.schema.settings import Settings
 from tebench.schema.version import SCHEMA, STATUSES, RecordError, check_version
-from tebench.schema.vocabulary import AMAX_ALGOS, FORMATS, JUDGED, PARALLEL
+from tebench.schema.vocabulary import AMAX_ALGOS, FORMATS, JUDGED, MAX_ROUNDS, PARALLEL
 
 if TYPE_CHECKING:  # numpy is imported only where a statistic is computed
     import numpy as np
@@ -912,7 +912,7 @@ class CaseResult(Measurements):
     type: Str = field("case", "case: the kind of line.")
     run_id: Str | None = field(None, "The run the record belongs to.")
     case_id: Str = field("", "workload/size/mode[/options]: the case's identity.", required=True)
-    round: Int | None = field(None, "Which repetition of the matrix (--rounds).", ge=0)
+    round: Int | None = field(None, "Which repetition of the matrix (--rounds).", ge=0, le=MAX_ROUNDS - 1)
     case: Case = field(..., "The case as planned.", required=True)
     started: Str | None = field(None, "When the case started (local time with offset).")
     duration_s: Num | None = field(None, "The case's wall-clock seconds, start-up to record.", ge=0)
@@ -1116,7 +1116,7 @@ class RunHeader(Part):
     cwd: Str | None = field(None, "The working directory.")
     tebench: Str | None = field(None, "tebench's version.")
     matrix: MatrixInfo | None = field(None, "The matrix the run ran.")
-    rounds: Int | None = field(None, "--rounds.", ge=1)
+    rounds: Int | None = field(None, "--rounds.", ge=1, le=MAX_ROUNDS)
     shard: list[Int] | None = field(None, "[I, N] of --shard I/N.")
     case_ids: list[Str] | None = field(None, "The cases the run was to run, in order.")
     devices: list[Str] | None = field(None, "--devices.")

@@ -16,3 +16,7 @@ PARALLEL = ("single", "ddp", "fsdp2")
 """How a case spreads over GPUs."""
 JUDGED = ("pass", "fail", "inconclusive")
 """The verdicts of a judged case (``reference`` and ``n/a`` were not judged)."""
+
+MAX_ROUNDS = 1000
+"""The most rounds a run may have (``--rounds``): far beyond any real use, it bounds what a typo (an extra zero
+or ten) or a damaged header can make a reader or writer allocate."""

@@ -255,3 +255,23 @@ def test_a_byte_that_is_not_utf8_is_named_by_its_line(tmp_path):
     with pytest.raises(MatrixError) as err:
         matrix.load(path)
     assert f"line {line} holds the byte 0xe9" in str(err.value), str(err.value)
+
+
+def test_a_matrix_whose_fp8_lists_multiply_past_the_limit_is_refused_before_they_are_built(tmp_path):
+    # 9 KB of TOML once made `tebench list` run for minutes and take gigabytes: the product was built first.
+    history = ", ".join(str(n) for n in range(1, 1001))
+    path = write(tmp_path, _replace_table(BASE, f"[fp8]\namax_history_len = [{history}]\n"
+                                                f"calibration_steps = [{', '.join(map(str, range(1000)))}]"))
+    with pytest.raises(MatrixError) as err:
+        matrix.load(path)
+    assert "[fp8]" in str(err.value) and "1 x 1 x 1000 x 1 x 1000 = 1,000,000" in str(err.value)
+
+
+def test_a_product_of_axes_and_sizes_past_the_limit_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(matrix, "MAX_CASES", 20)  # the shipped limit is 10,000: the same rule, fewer points
+    path = write(tmp_path, _replace_table(BASE, "[fp8]\nrecipes = [\"delayed\"]\namax_history_len = [1, 2, 3, 4, 5]"))
+    assert len(list(iter_cases(matrix.load(path)))) == 7  # 2 PyTorch modes and 5 FP8 points
+    monkeypatch.setattr(matrix, "MAX_CASES", 6)
+    with pytest.raises(MatrixError) as err:
+        matrix.load(path)
+    assert "[axes]" in str(err.value) and "more than 6 points before [[exclude]]" in str(err.value)

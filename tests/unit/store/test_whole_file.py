@@ -3,6 +3,8 @@ run id, overlapping shards and shard cases that no file holds. Never silently me
 
 from __future__ import annotations
 
+import json
+import warnings
 
 import pytest
 
@@ -111,3 +113,16 @@ def test_merge_refuses_to_replace_a_merge_of_other_shards_and_replaces_one_of_th
     err = capsys.readouterr().err
     assert unsaid(err, f"--out {out}", "other shards", "s1", "choose another --out") == [], err
     assert (out / "results.jsonl").read_bytes() == kept
+
+
+def test_a_header_whose_round_count_is_damaged_is_refused_not_allocated(tmp_path):
+    # rounds = 10**12 once made `tebench run --out` build a set of a trillion case rounds (exit 70, out of memory).
+    lines = CPU.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["rounds"] = 10**12
+    path = tmp_path / "results.jsonl"
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    with pytest.raises(reader.SchemaError) as err, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reader.read(path)
+    assert f"{path}:1: [rounds] = 1000000000000: must be at most 1000" in str(err.value)
