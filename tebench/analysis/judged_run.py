@@ -221,6 +221,13 @@ def runs_in(path: str | Path, rejudge: bool = False) -> list[results.Run]:
             warnings.warn(w.message, w.category, stacklevel=2)
     if len(ids) <= 1:
         return [from_run(run, rejudge=rejudge)]
+    orphans = run.orphans()
+    if orphans:
+        (first, line), more = orphans[0], len(orphans) - 1
+        warnings.warn(f"{run.path}: {len(orphans)} case record(s) of a run with no header in the file, left out of "
+                      f"every run it holds (first: line {line}, {first.case_id} of run {first.run_id}"
+                      f"{f'; and {more} more' if more else ''}); its run ids are {', '.join(map(str, ids))}",
+                      stacklevel=2)
     out = []
     for run_id in ids:
         one = run.of_run(run_id).last_records()

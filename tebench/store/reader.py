@@ -52,6 +52,8 @@ class Run:
 
     path: str
     headers: list[RunHeader] = field(default_factory=list)
+    header_lines: list[int] = field(default_factory=list)
+    """The line number (from 1) each header of :attr:`headers` was read from."""
     cases: list[CaseResult] = field(default_factory=list)
     case_lines: list[int] = field(default_factory=list)
     """The line number (from 1) each record of :attr:`cases` was read from."""
@@ -103,14 +105,29 @@ class Run:
         return self._with(self.headers, list(last.values()))
 
     def of_run(self, run_id: str | None) -> "Run":
-        """Only the headers and records of run ``run_id`` (of a file that holds several runs, appended); a record
-        without a run id counts as every run's."""
+        """Only the headers and records of run ``run_id`` (of a file that holds several runs, appended). A record
+        without a run id is the run's whose header is the last above its line (every run's, for records not
+        read from a file)."""
         kept = [(r, n) for r, n in zip(self.cases, self.case_lines or [0] * len(self.cases))
-                if (r.run_id or run_id) == run_id]
-        return self._with([h for h in self.headers if h.run_id == run_id], kept)
+                if (r.run_id or self._run_above(n) or run_id) == run_id]
+        headers = [(h, n) for h, n in zip(self.headers, self.header_lines or [0] * len(self.headers))
+                   if h.run_id == run_id]
+        return self._with([h for h, _ in headers], kept, [n for _, n in headers])
 
-    def _with(self, headers: list[RunHeader], cases: list[tuple[CaseResult, int]]) -> "Run":
-        return Run(self.path, list(headers), [r for r, _ in cases], [n for _, n in cases] if self.case_lines else [],
+    def orphans(self) -> list[tuple[CaseResult, int]]:
+        """The records (and their lines) whose run id names no header of the file: of no run it holds."""
+        ids = set(self.run_ids)
+        return [(r, n) for r, n in zip(self.cases, self.case_lines or [0] * len(self.cases))
+                if r.run_id is not None and r.run_id not in ids]
+
+    def _run_above(self, line: int) -> str | None:
+        above = [h.run_id for h, n in zip(self.headers, self.header_lines) if n < line]
+        return above[-1] if line and above else None
+
+    def _with(self, headers: list[RunHeader], cases: list[tuple[CaseResult, int]],
+              header_lines: list[int] | None = None) -> "Run":
+        return Run(self.path, list(headers), self.header_lines if header_lines is None else header_lines,
+                   [r for r, _ in cases], [n for _, n in cases] if self.case_lines else [],
                    self.skipped_lines, list(self.problems), list(self.replaced))
 
 
@@ -318,7 +335,7 @@ def _replaced_by_another_run(record: CaseResult, run: Run, owners: dict[tuple[An
     (the last record still counts, as readers always did). Two results files concatenated by
     mistake look the same, so the replacement is never silent: the caller warns with this note.
     """
-    run_id = record.run_id or run.run_id
+    run_id = record.run_id or (run.headers[-1].run_id if run.headers else None)  # the run whose header is above
     key = (record.case_id, record.round_no)
     owner = owners.get(key)
     owners[key] = (run_id, where)
@@ -394,6 +411,7 @@ def _read(path: str | Path, without: tuple[str, ...] = ()) -> Run:
             continue
         if isinstance(parsed, RunHeader):
             run.headers.append(parsed)
+            run.header_lines.append(lineno)
             continue
         note = _replaced_by_another_run(parsed, run, owners, where)
         if note:

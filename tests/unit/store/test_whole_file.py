@@ -52,6 +52,22 @@ def test_history_stores_a_file_of_two_runs_as_two_runs_each_with_its_own_records
         history.add(db, judged_run.read(path))
 
 
+def test_a_record_without_a_run_id_is_the_run_above_it_and_one_of_no_run_is_named(tmp_path, capsys):
+    """A line without a run id in run B's part of the file is B's (it once replaced A's own record and was stored
+    in both runs); a line whose run id names no header is left out of both, and said so (it was dropped)."""
+    a, b = _as_run(read_jsonl(CPU), "run-A"), _as_run(read_jsonl(CPU), "run-B", status="failed")
+    del b[2]["run_id"]
+    b[3]["run_id"] = "run-C"
+    path = str(write_jsonl(tmp_path / "both.jsonl", a + b))
+    db = tmp_path / "h.db"
+    assert cli.main(["history", "add", path, "--db", str(db)]) == 0
+    err = capsys.readouterr().err
+    assert f"line {len(a) + 4}, {b[3]['case_id']} of run run-C" in err and "left out of every run" in err
+    stored = history.frame(db).set_index(["run_id", "case_id"])["status"]
+    assert stored[("run-A", b[2]["case_id"])] == "ok" and stored[("run-B", b[2]["case_id"])] == "failed"
+    assert ("run-B", b[3]["case_id"]) not in stored.index and stored[("run-A", b[3]["case_id"])] == "ok"
+
+
 def test_history_refuses_a_run_without_a_run_id(tmp_path, capsys):
     records = read_jsonl(CPU)
     del records[0]["run_id"]
