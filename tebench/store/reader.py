@@ -326,7 +326,7 @@ def _restore_non_finite(record: dict[str, Any]) -> None:
             continue  # a damaged note: the value stays null, which readers treat as "not measured"
 
 
-def _replaced_by_another_run(record: CaseResult, run: Run, owners: dict[tuple[Any, Any], tuple[str, str]],
+def _replaced_by_another_run(record: CaseResult, run: Run, owners: dict[tuple[Any, Any], tuple[str | None, str]],
                              where: str) -> str | None:
     """A note when a case record of one run replaces another run's record of the same case and round.
 
@@ -364,7 +364,7 @@ def _read(path: str | Path, without: tuple[str, ...] = ()) -> Run:
         raise FileNotFoundError(f"{path}: no results file ({file} does not exist or is not a file)")
     run = Run(path=str(file))
     problems: list[str] = []
-    owners: dict[tuple[Any, Any], tuple[str, str]] = {}
+    owners: dict[tuple[Any, Any], tuple[str | None, str]] = {}
     seen_record = False
     cases: dict[str, tuple[Case, bool]] = {}
     # Bounded: a FIFO, a device or a file past the size limit is refused (InputError, exit 2), and a
