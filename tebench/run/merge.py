@@ -224,6 +224,10 @@ def _join(paths: list[str | Path], out: str | Path, rejudge: bool) -> Merged:
     earlier = check_target(paths, out)
     # Parity is judged below, over all shards together.
     runs = [judged_run.read(p, judge=False, without=LEFT_OUT) for p in paths]
+    for path, run in zip(paths, runs):
+        if len(run.run_ids) > 1:  # its first header would speak for all: a second shard's records, unnamed
+            raise MergeError(f"{path}: holds {len(run.run_ids)} runs ({', '.join(map(str, run.run_ids))}), "
+                             "appended to one file; a merge takes one run per file: give each shard's own file")
     check_replaced(out, earlier, [r.run_id for r in runs])
     ref = runs[0].header
     for path, run in zip(paths, runs):

@@ -100,6 +100,18 @@ def test_overlapping_shards_are_refused(tmp_path, capsys):
     assert not (tmp_path / "m" / "results.jsonl").exists()
 
 
+def test_merge_refuses_a_file_that_holds_two_shards_appended(tmp_path, capsys):
+    """Its first header spoke for both: shard 2's records were written while the merge said shard 2 was missing."""
+    records = read_jsonl(CPU)
+    both = _shard_records(records, 1, 2, "s1", records[1:6]) + _shard_records(records, 2, 2, "s2", records[6:])
+    path = str(write_jsonl(tmp_path / "s12.jsonl", both))
+    out = tmp_path / "m"
+    assert cli.main(["merge", path, "--out", str(out), "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert unsaid(err, path, "holds 2 runs (s1, s2)", "one run per file") == [], err
+    assert not (out / "results.jsonl").exists()
+
+
 def test_merge_names_every_case_that_is_in_no_shard(tmp_path, capsys):
     records = read_jsonl(CPU)
     one = _shard_records(records, 1, 2, "s1", records[1:6])
