@@ -17,6 +17,7 @@ from typing import Any, cast
 
 from tebench import bounded
 from tebench.analysis import judged_run
+from tebench.plan import record_checks
 from tebench.store import reader as results
 from tebench.schema.text import check_text
 from tebench.schema.version import RecordError
@@ -94,7 +95,9 @@ def _check_benchmark(bench: Any, where: str) -> None:
     if "module" not in info:
         return  # not one of tebench's module benchmarks: ignored
     for key in ("module", "mode"):
-        if not isinstance(info.get(key, "?"), str):
+        if key not in info:
+            raise bad(f"extra_info.{key}", None, "missing: a module benchmark says which module and mode it timed")
+        if not isinstance(info[key], str):
             raise bad(f"extra_info.{key}", info[key], "must be a string")
     if not isinstance(bench.get("name", ""), str) or not isinstance(bench.get("fullname", ""), str):
         raise bad("name", bench.get("name"), "must be a string")
@@ -187,14 +190,25 @@ def _from_pytest_benchmark(path: Path, data: dict[str, Any]) -> Source:
     except RecordError as exc:
         raise SchemaError(f"{path}: benchmarks[0].extra_info: {exc}") from None
     records = []
+    first: dict[str, int] = {}
     for i, bench in enumerate(data.get("benchmarks", [])):
         if "module" not in bench.get("extra_info", {}):
             continue
         try:
-            records.append(_module_record(bench, machine_env))
+            record = _module_record(bench, machine_env)
         except RecordError as exc:
             # The record's own key paths (case.dims.hidden, throughput.tokens_per_step) come from extra_info.
             raise SchemaError(f"{path}: benchmarks[{i}].extra_info: {exc}") from None
+        # Two entries of one case would be pooled as two rounds of it: a median of two different benchmarks.
+        j = first.setdefault(record.case_id, i)
+        if j != i:
+            raise SchemaError(f"{path}: benchmarks[{i}] ({bench.get('name')!r:.80}) times the same case as "
+                              f"benchmarks[{j}] ({data['benchmarks'][j].get('name')!r:.80}): {record.case_id}; "
+                              "a module benchmark's module, mode, FP8 options, hidden size and tokens name its case")
+        records.append(record)
+    if not records:
+        raise SchemaError(f"{path}: none of its {len(data['benchmarks'])} benchmark(s) is one of tebench's module "
+                          "benchmarks (extra_info.module, as benchmarks/test_modules.py writes): nothing to report")
     header = {"type": "header", "run_id": path.stem, "created": data.get("datetime"), "env": env,
               "command": ["pytest", "benchmarks/", f"--benchmark-json={path.name}"],
               "matrix": {"name": "pytest-benchmark module suite", "source": str(path)}}
@@ -209,11 +223,12 @@ def _module_record(bench: dict[str, Any], machine_env: Environment) -> CaseResul
     tokens, flops = info.get("tokens", 0), info.get("flops", 0.0)
     case = {
         "workload": ModuleSpec.name, "size": f"{info['module']}.h{info.get('hidden')}.t{tokens}",
-        "mode": info.get("mode", "?"), "dims": {"module": info["module"], "hidden": info.get("hidden"),
+        "mode": info["mode"], "dims": {"module": info["module"], "hidden": info.get("hidden"),
                                                "tokens": tokens},
         "fp8": info.get("fp8"), "graphs": False, "fp8_weights": False, "parallel": "single", "nproc": 1,
         "settings": {},
     }
+    record_checks.check_case(case)  # a mode and an FP8 recipe this tebench knows, as a results file's
     throughput = Throughput.of(summary["median"], tokens, flops, machine_env.peak_tflops)
     record = {
         "type": "case", "case_id": Case.from_dict(case, "case").id, "round": 0, "case": case,

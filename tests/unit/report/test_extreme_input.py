@@ -130,3 +130,27 @@ def test_pytest_benchmark_damage_is_named_by_the_files_own_key(tmp_path, capsys,
     path = _bench_file(tmp_path, change)
     code, err = _report(capsys, tmp_path, path)
     assert code == 2 and f"{path}: {where}" in err, err
+
+
+def _renamed_copy(d: dict, slower: float) -> None:
+    twin = copy.deepcopy(d["benchmarks"][0])
+    twin["name"] += "-slow"
+    twin["stats"]["data"] = [v * slower for v in twin["stats"]["data"]]
+    d["benchmarks"].append(twin)
+
+
+@pytest.mark.parametrize("where,change", [
+    # Once pooled as two rounds of one case: the report's median was of two different benchmarks.
+    ("benchmarks[15] ('test_module[linear-PT-AMP-4096-16384]-slow') times the same case as benchmarks[0]",
+     lambda d: _renamed_copy(d, 100.0)),
+    # Once an empty report, "All 0 cases", exit 0.
+    ("none of its 15 benchmark(s) is one of tebench's module benchmarks",
+     lambda d: [b["extra_info"].pop("module") for b in d["benchmarks"]]),
+    ("benchmarks[0].extra_info: [case.mode] = 'PT-FP64': unknown value",
+     lambda d: d["benchmarks"][0]["extra_info"].__setitem__("mode", "PT-FP64")),
+    ("benchmarks[0].extra_info.mode = None: missing", lambda d: d["benchmarks"][0]["extra_info"].pop("mode")),
+], ids=["same-case", "no-module-benchmark", "mode-unknown", "mode-missing"])
+def test_pytest_benchmark_entries_are_checked_as_a_results_file_is(tmp_path, capsys, where, change):
+    path = _bench_file(tmp_path, change)
+    code, err = _report(capsys, tmp_path, path)
+    assert code == 2 and f"{path}: {where}" in err, err
