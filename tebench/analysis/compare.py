@@ -152,6 +152,8 @@ class Side:
     """The maximum SM clocks (MHz) its records were measured under."""
     throttled: dict[int, str] = field(default_factory=dict)
     """Index into ``rounds`` → "round 2 ran with thermal slowdown 35% of the time"."""
+    mixed: str | None = None
+    """A round whose case description differs from the last round's, and how: rounds that cannot be pooled."""
 
 
 def side(records: list[CaseResult] | CaseRounds, concurrent: bool = False) -> Side:
@@ -164,8 +166,12 @@ def side(records: list[CaseResult] | CaseRounds, concurrent: bool = False) -> Si
     records, last = rounds.records, rounds.records[-1]
     # The first round that did not finish ok names the status (a later ok round does not hide it).
     bad = next((r for r in records if r.status != "ok"), None)
-    settings = {k: v for k, v in last.settings.as_dict().items() if k not in IGNORED_SETTINGS}
-    case = {k: v for k, v in last.case.to_dict().items() if k != "settings"}
+    settings = _described(last)
+    # Every round's description, not only the last one's: rounds of other settings pooled would be one number
+    # of two benchmarks. The records of one description share one Case object, so this is mostly `is`.
+    mixed = next((f"round {r.round_no} differs from round {last.round_no}: {'; '.join(diff)}" for r in records
+                  if r.case is not last.case and r.case != last.case
+                  and (diff := _settings_diff(_described(r), settings))), None)
     status = bad.status if bad else last.status
     # As the report: the parity and FP8 proof of the last ok round, the status of the worst one.
     speed_counts, speed_reason = counts_for_speed(rounds.last)
@@ -180,7 +186,7 @@ def side(records: list[CaseResult] | CaseRounds, concurrent: bool = False) -> Si
         memory=rounds.memory_peaks,
         final_loss=last.final_loss,
         parity=last.verdict,
-        settings={**case, "settings": settings} if case else {},
+        settings=settings,
         gpu_uuids=sorted({u for r in records if (u := r.device.uuid if r.device else None)}),
         busy=rounds.busy_fraction,
         concurrent=concurrent,
@@ -190,7 +196,17 @@ def side(records: list[CaseResult] | CaseRounds, concurrent: bool = False) -> Si
         power_limits=_energy_values(records, "power_limit_w"),
         max_sm_clocks=_energy_values(records, "max_sm_clock_mhz"),
         throttled={i: text for i, r in enumerate(rounds.ok) if (text := _throttle_text(r))},
+        mixed=mixed,
     )
+
+
+def _described(record: CaseResult) -> dict[str, Any]:
+    """What a record says it ran, to be compared: its case description, settings without those that change no
+    measurement (:data:`IGNORED_SETTINGS`)."""
+    case = {k: v for k, v in record.case.to_dict().items() if k != "settings"}
+    if not case:
+        return {}
+    return {**case, "settings": {k: v for k, v in record.settings.as_dict().items() if k not in IGNORED_SETTINGS}}
 
 
 def _energy_values(records: Iterable[CaseResult], name: str) -> list[float]:
@@ -336,6 +352,8 @@ def _timed_rounds(b: Side, h: Side, opts: Options, paired: bool) -> tuple[list[l
 
 
 def _invalid(s: Side) -> str | None:
+    if s.mixed:
+        return f"its rounds ran different cases ({s.mixed}): they cannot be pooled"
     for i, r in enumerate(s.rounds):
         a = np.asarray(r)  # one pass in numpy (rounds may hold a million steps); anything odd: the loop
         if a.dtype.kind in "biuf" and bool((np.isfinite(a) & (a > 0)).all()):
@@ -349,10 +367,10 @@ def _invalid(s: Side) -> str | None:
 
 
 def _summary(s: Side) -> dict[str, Any]:
-    """``asdict(s)`` without its rounds and settings: they are not shown, and rounds may hold a
+    """``asdict(s)`` without its rounds and settings (and how its rounds differ): they are not shown, and rounds may hold a
     million steps that asdict would copy one by one."""
     return {f.name: copy.deepcopy(getattr(s, f.name)) for f in dataclasses.fields(s)
-            if f.name not in ("rounds", "settings")}
+            if f.name not in ("rounds", "settings", "mixed")}  # mixed: said in the verdict's why
 
 
 @dataclass

@@ -62,6 +62,9 @@ class Run:
     """``file:line: what is wrong`` for each skipped line."""
     replaced: list[str] = field(default_factory=list)
     """``file:line: …`` for each case record that replaced another run's record of the same case and round."""
+    mixed: list[str] = field(default_factory=list)
+    """``file:line: …`` for each case record whose description (settings) differs from the first record of its
+    case in its run: rounds a report or a comparison would pool."""
 
     @property
     def run_ids(self) -> list[str | None]:
@@ -128,7 +131,7 @@ class Run:
               header_lines: list[int] | None = None) -> "Run":
         return Run(self.path, list(headers), self.header_lines if header_lines is None else header_lines,
                    [r for r, _ in cases], [n for _, n in cases] if self.case_lines else [],
-                   self.skipped_lines, list(self.problems), list(self.replaced))
+                   self.skipped_lines, list(self.problems), list(self.replaced), list(self.mixed))
 
 
 def _unreadable(exc: Exception, raw: bytes) -> str:
@@ -365,6 +368,7 @@ def _read(path: str | Path, without: tuple[str, ...] = ()) -> Run:
     run = Run(path=str(file))
     problems: list[str] = []
     owners: dict[tuple[Any, Any], tuple[str | None, str]] = {}
+    described: dict[tuple[str | None, str], tuple[Case, str]] = {}  # (run id, case id) -> its first description
     seen_record = False
     cases: dict[str, tuple[Case, bool]] = {}
     # Bounded: a FIFO, a device or a file past the size limit is refused (InputError, exit 2), and a
@@ -416,6 +420,11 @@ def _read(path: str | Path, without: tuple[str, ...] = ()) -> Run:
         note = _replaced_by_another_run(parsed, run, owners, where)
         if note:
             run.replaced.append(note)
+        first = described.setdefault((owners[(parsed.case_id, parsed.round_no)][0], parsed.case_id),
+                                     (parsed.case, where))
+        if first[0] is not parsed.case and first[0] != parsed.case:
+            run.mixed.append(f"{where}: case {parsed.case_id} round {parsed.round_no} ran other settings than "
+                             f"its record at {first[1]}")
         run.cases.append(parsed)
         run.case_lines.append(lineno)
     run.skipped_lines = len(problems)
@@ -428,6 +437,11 @@ def _read(path: str | Path, without: tuple[str, ...] = ()) -> Run:
         shown = run.replaced[0] + (f"; and {len(run.replaced) - 1} more" if len(run.replaced) > 1 else "")
         warnings.warn(f"{file}: holds {len(run.run_ids)} runs; {len(run.replaced)} case record(s) of one run "
                       f"replaced by another's (the last counts; split the file if that is wrong): {shown}",
+                      stacklevel=2)
+    if run.mixed:
+        shown = run.mixed[0] + (f"; and {len(run.mixed) - 1} more" if len(run.mixed) > 1 else "")
+        warnings.warn(f"{file}: {len(run.mixed)} case record(s) ran other settings than an earlier record of the same "
+                      f"case and run, and would be pooled with it (a file edited, or runs joined by hand): {shown}",
                       stacklevel=2)
     if not run.headers:
         why = f" ({len(problems)} line(s) unreadable, first {problems[0]})" if problems else ""

@@ -223,6 +223,22 @@ def test_settings_differ_is_not_comparable(tmp_path):
     assert "timeout_s" not in d.why[0] and result.exit_code == 0
 
 
+def test_rounds_of_other_settings_are_not_pooled_whichever_round_differs(tmp_path):
+    """Only the last round's settings were compared: with rounds 0-2 edited, the head's rounds of two cases were
+    pooled into one median and judged; with rounds 3-4 edited, the same damage read as not-comparable."""
+    base = multi_round(tmp_path, "base.jsonl", seed=1)
+    rounds = sorted({r.get("round") for r in lines(base) if r.get("case_id") == AMP})
+
+    def edit(r: dict) -> None:
+        if r["case_id"] == AMP and r.get("round") == rounds[0]:
+            r["case"]["settings"]["steps"] *= 100
+
+    head = multi_round(tmp_path, "head.jsonl", seed=2, edit=edit)
+    d = delta(compare(base, head))
+    assert d.verdict == "invalid" and "head: its rounds ran different cases" in d.why[0], d.why
+    assert f"round {rounds[0]} differs from round {rounds[-1]}: settings.steps" in d.why[0], d.why
+
+
 def _flag_edit(key: str, value_base, value_head):
     def make(value):
         def edit(r: dict) -> None:

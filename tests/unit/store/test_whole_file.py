@@ -68,6 +68,18 @@ def test_a_record_without_a_run_id_is_the_run_above_it_and_one_of_no_run_is_name
     assert ("run-B", b[3]["case_id"]) not in stored.index and stored[("run-A", b[3]["case_id"])] == "ok"
 
 
+def test_records_of_one_case_and_run_with_other_settings_are_named(tmp_path):
+    records = read_jsonl(CPU)
+    again = {**records[1], "round": 1, "case": {**records[1]["case"],
+                                                "settings": {**records[1]["case"]["settings"], "steps": 2000}}}
+    path = str(write_jsonl(tmp_path / "mixed.jsonl", [*records, again]))
+    with pytest.warns(UserWarning, match="1 case record.s. ran other settings") as caught:
+        run = reader.read(path)
+    assert f"{path}:{len(records) + 1}: case {records[1]['case_id']} round 1 ran other settings than its record at " \
+           f"{path}:2" in str(caught[0].message)
+    assert len(run.mixed) == 1 and reader.read(CPU).mixed == []
+
+
 def test_history_refuses_a_run_without_a_run_id(tmp_path, capsys):
     records = read_jsonl(CPU)
     del records[0]["run_id"]
