@@ -194,6 +194,8 @@ def parse_record(record: Any, *, text: bool = True, line: bytes | None = None,
                                             "a case line whose type was changed?")
         return RunHeader.from_dict(record, "header", line=line)
     if kind == "case":
+        if "round" in record and record["round"] is None:  # no writer stores one; it would read as round 0
+            raise RecordError("round", None, "must be an integer from 0: a null round would replace round 0")
         stored, completed = record.get("case"), False
         if isinstance(stored, dict):  # else the record's model names what is wrong
             typed, completed = _checked_case(stored, {} if cases is None else cases)

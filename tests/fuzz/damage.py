@@ -697,6 +697,8 @@ def allowed(record_type: str, path: Path_, value: Any) -> tuple[frozenset[str], 
             # as for any record of that version, is right; so is skipping the one case line.
             return frozenset({"refused", reject}), ("schema",)
         return frozenset({reject}), ("schema_version",)
+    if record_type == "case" and path == ("round",) and value is None:
+        return frozenset({reject}), ("round",)  # no writer stores a null round; it would read as round 0
     verdict = judge(kind, value)
     names: tuple[str, ...] = ("schema",) if path == ("schema",) else ()
     if verdict == "ok":

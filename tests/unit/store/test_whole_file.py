@@ -80,6 +80,15 @@ def test_records_of_one_case_and_run_with_other_settings_are_named(tmp_path):
     assert len(run.mixed) == 1 and reader.read(CPU).mixed == []
 
 
+def test_a_null_round_is_skipped_not_read_as_round_0(tmp_path):
+    records = read_jsonl(CPU)
+    again = {**records[1], "round": None, "status": "failed"}
+    path = str(write_jsonl(tmp_path / "null.jsonl", [*records, again]))
+    with pytest.warns(UserWarning, match=f"null.jsonl:{len(records) + 1}: .round. = None: must be an integer"):
+        run = reader.read(path)
+    assert run.latest()[(records[1]["case_id"], 0)].status == "ok"
+
+
 def test_history_refuses_a_run_without_a_run_id(tmp_path, capsys):
     records = read_jsonl(CPU)
     del records[0]["run_id"]
