@@ -30,9 +30,23 @@ def parse_threshold(item: str) -> tuple[str, float]:
         out = float(value)
     else:
         raise UsageError(f"--threshold {item!r}: value {value!r} is not a percentage (5%) or a fraction "
-                         "below 1 (0.05); a bare number of 1 or more is ambiguous (time=3: 3% or 300%?), and negative, NaN "
-                         "or infinite values are refused")
+                         f"below 1 (0.05): {_why_not(value)}")
     return key, out
+
+
+def _why_not(value: str) -> str:
+    """Why a threshold value is neither form, in the words that fit it."""
+    try:
+        number = float(value.strip().rstrip("%"))
+    except ValueError:
+        return "not a number"
+    if number != number or number in (float("inf"), float("-inf")):
+        return "NaN and infinite values are refused"
+    if number < 0:
+        return "negative values are refused"
+    if "e" in value.lower():
+        return "exponent notation is not read; write the value out (0.001 or 0.1%)"
+    return "a bare number of 1 or more is ambiguous (time=3: 3% or 300%?)"
 
 
 def parse_thresholds(items: Iterable[str]) -> dict[str, float]:

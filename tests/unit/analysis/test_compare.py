@@ -315,6 +315,15 @@ def test_threshold_parsing_refuses_ambiguous_or_bad_values(item):
         parse_threshold(item)
 
 
+@pytest.mark.parametrize("item,why", [("time=1e-320", "exponent notation"), ("time=3", "ambiguous"),
+                                      ("time=-5%", "negative"), ("time=nan", "NaN"), ("time=abc", "not a number")])
+def test_a_refused_threshold_says_which_rule_it_broke(item, why):
+    # 1e-320 was refused as "negative, NaN or infinite", which it is not.
+    with pytest.raises(UsageError) as err:
+        parse_threshold(item)
+    assert why in str(err.value).split("(0.05): ", 1)[1], err.value
+
+
 def test_bad_inputs_exit_2(tmp_path, tebench_cli):
     garbage = tmp_path / "garbage.jsonl"
     garbage.write_text("not json at all\n")
