@@ -199,6 +199,7 @@ _FRAME_COLUMNS = (("run_id", _TEXT), ("created", _TEXT), ("git_commit", _TEXT), 
                   ("round", _INTEGER), ("device", _TEXT), ("status", _TEXT), ("median_ms", _REAL),
                   ("tokens_per_s", _REAL), ("memory_bytes", _REAL), ("final_loss", _REAL), ("parity", _TEXT))
 _REQUIRED = ("run_id", "case_id", "round")
+_MEASURED = ("round", "median_ms", "tokens_per_s", "memory_bytes")
 UNKNOWN_DEVICE = "(device not recorded)"
 
 
@@ -210,6 +211,8 @@ def _row_problem(row: tuple[Any, ...]) -> str | None:
         why = _sql_problem(value, kind)
         if why is None and isinstance(value, float) and kind == _REAL and not math.isfinite(value):
             why = "must be finite"
+        if why is None and column in _MEASURED and isinstance(value, (int, float)) and value < 0:
+            why = "must not be negative"  # a time, a rate or a size: as the results line it was taken from
         if why is None and column == "case_id" and value.count("/") < 2:
             why = "not a case id (workload/size/mode...)"
         if why:

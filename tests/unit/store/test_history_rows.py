@@ -38,6 +38,14 @@ def test_a_text_median_is_skipped_by_rowid_and_the_rest_is_reported(db, tmp_path
     assert "rowid 2" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("column", ["median_ms", "tokens_per_s", "memory_bytes", "round"])
+def test_a_negative_measurement_is_skipped_by_rowid(db, column):
+    _sql(db, f"UPDATE cases SET {column} = -5 WHERE rowid = 3")
+    with pytest.warns(UserWarning, match=rf"cases rowid 3: \[{column}\] = -5(\.0)?: must not be negative"):
+        df = history.frame(db)
+    assert len(df) == 10
+
+
 def test_a_run_without_created_or_device_is_still_charted(db, tmp_path, capsys):
     _sql(db, "UPDATE runs SET created = NULL, device = NULL")
     _sql(db, "UPDATE cases SET device = NULL")
