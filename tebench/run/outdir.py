@@ -21,9 +21,11 @@ from tebench.errors import RunError, StorageError
 LOCK_NAME = ".lock"
 PREVIOUS_NAME = "previous"
 """``OUT/previous/<run id>/``: where a finished run goes when another run is started into its OUT."""
-RUN_ENTRIES = ("logs", "report", results.RESULTS_NAME)
-"""What a run writes into OUT and takes along when it is kept aside: the results file moves last, so
-until it has, OUT still holds the run."""
+PACKED_NAME = results.RESULTS_NAME + ".gz"
+"""A run's results compressed, as a stored run may be kept (:func:`tebench.store.reader.results_path`)."""
+RUN_ENTRIES = ("logs", "report", PACKED_NAME, results.RESULTS_NAME)
+"""What a run writes into OUT (or a user packed there) and takes along when it is kept aside: the results
+file moves last, so until it has, OUT still holds the run."""
 MIN_FREE_BYTES = 1 << 20
 """Below this much free space in OUT, a worker that left no result is taken to have hit a full disk."""
 
@@ -141,7 +143,7 @@ def is_run_dir(path: Path) -> bool:
     """Whether ``path`` is a run directory: one that holds results or that tebench has locked."""
     if not path.is_dir():
         return False
-    if (path / results.RESULTS_NAME).exists():
+    if (path / results.RESULTS_NAME).exists() or (path / PACKED_NAME).exists():
         return True
     try:  # ".lock" is a common name (pytest's numbered directories have one): ours starts with its holder
         with (path / LOCK_NAME).open("rb") as fh:
@@ -203,7 +205,7 @@ def keep_earlier_run(out: Path) -> Path:
     that did not finish (a case and round of its header unrecorded: it was killed) is not moved:
     RunError says to continue it with ``--resume``. The caller holds OUT's lock.
     """
-    path = out / results.RESULTS_NAME
+    path = results.results_path(out)  # results.jsonl, else a results.jsonl.gz the user packed
     with warnings.catch_warnings():  # damaged lines of the earlier run are its report's business
         warnings.simplefilter("ignore")
         run = results.read(path)
@@ -218,7 +220,7 @@ def keep_earlier_run(out: Path) -> Path:
         "%Y%m%dT%H%M%S", time.localtime(path.stat().st_mtime))
     dest, n = out / PREVIOUS_NAME / name, 2
     # A move cut short (a signal between two renames) left a folder without results: it is completed.
-    while dest.exists() and ((dest / results.RESULTS_NAME).exists()
+    while dest.exists() and ((dest / results.RESULTS_NAME).exists() or (dest / PACKED_NAME).exists()
                              or any((dest / e).exists() and (out / e).exists() for e in RUN_ENTRIES)):
         dest, n = out / PREVIOUS_NAME / f"{name}-{n}", n + 1
     try:

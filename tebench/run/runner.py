@@ -30,7 +30,7 @@ from tebench.plan.schedule import Planned, plan, select_cases
 from tebench.plan.shards import estimate_cost
 from tebench.run.display import Display
 from tebench.run.executor import Executor
-from tebench.run.outdir import check_out_dir, keep_earlier_run, lock_out, storage_error
+from tebench.run.outdir import PACKED_NAME, check_out_dir, keep_earlier_run, lock_out, storage_error
 from tebench.run.options import RunOptions, launch_method, resolve_options
 from tebench.run.prestart import upcoming_cases
 from tebench.run.resume import resume_state
@@ -102,13 +102,20 @@ def run_header(run_id: str, matrix: Matrix, cases: list[Case], env: Environment,
 def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[Case],
                 on_record: Callable[[CaseResult], None] | None) -> Path:
     path = opts.out / results.RESULTS_NAME
+    packed = opts.out / PACKED_NAME
     planned = plan(cases, env, opts.rounds)
     done: set[tuple[str, int]] = set()
     previous: list[CaseResult] = []
-    if path.exists() and path.stat().st_size > 0 and opts.resume:
+    held = path.exists() and path.stat().st_size > 0
+    if opts.resume and not held and packed.exists():
+        # A run goes on by appending to its results file, which a compressed one is not: starting anew here
+        # would run its recorded cases again under a new run id.
+        raise RunError(f"--resume: {opts.out} holds its results compressed ({packed}); a run is continued by "
+                       f"appending to {path}: gunzip it first (gunzip {packed}), then --resume")
+    if held and opts.resume:
         run_id, done, previous = resume_state(path, matrix, opts)
     else:
-        if path.exists() and path.stat().st_size > 0:  # a finished run: kept, and this one written beside it
+        if held or packed.exists():  # a finished run: kept, and this one written beside it
             kept = keep_earlier_run(opts.out)
             sys.stderr.write(f"kept the earlier run of {for_terminal(opts.out)} in {for_terminal(kept)}; "
                              f"this run writes {for_terminal(path)}\n")

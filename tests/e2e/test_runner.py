@@ -314,6 +314,29 @@ def test_a_second_run_into_one_out_keeps_the_first_beside_it(tiny, tmp_path, stu
     assert sorted(p.name for p in (out / "previous").iterdir()) == sorted([first_id, second_id])
 
 
+def test_a_run_whose_results_were_compressed_is_kept_too_and_not_resumed(tiny, tmp_path, stub_cli):
+    """A run folder may hold results.jsonl.gz. A new run into it wrote its report over the stored run's, and
+    --resume started a new run that ran the recorded cases again."""
+    import gzip
+
+    out = tmp_path / "run"
+    only = ["--only", "gpt/micro/PT-FP32"]
+    stub_cli("run", str(tiny), "--out", str(out), *only, check=True)
+    first_id = records(out)[0]["run_id"]
+    packed = out / "results.jsonl.gz"
+    packed.write_bytes(gzip.compress((out / "results.jsonl").read_bytes()))
+    (out / "results.jsonl").unlink()
+    stored = packed.read_bytes()
+    resumed = stub_cli("run", str(tiny), "--out", str(out), *only, "--resume", "--no-report")
+    assert resumed.returncode == 2 and unsaid(resumed.stderr, "compressed", "gunzip") == [], resumed.stderr
+    assert packed.read_bytes() == stored and not (out / "results.jsonl").exists()
+    again = stub_cli("run", str(tiny), "--out", str(out), *only, check=True)
+    kept = out / "previous" / first_id
+    assert (kept / "results.jsonl.gz").read_bytes() == stored and (kept / "report" / "report.md").is_file()
+    assert kept.name in again.stderr and not packed.exists()
+    assert first_id in (kept / "report" / "report.md").read_text()
+
+
 def test_an_unfinished_run_needs_resume_and_the_same_matrix(tiny, tmp_path, stub_cli):
     out = tmp_path / "run"
     stub_cli("run", str(tiny), "--out", str(out), "--only", "gpt/micro/PT-FP32", "--no-report", check=True)
