@@ -217,10 +217,48 @@ def check(db: str | Path) -> str:
 def _probe(path: Path, mode: str) -> tuple[int, int, dict[str, list[tuple[str, str]]]]:
     """The application id, format version and tables of the SQLite file ``path``, opened with ``mode`` (``ro``,
     or ``rw``: never created)."""
-    with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode={mode}", uri=True,
-                                            timeout=BUSY_TIMEOUT_S)) as conn:
-        return (conn.execute("PRAGMA application_id").fetchone()[0], conn.execute("PRAGMA user_version").fetchone()[0],
-                _tables(conn))
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode={mode}", uri=True,
+                                                timeout=BUSY_TIMEOUT_S)) as conn:
+            return _identity(conn)
+    except sqlite3.DatabaseError as exc:
+        if mode != "ro" or not can_read_immutable(path, exc):
+            raise
+    with contextlib.closing(open_immutable(path)) as conn:
+        return _identity(conn)
+
+
+def _identity(conn: sqlite3.Connection) -> tuple[int, int, dict[str, list[tuple[str, str]]]]:
+    return conn.execute("PRAGMA application_id").fetchone()[0], conn.execute("PRAGMA user_version").fetchone()[0], \
+        _tables(conn)
+
+
+def can_read_immutable(path: Path, exc: sqlite3.Error) -> bool:
+    """Whether a database that failed to open for reading with ``exc`` may be read as an immutable file.
+
+    tebench's databases are in WAL mode (several jobs add at once), and SQLite reads a WAL database only where
+    it can create the ``-shm`` index beside it: on a read-only mount (an archived database, a CI artifact)
+    even a read-only connection fails ("unable to open database file"). Nothing can write there, so the file
+    is read as it is, unless a non-empty ``-wal`` holds commits not yet in the file (then the error stands).
+    """
+    name = getattr(exc, "sqlite_errorname", "") or ""  # Python >= 3.11
+    if not (name.startswith("SQLITE_CANTOPEN") or "unable to open" in str(exc).lower() or _read_only(exc)):
+        return False
+    return path.is_file() and not _nonempty(Path(f"{path}-wal")) and _unwritable_folder(path)
+
+
+def _unwritable_folder(path: Path) -> bool:
+    """Whether the folder of ``path`` cannot take a new file: a read-only mount, or no write permission."""
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY) or not os.access(path.parent, os.W_OK)
+    except OSError:
+        return False
+
+
+def open_immutable(path: Path) -> sqlite3.Connection:
+    """A read-only connection to ``path`` that takes no locks and reads no WAL (:func:`can_read_immutable`)."""
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True, timeout=BUSY_TIMEOUT_S,
+                           isolation_level=None)
 
 
 def _nonempty(path: Path) -> bool:
@@ -289,6 +327,16 @@ def connect(db: str | Path, create: bool = False) -> sqlite3.Connection:
             upgrade(conn, db)
     except sqlite3.DatabaseError as exc:
         conn.close()
+        if state != "new" and can_read_immutable(Path(db), exc):
+            conn = open_immutable(Path(db))  # a WAL database on read-only storage: read as it is
+            try:
+                upgrade(conn, db)
+            except (sqlite3.DatabaseError, HistoryError) as again:
+                conn.close()
+                if isinstance(again, HistoryError):
+                    raise
+                raise HistoryError(f"{db}: {describe_error(again, 'cannot read it')}") from None
+            return conn
         raise HistoryError(f"{db}: {describe_error(exc, 'cannot open the history database')}") from None
     except HistoryError:
         conn.close()

@@ -75,6 +75,41 @@ def test_a_read_only_database_is_called_read_only_not_damaged(db, monkeypatch):
     assert "read-only" in str(caught.value) and "damaged" not in str(caught.value)
 
 
+def _read_only_mount_works(tmp_path) -> bool:
+    """Whether this machine lets a private mount namespace bind a folder read-only (root with CAP_SYS_ADMIN)."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("unshare"):
+        return False
+    (tmp_path / "probe").mkdir()
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", f"mount --bind {tmp_path}/probe {tmp_path}/probe && "
+                            f"mount -o remount,bind,ro {tmp_path}/probe"], capture_output=True)
+    return probe.returncode == 0
+
+
+def test_a_database_on_a_read_only_mount_is_reported(db, tmp_path):
+    """A WAL database is read where SQLite cannot make its -shm beside it (an archived database mounted read-only);
+    even a read-only connection failed there, 'cannot open the file ... check that its directory is writable'."""
+    import subprocess
+    import sys
+
+    if not _read_only_mount_works(tmp_path):
+        pytest.skip("this machine does not let a private mount namespace bind a folder read-only")
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    stored = archive / "h.db"
+    stored.write_bytes(db.read_bytes())  # closed by history add: no -wal beside it
+    out = tmp_path / "rep"
+    script = (f"mount --bind {archive} {archive} && mount -o remount,bind,ro {archive} && "
+              f"{sys.executable} -m tebench history report --db {stored} --out {out} && "
+              f"{sys.executable} -m tebench history add {CPU} --db {stored}")
+    run = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True)
+    assert (out / "history.md").is_file(), run.stderr
+    # Adding to it is refused, calling it read-only and intact, not damaged.
+    assert run.returncode == 2 and "read-only" in run.stderr and "damaged" not in run.stderr, run.stderr
+
+
 @pytest.mark.parametrize("message,fragment", [
     ("database or disk is full", "the disk is full"),
     ("attempt to write a readonly database", "read-only"),
