@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tebench.cli.usage import UsageError
+from tebench.cli.usage import UsageError, nonempty
 
 
 def add_cost_args(p: argparse.ArgumentParser) -> None:
@@ -26,6 +26,7 @@ def add_cost_args(p: argparse.ArgumentParser) -> None:
                    help="let pre-started workers run during the timed steps of launch-bound cases (by default "
                         "they are stopped then, so their imports take no host CPU from the case being timed)")
     p.add_argument("--compile-cache", default="default", metavar="DIR",
+                   type=nonempty("--compile-cache", "a directory, 'default' or 'off'"),
                    help="directory of the torch.compile/Triton/CUDA JIT caches every case shares, kept across "
                         "runs (CI can cache it); 'default' is $TEBENCH_CACHE_DIR/compile (~/.cache/tebench/compile), "
                         "'off' leaves torch's defaults. The header records whether it started cold or warm")

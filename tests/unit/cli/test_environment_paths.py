@@ -47,6 +47,8 @@ def test_an_empty_preset_is_refused_not_taken_for_auto(tmp_path, capsys, no_prob
     (["run", "--shard", " ", "--out", "{t}/o"], "--shard ' ': empty; give I/N"),
     (["history", "add", "{t}/r.jsonl", "--db", ""], "--db '': empty; give a file"),
     (["history", "report", "--db", "", "--out", "{t}/h"], "--db '': empty; give a file"),
+    # It made the working directory the compile cache, and called it warm from the files found there.
+    (["run", "--compile-cache", "", "--out", "{t}/o"], "--compile-cache '': empty; give a directory"),
 ])
 def test_an_empty_shard_or_database_is_refused_not_taken_for_none_or_here(tmp_path, capsys, no_probe, argv, said):
     """``--shard ''`` must not run every case, and ``--db ''`` must not name the working directory."""
