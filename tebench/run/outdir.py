@@ -229,5 +229,12 @@ def keep_earlier_run(out: Path) -> Path:
             if (out / entry).exists():
                 os.rename(out / entry, dest / entry)
     except OSError as exc:
-        raise storage_error(f"cannot keep the earlier run of {out} in {dest}", exc, out) from None
+        # Not storage_error's advice: --resume would append to the finished run and run nothing of this one.
+        reason = f"{errno.errorcode.get(exc.errno, 'OSError')} ({exc.strerror})" if exc.errno else str(exc)
+        moved = [e for e in RUN_ENTRIES if (dest / e).exists() and not (out / e).exists()]
+        raise StorageError(f"cannot keep the earlier run of {out} in {dest}: {reason}. "
+                           + (f"Moved so far: {', '.join(moved)}; " if moved else "The earlier run is in "
+                              f"{out} as it was; ")
+                           + f"make room for it (move {out / PREVIOUS_NAME} away or fix the storage), then run "
+                             "again, without --resume: that run is finished") from None
     return dest

@@ -337,6 +337,20 @@ def test_a_run_whose_results_were_compressed_is_kept_too_and_not_resumed(tiny, t
     assert first_id in (kept / "report" / "report.md").read_text()
 
 
+def test_a_run_that_cannot_be_kept_aside_says_to_make_room_not_to_resume(tiny, tmp_path, stub_cli):
+    """The advice was --resume, which appended a header to the finished run and ran nothing (exit 0)."""
+    out = tmp_path / "run"
+    only = ["--only", "gpt/micro/PT-FP32"]
+    stub_cli("run", str(tiny), "--out", str(out), *only, "--no-report", check=True)
+    first = (out / "results.jsonl").read_bytes()
+    (out / "previous").mkdir()
+    (out / "previous" / records(out)[0]["run_id"]).write_text("in the way\n")
+    again = stub_cli("run", str(tiny), "--out", str(out), *only, "--no-report")
+    assert again.returncode == 2, again.stderr
+    assert unsaid(again.stderr, "cannot keep the earlier run", "EEXIST", "move", "without --resume") == [], again.stderr
+    assert (out / "results.jsonl").read_bytes() == first
+
+
 def test_an_unfinished_run_needs_resume_and_the_same_matrix(tiny, tmp_path, stub_cli):
     out = tmp_path / "run"
     stub_cli("run", str(tiny), "--out", str(out), "--only", "gpt/micro/PT-FP32", "--no-report", check=True)
