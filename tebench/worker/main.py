@@ -32,6 +32,9 @@ from tebench.schema.records import Device, Launch, Measurements, Memory, Phases
 from tebench.workloads.plugins import failure_reason
 
 
+_CPU_ALLOCATION_FAILED = "DefaultCPUAllocator: can't allocate memory"
+"""How torch's CPU allocator says a tensor did not fit in memory (a RuntimeError)."""
+
 def _watch_parent() -> None:
     pid = envvars.parent_pid()
     if not pid:
@@ -267,8 +270,11 @@ def main(argv: list[str] | None = None) -> int:
         # Imports (cold start only), CUDA context and (TE) library loading: the price of
         # isolation, kept visible.
         startup_s = time.time() - started
-        if fault == "oom":
-            raise torch.OutOfMemoryError("CUDA out of memory (injected by TEBENCH_TEST_FAULT)")
+        if fault == "oom":  # as each device's allocator says it
+            if device.type == "cuda":
+                raise torch.OutOfMemoryError("CUDA out of memory (injected by TEBENCH_TEST_FAULT)")
+            raise RuntimeError(f"[enforce fail at alloc_cpu.cpp:117] {_CPU_ALLOCATION_FAILED}: you tried to allocate "
+                               "549756338176 bytes (injected by TEBENCH_TEST_FAULT)")
         if case.parallel != "single":
             from tebench.worker.distributed import run_distributed
 
@@ -296,7 +302,8 @@ def main(argv: list[str] | None = None) -> int:
         # included, goes to stderr: the case's log.
         traceback.print_exc()
         first = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else ""
-        payload.status = "failed"
+        # torch's CPU allocator fails with a plain RuntimeError, not OutOfMemoryError: the same fault.
+        payload.status = "oom" if _CPU_ALLOCATION_FAILED in str(exc) else "failed"
         payload.reason = failure_reason(case.workload, exc) or f"{type(exc).__name__}: {first}"
     # The case id echoed back beside the measurements: the runner checks that a result file is of the case
     # it launched (file names that once collided mixed two cases' results up).

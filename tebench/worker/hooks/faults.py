@@ -18,7 +18,8 @@ FAULT_ENV = "TEBENCH_TEST_FAULT"
 PROCESS_FAULTS = {
     "crash": "the case process dies of SIGSEGV before it starts",
     "hang": "the case process sleeps until the timeout ends it",
-    "oom": "the case raises an out-of-memory error",
+    "oom": "the case raises an out-of-memory error, as its device's allocator does (CUDA: OutOfMemoryError; CPU: "
+           "the allocator's RuntimeError)",
     "diverge": "the last recorded loss becomes NaN",
 }
 
