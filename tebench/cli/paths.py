@@ -110,12 +110,12 @@ def check_results_paths(paths: list[str]) -> None:
     ``results.jsonl``, else ``results.jsonl.gz``, how a stored run is kept), so every command that
     takes results accepts the same folders the reader does."""
     from tebench import bounded
-    from tebench.store.reader import RESULTS_NAME, results_path
+    from tebench.store.reader import PACKED_NAME, RESULTS_NAME, results_path
 
     for given in paths:
         path = Path(given)
         file = results_path(path)
-        packed = path / (RESULTS_NAME + ".gz")
+        packed = path / PACKED_NAME
         if file != packed and packed.is_file() and file.is_file():
             # Said, not refused: `gzip -k` leaves both, and then they hold the same run.
             warnings.warn(f"{given}: holds both {RESULTS_NAME} and {RESULTS_NAME}.gz; reading {RESULTS_NAME} "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Iterable
 
@@ -40,7 +41,7 @@ def _why_not(value: str) -> str:
         number = float(value.strip().rstrip("%"))
     except ValueError:
         return "not a number"
-    if number != number or number in (float("inf"), float("-inf")):
+    if not math.isfinite(number):
         return "NaN and infinite values are refused"
     if number < 0:
         return "negative values are refused"

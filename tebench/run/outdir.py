@@ -21,19 +21,20 @@ from tebench.errors import RunError, StorageError
 LOCK_NAME = ".lock"
 PREVIOUS_NAME = "previous"
 """``OUT/previous/<run id>/``: where a finished run goes when another run is started into its OUT."""
-PACKED_NAME = results.RESULTS_NAME + ".gz"
-"""A run's results compressed, as a stored run may be kept (:func:`tebench.store.reader.results_path`)."""
-RUN_ENTRIES = ("logs", "report", PACKED_NAME, results.RESULTS_NAME)
+RUN_ENTRIES = ("logs", "report", results.PACKED_NAME, results.RESULTS_NAME)
 """What a run writes into OUT (or a user packed there) and takes along when it is kept aside: the results
 file moves last, so until it has, OUT still holds the run."""
 MIN_FREE_BYTES = 1 << 20
 """Below this much free space in OUT, a worker that left no result is taken to have hit a full disk."""
 
 
-def storage_error(what: str, exc: OSError, out: Path) -> StorageError:
+def storage_error(what: str, exc: OSError, out: Path, advice: str | None = None) -> StorageError:
+    """StorageError naming ``what`` failed and why; ``advice`` (by default: the finished cases are kept, continue
+    with --resume) says what to do."""
     reason = f"{errno.errorcode.get(exc.errno, 'OSError')} ({exc.strerror})" if exc.errno else str(exc)
-    return StorageError(f"{what}: {reason}. Finished cases are kept in {out / results.RESULTS_NAME}; "
-                        "fix the storage and continue with --resume")
+    if advice is None:
+        advice = f"Finished cases are kept in {out / results.RESULTS_NAME}; fix the storage and continue with --resume"
+    return StorageError(f"{what}: {reason}. {advice}")
 
 
 def check_out_dir(out: Path) -> None:
@@ -143,7 +144,7 @@ def is_run_dir(path: Path) -> bool:
     """Whether ``path`` is a run directory: one that holds results or that tebench has locked."""
     if not path.is_dir():
         return False
-    if (path / results.RESULTS_NAME).exists() or (path / PACKED_NAME).exists():
+    if (path / results.RESULTS_NAME).exists() or (path / results.PACKED_NAME).exists():
         return True
     try:  # ".lock" is a common name (pytest's numbered directories have one): ours starts with its holder
         with (path / LOCK_NAME).open("rb") as fh:
@@ -220,7 +221,7 @@ def keep_earlier_run(out: Path) -> Path:
         "%Y%m%dT%H%M%S", time.localtime(path.stat().st_mtime))
     dest, n = out / PREVIOUS_NAME / name, 2
     # A move cut short (a signal between two renames) left a folder without results: it is completed.
-    while dest.exists() and ((dest / results.RESULTS_NAME).exists() or (dest / PACKED_NAME).exists()
+    while dest.exists() and ((dest / results.RESULTS_NAME).exists() or (dest / results.PACKED_NAME).exists()
                              or any((dest / e).exists() and (out / e).exists() for e in RUN_ENTRIES)):
         dest, n = out / PREVIOUS_NAME / f"{name}-{n}", n + 1
     try:
@@ -229,12 +230,10 @@ def keep_earlier_run(out: Path) -> Path:
             if (out / entry).exists():
                 os.rename(out / entry, dest / entry)
     except OSError as exc:
-        # Not storage_error's advice: --resume would append to the finished run and run nothing of this one.
-        reason = f"{errno.errorcode.get(exc.errno, 'OSError')} ({exc.strerror})" if exc.errno else str(exc)
+        # Not the usual advice: --resume would append to the finished run and run nothing of this one.
         moved = [e for e in RUN_ENTRIES if (dest / e).exists() and not (out / e).exists()]
-        raise StorageError(f"cannot keep the earlier run of {out} in {dest}: {reason}. "
-                           + (f"Moved so far: {', '.join(moved)}; " if moved else "The earlier run is in "
-                              f"{out} as it was; ")
-                           + f"make room for it (move {out / PREVIOUS_NAME} away or fix the storage), then run "
-                             "again, without --resume: that run is finished") from None
+        raise storage_error(f"cannot keep the earlier run of {out} in {dest}", exc, out,
+                            (f"Moved so far: {', '.join(moved)}; " if moved else f"The earlier run is in {out} as it "
+                             "was; ") + f"make room for it (move {out / PREVIOUS_NAME} away or fix the storage), then "
+                            "run again, without --resume: that run is finished") from None
     return dest

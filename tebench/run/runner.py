@@ -30,7 +30,7 @@ from tebench.plan.schedule import Planned, plan, select_cases
 from tebench.plan.shards import estimate_cost
 from tebench.run.display import Display
 from tebench.run.executor import Executor
-from tebench.run.outdir import PACKED_NAME, check_out_dir, keep_earlier_run, lock_out, storage_error
+from tebench.run.outdir import check_out_dir, keep_earlier_run, lock_out, storage_error
 from tebench.run.options import RunOptions, launch_method, resolve_options
 from tebench.run.prestart import upcoming_cases
 from tebench.run.resume import resume_state
@@ -102,7 +102,7 @@ def run_header(run_id: str, matrix: Matrix, cases: list[Case], env: Environment,
 def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[Case],
                 on_record: Callable[[CaseResult], None] | None) -> Path:
     path = opts.out / results.RESULTS_NAME
-    packed = opts.out / PACKED_NAME
+    packed = opts.out / results.PACKED_NAME
     planned = plan(cases, env, opts.rounds)
     done: set[tuple[str, int]] = set()
     previous: list[CaseResult] = []

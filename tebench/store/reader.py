@@ -33,6 +33,8 @@ from tebench.store.writer import CASE_LINE_START
 
 
 RESULTS_NAME = "results.jsonl"
+PACKED_NAME = RESULTS_NAME + ".gz"
+"""A run's results compressed, as a stored run may be kept (:func:`results_path`)."""
 
 READABLE = (f"tebench reads a tebench results file (JSON Lines whose first record is a header of schema "
             f"\"{SCHEMA}\", as 'tebench run' writes it), a run folder holding {RESULTS_NAME} or {RESULTS_NAME}.gz, "
@@ -156,7 +158,7 @@ def results_path(path: str | Path) -> Path:
     if not p.is_dir():
         return p
     plain = p / RESULTS_NAME
-    packed = p / (RESULTS_NAME + ".gz")
+    packed = p / PACKED_NAME
     return packed if (not plain.exists() and packed.exists()) else plain
 
 
