@@ -157,14 +157,16 @@ REJUDGED = "parity judged again"
 """What the notice of :func:`judge_parity` starts with (after the file), when a verdict changed."""
 
 
-def judge_parity(records: Sequence[CaseResult], rejudge: bool = False, where: str = "") -> int:
+def judge_parity(records: Sequence[CaseResult], rejudge: bool = False, where: str = "",
+                 cause: str = "--rejudge") -> int:
     """Judge the records whose stored verdict is not of this tebench's rules (all of them with ``rejudge``),
     against the references among ``records``; returns how many verdicts changed.
 
     A verdict stored with :data:`parity.PARITY_RULES` is taken as it is: it was judged over the whole run
     by the same rules. One without (written before the field, or by a run's executor, which sees only the
     records before it) or with other rules is judged again (:func:`parity.attach`). When that changes
-    a verdict, one warning for the run (``where``: its file) says how many and why.
+    a verdict, one warning for the run (``where``: its file) says how many and why (``cause``: why
+    ``rejudge`` is on, in words; the user's ``--rejudge`` unless a caller says otherwise).
     """
     stale = [r for r in records if parity_rules.judgeable(r) and (rejudge or not parity_rules.current(r))]
     if not stale:
@@ -176,9 +178,9 @@ def judge_parity(records: Sequence[CaseResult], rejudge: bool = False, where: st
     if changed:
         first, old = changed[0]
         new = first.parity.verdict if first.parity is not None else None
-        cause = ("--rejudge" if rejudge else
-                 f"stored without rules or by other rules than this tebench's {parity_rules.PARITY_RULES}")
-        warnings.warn(f"{where + ': ' if where else ''}{REJUDGED} ({cause}): {len(changed)} of {len(stale)} "
+        why = (cause if rejudge else
+               f"stored without rules or by other rules than this tebench's {parity_rules.PARITY_RULES}")
+        warnings.warn(f"{where + ': ' if where else ''}{REJUDGED} ({why}): {len(changed)} of {len(stale)} "
                       f"verdict(s) changed from the stored one (first: {first.case_id} round {first.round_no}: "
                       f"{old} -> {new})", stacklevel=2)
     return len(changed)

@@ -261,7 +261,8 @@ def _join(paths: list[str | Path], out: str | Path, rejudge: bool) -> Merged:
     # A shard may have judged against a fallback reference (PT-AMP) because
     # PT-FP32 ran in another shard: judge again over all shards. One file's verdicts
     # of these rules were judged over these same records.
-    judged_run.judge_parity(records, rejudge or len(runs) > 1, str(paths[0]) if len(paths) == 1 else "merge")
+    judged_run.judge_parity(records, rejudge or len(runs) > 1, str(paths[0]) if len(paths) == 1 else "merge",
+                            "--rejudge" if rejudge else "a merge of shards judges each against all of them")
     # A record whose verdict stands, judged again or not, changes only in its run ids: its line is copied with
     # them. A new verdict is written anew (in the stored verdict's key order).
     for entry, verdict in zip(entries, verdicts):

@@ -179,3 +179,23 @@ def test_merge_of_shards_judges_over_all_of_them_and_records_the_rules(tmp_path,
     assert {json.dumps(r["parity"].get("rules")) for r in judgeable} == {json.dumps(parity.PARITY_RULES)}
     # Records no judge looked at are copied without rules.
     assert all("rules" not in (r.get("parity") or {}) for r in merged if r not in judgeable)
+
+
+def test_a_merge_of_shards_says_why_it_judged_again_without_naming_an_option_not_given(tmp_path):
+    lines = read_jsonl(CROSSOVER)
+    header, cases = lines[0], [line for line in lines[1:] if line.get("type") == "case"]
+    # Shard 2 holds no reference, so its stored verdicts are n/a; the merge judges them against shard 1's.
+    refs = [c for c in cases if c["case"]["mode"] == "PT-FP32"]
+    rest = [{**c, "parity": {"verdict": "n/a", "reason": "no reference in this shard"}}
+            for c in cases if c["case"]["mode"] != "PT-FP32"]
+    shards = []
+    for i, part in enumerate((refs, rest), 1):
+        head = {**header, "run_id": f"s{i}", "shard": [i, 2], "case_ids": [c["case_id"] for c in part]}
+        shards.append(write_jsonl(tmp_path / f"s{i}.jsonl", [head, *({**c, "run_id": f"s{i}"} for c in part)]))
+    with pytest.warns(UserWarning, match=judged_run.REJUDGED) as caught:
+        merge.join(shards, tmp_path / "merged")
+    message = next(str(w.message) for w in caught if judged_run.REJUDGED in str(w.message))
+    assert "a merge of shards" in message and "--rejudge" not in message
+    with pytest.warns(UserWarning, match=judged_run.REJUDGED) as caught:
+        merge.join(shards, tmp_path / "again", rejudge=True)
+    assert any("(--rejudge)" in str(w.message) for w in caught)
