@@ -8,6 +8,7 @@ one frozen :class:`Case` per point. Every problem in a file is reported as a
 
 from __future__ import annotations
 
+import codecs
 import copy
 import dataclasses
 import hashlib
@@ -239,18 +240,21 @@ def _read_toml(path: Path, source: str, budget: int = bounded.MATRIX_MAX_BYTES) 
         raise MatrixError(source, "file", _MISSING, message) from None
     except OSError as exc:
         raise MatrixError(source, "file", _MISSING, f"cannot read: {exc.strerror or exc}") from None
+    # A byte-order mark, as some editors save UTF-8, is not part of the text (tomllib refuses it as an invalid
+    # statement); the hash stays that of the file's bytes.
+    body = raw[len(codecs.BOM_UTF8):] if raw.startswith(codecs.BOM_UTF8) else raw
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        data = tomllib.loads(body.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
+        line = body.count(b"\n", 0, exc.start) + 1
         raise MatrixError(source, "file", _MISSING, f"not valid TOML: not UTF-8 text, as TOML must be: line "
-                                                    f"{line} holds the byte 0x{raw[exc.start]:02x} ({exc.reason})") from None
+                                                    f"{line} holds the byte 0x{body[exc.start]:02x} ({exc.reason})") from None
     except tomllib.TOMLDecodeError as exc:
         raise MatrixError(source, "file", _MISSING, f"not valid TOML: {exc}") from None
     except RecursionError:
         raise MatrixError(source, "file", _MISSING, "not valid TOML: nested too deeply") from None
     except ValueError:  # tomllib's int() of a decimal integer past the 4,300-digit limit
-        raise MatrixError(source, "file", _MISSING, f"not valid TOML: {_huge_decimal(raw)}") from None
+        raise MatrixError(source, "file", _MISSING, f"not valid TOML: {_huge_decimal(body)}") from None
     # Every later step (merging extends, recording origins, hashing, writing the header) walks the
     # tables recursively: a file nested deeper than any matrix needs is refused here, once.
     if _depth(data) > MAX_NESTING:
@@ -483,7 +487,10 @@ def _axes(data: dict[str, Any], sizes: dict[str, Any]) -> _Axes:
     )
 
 
-def _rules(data: dict[str, Any]) -> list[dict[str, Any]]:
+def _rules(data: dict[str, Any], sizes: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``[[exclude]]`` rules, each value checked: a mode, recipe, ... against its declaration, a workload or
+    size against the matrix's own ``[sizes]`` (a misspelt one would exclude nothing, silently)."""
+    size_names = sorted({name for table in sizes.values() if isinstance(table, dict) for name in table})
     rules = data.get("exclude", [])
     if not isinstance(rules, list):
         raise _Bad("exclude", rules, EXCLUDE_SHAPE)
@@ -499,8 +506,16 @@ def _rules(data: dict[str, Any]) -> list[dict[str, Any]]:
                 for v in value if isinstance(value, list) else [value]:
                     if check_name(v) is not None:
                         raise _Bad(f"exclude[{i}].size", v, check_name(v) or "")
+                    if v not in size_names:
+                        raise _Bad(f"exclude[{i}].size", v, "no workload of this matrix has a size of that name "
+                                                            f"(its sizes: {', '.join(size_names)})")
             else:
                 _list(f"exclude[{i}].{key}", value, *EXCLUDE_FIELDS[key])
+                if key == "workload":
+                    for v in value if isinstance(value, list) else [value]:
+                        if v not in sizes:
+                            raise _Bad(f"exclude[{i}].workload", v, f"the matrix has no [sizes.{v}.<name>] table "
+                                                                    f"(its workloads: {', '.join(sizes)})")
     return rules
 
 
@@ -585,7 +600,7 @@ def iter_cases(matrix: Matrix) -> Iterator[Case]:
 def _expand(data: Any) -> Expansion:
     base, sizes = _top_level(data)
     axes = _axes(data, sizes)
-    rules = _rules(data)
+    rules = _rules(data, sizes)
     kept: dict[str, Case] = {}
     removed: list[set[str]] = [set() for _ in rules]
     candidates = 0

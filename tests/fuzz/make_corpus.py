@@ -156,6 +156,8 @@ def cases() -> dict[str, tuple[str, str, str, str | None]]:
         "reason_number": ('mode = "PT-AMP"\nreason = 5', "exclude[0].reason", "must be a string"),
         "unknown_key": ('colour = "red"', "exclude[0].colour", "unknown key"),
         "size_slash": ('size = "a/b"', "exclude[0].size", "split the case id"),
+        "size_unknown": ('size = "b"', "exclude[0].size", "no workload of this matrix has a size of that name"),
+        "workload_unknown": ('workload = "llama"', "exclude[0].workload", "no [sizes.llama.<name>] table"),
         "nproc_negative": ("nproc = -1", "exclude[0].nproc", "at least 1"),
         "graphs_string": ('graphs = "yes"', "exclude[0].graphs", "true or false"),
         "everything": ('mode = "PT-FP32"', "exclude", "nothing to run"),

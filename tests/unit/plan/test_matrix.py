@@ -129,6 +129,19 @@ def test_invalid_toml_reports_line(tmp_path):
     assert str(path) in str(err.value)
 
 
+def test_a_byte_order_mark_is_not_part_of_the_text(tmp_path):
+    plain = write(tmp_path, BASE, "plain.toml")
+    marked = tmp_path / "marked.toml"
+    marked.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    a, b = matrix.load(plain), matrix.load(marked)
+    assert [c.id for c in iter_cases(a)] == [c.id for c in iter_cases(b)]
+    assert a.data == b.data and a.text_sha256 != b.text_sha256  # the hash stays that of the bytes
+    # An error past the mark still names its line.
+    marked.write_bytes(b"\xef\xbb\xbf" + b"name = 1\n\xff\n")
+    with pytest.raises(MatrixError, match="line 2 holds the byte 0xff"):
+        matrix.load(marked)
+
+
 def test_missing_file_and_unknown_preset(tmp_path):
     with pytest.raises(MatrixError, match="cannot read"):
         matrix.load(tmp_path / "nope.toml")
