@@ -281,6 +281,27 @@ def test_bad_input_exits_2_with_a_message(tebench_cli, args, fragment):
     assert proc.returncode == 2 and fragment in proc.stderr, proc.stderr
 
 
+def test_a_shard_with_no_case_runs_nothing_and_a_merge_counts_it(tiny, tmp_path, stub_cli):
+    """A CI array of fixed N meets more shards than cases when a filter leaves few: such a shard exits 0 with a
+    warning and writes its header only, so that ``merge --require-complete`` of every shard succeeds."""
+    only = ["--only", "gpt/micro/PT-FP32"]  # one case (with the reference's twins, one record)
+    outs = [tmp_path / f"s{i}" for i in (1, 2, 3)]
+    procs = [stub_cli("run", str(tiny), "--out", str(out), *only, "--shard", f"{i}/3", "--no-report")
+             for i, out in enumerate(outs, 1)]
+    assert [p.returncode for p in procs] == [0, 0, 0], [p.stderr for p in procs]
+    empty = [i for i, out in enumerate(outs) if not [r for r in records(out) if r["type"] == "case"]]
+    assert len(empty) == 2
+    for i in empty:
+        assert f"shard {i + 1}/3 holds none of the 1 selected case(s)" in procs[i].stderr, procs[i].stderr
+        assert records(outs[i])[0]["case_ids"] == []
+    merged = stub_cli("merge", *map(str, outs), "--out", str(tmp_path / "m"), "--require-complete", "--no-report")
+    assert merged.returncode == 0, merged.stderr
+    assert [r["case_id"] for r in records(tmp_path / "m") if r["type"] == "case"] == ["gpt/micro/PT-FP32"]
+    # A filter that matches nothing at all is still an error, sharded or not.
+    proc = stub_cli("run", str(tiny), "--out", str(tmp_path / "x"), "--only", "nothing/*", "--shard", "1/3")
+    assert proc.returncode == 2 and "no case of the matrix matches" in proc.stderr
+
+
 def test_broken_matrix_file_exits_2_and_runs_nothing(tmp_path, tebench_cli):
     bad = tmp_path / "bad.toml"
     bad.write_text(TINY.replace("d_model = 32", "d_model = 33"))
