@@ -330,14 +330,14 @@ def _resolve(path: Path, source: str) -> tuple[dict[str, Any], dict[str, str], s
     may hold at most ``bounded.MATRIX_MAX_BYTES``.
     """
     chain: list[tuple[dict[str, Any], dict[str, str], str]] = []  # (data, own origins, source), child first
-    seen: set[str] = set()
+    seen: list[str] = []  # the chain's files, resolved, in order
     budget = bounded.MATRIX_MAX_BYTES
     text_sha = ""
     while True:
         data, sha, size = _read_toml(path, source, budget)
         budget -= size
         text_sha = text_sha or sha
-        seen.add(str(path.resolve()))
+        seen.append(str(path.resolve()))
         parent = data.pop("extends", None)
         if not isinstance(data.get("exclude", []), list):
             # Per file, before a chain's rules add up: merged, a table would pass as a list of its keys.
@@ -349,7 +349,9 @@ def _resolve(path: Path, source: str) -> tuple[dict[str, Any], dict[str, str], s
             break
         candidate = _parent_path(path, source, parent)
         if str(candidate.resolve()) in seen:
-            raise MatrixError(source, "extends", parent, "extends itself (a cycle of presets)")
+            loop = seen[seen.index(str(candidate.resolve())):] + [str(candidate.resolve())]
+            raise MatrixError(source, "extends", parent, "extends itself (a cycle)" if len(loop) == 2 else
+                              "closes a cycle of extends: " + " -> ".join(loop))
         if len(chain) >= MAX_EXTENDS:
             raise MatrixError(source, "extends", parent,
                               f"an extends chain longer than {MAX_EXTENDS} files (from {chain[0][2]})")

@@ -152,8 +152,10 @@ def test_missing_file_and_unknown_preset(tmp_path):
 def test_extends_cycle_is_refused(tmp_path):
     write(tmp_path, 'extends = "b"\n' + BASE, "a.toml")
     write(tmp_path, 'extends = "a"\n' + BASE, "b.toml")
-    with pytest.raises(MatrixError, match="cycle"):
+    with pytest.raises(MatrixError, match="cycle") as err:
         matrix.load(tmp_path / "a.toml")
+    a, b = (str((tmp_path / name).resolve()) for name in ("a.toml", "b.toml"))
+    assert f"closes a cycle of extends: {a} -> {b} -> {a}" in str(err.value)
 
 
 def test_reference_modes_run_first_in_each_group(tmp_path):
