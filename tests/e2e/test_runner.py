@@ -387,6 +387,12 @@ def test_an_unfinished_run_needs_resume_and_the_same_matrix(tiny, tmp_path, stub
     other.write_text(TINY.replace("steps = 6", "steps = 7"))
     mismatch = stub_cli("run", str(other), "--out", str(out), "--resume", "--no-report")
     assert mismatch.returncode == 2 and "different matrix" in mismatch.stderr
+    assert f"started with {tiny}" in mismatch.stderr and "settings.steps" in mismatch.stderr, mismatch.stderr
+    # The same file edited since: said so, with where it changed.
+    tiny.write_text(TINY.replace("steps = 6", "steps = 8"))
+    edited = stub_cli("run", str(tiny), "--out", str(out), "--resume", "--no-report")
+    assert edited.returncode == 2 and f"{tiny} was edited since the run started" in edited.stderr, edited.stderr
+    assert "values differ at settings.steps" in edited.stderr, edited.stderr
 
 
 def test_list_and_env(tiny, tebench_cli):
