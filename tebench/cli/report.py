@@ -23,6 +23,15 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise UsageError(f"--assets-url {url!r}: not an absolute http(s) URL (a PR comment cannot show relative "
                          "image paths)")
     check_results_paths(args.results)
+    if args.out is None:
+        # One run folder: its own report/, where `tebench run` wrote it (so `tebench report runs/main` re-renders
+        # the newest run's report in place). Anything else has no such place: --out must say where.
+        from pathlib import Path
+
+        if len(args.results) != 1 or not Path(args.results[0]).is_dir():
+            raise UsageError("--out is needed (it may be left out only for one run folder, whose report/ it "
+                             "then writes)")
+        args.out = str(Path(args.results[0]) / "report")
     out = check_out_arg(args.out)
     refuse_inputs([out / name for name in WRITTEN], args.results, "--out", args.out)
     from tebench.report import render  # pandas, matplotlib, jinja2: only for input known to be good
@@ -41,7 +50,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("report", help="render HTML + Markdown from stored results (no GPU, no re-run)")
     p.add_argument("results", nargs="+", help="results.jsonl files, run directories or pytest-benchmark JSON; "
                    "several from different machines are compared side by side")
-    p.add_argument("--out", required=True, help="directory for index.html, report.md and chart PNGs")
+    p.add_argument("--out", help="directory for index.html, report.md and chart PNGs (default for one run "
+                                 "folder: its report/)")
     p.add_argument("--assets-url", metavar="URL",
                    help="absolute URL the chart PNGs will be published at (a branch, Pages): report.md then shows "
                         "them from there; without it report.md has no images and reads whole as text")

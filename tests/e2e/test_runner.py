@@ -331,6 +331,13 @@ def test_a_second_run_into_one_out_keeps_the_first_beside_it(tiny, tmp_path, stu
     # OUT reports the newest run; the kept one still opens by its folder.
     assert stub_cli("report", str(out), "--out", str(tmp_path / "r"), check=True).returncode == 0
     assert second_id in (tmp_path / "r" / "report.md").read_text()
+    # As the README writes it, without --out: the run folder's own report/ is rendered again.
+    (out / "report" / "report.md").unlink()
+    assert stub_cli("report", str(out), check=True).returncode == 0
+    assert second_id in (out / "report" / "report.md").read_text()
+    # Several inputs, or a file, have no such place: --out is asked for.
+    asked = stub_cli("report", str(out / "results.jsonl"))
+    assert asked.returncode == 2 and "--out is needed" in asked.stderr, asked.stderr
     assert stub_cli("compare", str(kept), str(out), "--format", "json").returncode in (0, 1)
     # A third run keeps the second beside the first.
     stub_cli("run", str(tiny), "--out", str(out), *only, "--no-report", check=True)
