@@ -383,6 +383,9 @@ class _Findings:
     uncertain: list[str] = field(default_factory=list)
     small: list[tuple[str, str]] = field(default_factory=list)
     """("slower" | "faster", text): significant, within the threshold."""
+    worse_untold: bool = False
+    """A step time slower beyond the threshold that the rounds could not test: an improvement elsewhere does not
+    outweigh it."""
 
 
 def _damage(b: Side, h: Side) -> list[str]:
@@ -479,6 +482,7 @@ def _judge_time(b: Side, h: Side, opts: Options, d: Delta, found: _Findings, tim
     if not time.enough or ci is None or p_value is None:
         found.uncertain.append(f"step time {time.ratio - 1:+.1%}: {time.note}" if math.isfinite(time.ratio)
                                else f"step time: {time.note}")
+        found.worse_untold = math.isfinite(time.ratio) and time.ratio > 1 + thr["time"]
     else:
         lo, hi = ci
         change = (f"step time {time.ratio - 1:+.1%} ({1 - opts.alpha:.0%} CI {lo - 1:+.1%} … "
@@ -499,6 +503,7 @@ def _judge_time(b: Side, h: Side, opts: Options, d: Delta, found: _Findings, tim
                                 change + f": beyond noise, within the {thr['time']:.0%} threshold"))
         elif not (1 - thr["time"] <= lo and hi <= 1 + thr["time"]):
             found.uncertain.append(change + ": the interval reaches beyond the threshold")
+            found.worse_untold = time.ratio > 1 + thr["time"]
     if b.tokens_per_s and h.tokens_per_s:
         ratio = h.tokens_per_s / b.tokens_per_s
         d.tokens_ratio = ratio if math.isfinite(ratio) and ratio > 0 else None  # beyond a float: not comparable
@@ -567,13 +572,19 @@ def _judge_loss(b: Side, h: Side, opts: Options, d: Delta, found: _Findings) -> 
 
 def _weigh(d: Delta, found: _Findings, advisory: list[str]) -> None:
     """One verdict from the metrics' findings: a regression outweighs an improvement, which outweighs a
-    small change, which outweighs what could not be told."""
+    small change, which outweighs what could not be told; but an improvement beside a step time slower past the
+    threshold that could not be told is inconclusive."""
     if found.regressed:
         d.verdict = "status-changed" if found.regressed[0][0] == "status" else "regressed"
         d.why = [text for _, text in found.regressed] + d.why
         # Advisory flags concern the step time, and the energy per token it is part of; any other
         # regression still counts.
         d.counted = not (advisory and all(metric in ("time", "energy") for metric, _ in found.regressed))
+    elif found.improved and found.worse_untold:
+        # Less memory does not make up for a step time 12x slower that one round a side cannot test: the case
+        # is not called improved while its time may have regressed past the threshold.
+        d.verdict = "inconclusive"
+        d.why = found.uncertain + found.improved + d.why
     elif found.improved:
         d.verdict = "improved"
         d.why = found.improved + d.why

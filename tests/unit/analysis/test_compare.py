@@ -498,3 +498,18 @@ def test_cant_tell_never_counts_more_cases_than_it_cannot_tell():
     part = re.search(r"(\d+) of them have too few", line)
     assert part is None or int(part.group(1)) <= total
     assert unsaid(line, "all of them", "too few rounds") == [], line  # one round a side: every case lacks rounds
+
+
+def test_an_improvement_does_not_outweigh_a_slowdown_the_rounds_could_not_test():
+    """One round a side: a step time 12x slower cannot be tested, and 7% less memory beside it must not make
+    the case "improved" (a newcomer's second CPU run on a loaded machine showed exactly that)."""
+    from tebench.analysis.compare import Side, judge
+
+    base = Side("ok", None, [[1.0, 1.1, 1.0, 1.2, 1.0]], 1.0, None, [100.0], None, None)
+    slower = Side("ok", None, [[12.0, 12.4, 12.1, 12.6, 12.2]], 12.2, None, [93.0], None, None)
+    d = judge("c", "cpu", base, slower)
+    assert d.verdict == "inconclusive", (d.verdict, d.why)
+    assert any(w.startswith("step time +") for w in d.why) and any("peak memory -7.0%" in w for w in d.why)
+    # Faster within what one round can tell, with the same memory change: still an improvement.
+    faster = Side("ok", None, [[1.0, 1.1, 1.0, 1.2, 1.0]], 1.0, None, [93.0], None, None)
+    assert judge("c", "cpu", base, faster).verdict == "improved"
