@@ -207,7 +207,8 @@ def preset_path(name: str) -> Path:
 
     close = difflib.get_close_matches(str(name), preset_names(), 1, 0.6)
     guess = f"did you mean {close[0]!r}? " if close else ""
-    raise MatrixError("--preset", "preset", name, f"no such preset ({guess}known: {', '.join(preset_names())})")
+    # auto is the CLI's choice between two of them (smoke on a CPU, tutorial on a GPU), offered by --help too.
+    raise MatrixError("--preset", "preset", name, f"no such preset ({guess}known: auto, {', '.join(preset_names())})")
 
 
 def _depth(data: Any) -> int:

@@ -36,7 +36,7 @@ def history_headline(deltas: list[compare.Delta], earlier: list[int]) -> str:
     icon = headline_icon(failing=bool(failing), concern=bool(counts["slower"] or any(d.failing for d in deltas)),
                          unknown=bool(counts["inconclusive"] or not judged))
     n = max(earlier) if earlier else 0
-    against = ("no earlier run to compare with" if n == 0 else
+    against = ("has no earlier run to compare with" if n == 0 else
                f"against the {n} run{'s' if n != 1 else ''} before it")
     words = [f"{failing} regression(s)"] + [f"{counts[v]} {v}" for v in ("slower", "improved", "faster") if counts[v]]
     if not_counted := sum(d.not_counted for d in deltas):

@@ -145,7 +145,7 @@ def test_a_byte_order_mark_is_not_part_of_the_text(tmp_path):
 def test_missing_file_and_unknown_preset(tmp_path):
     with pytest.raises(MatrixError, match="cannot read"):
         matrix.load(tmp_path / "nope.toml")
-    with pytest.raises(MatrixError, match="no such preset .*known: .*smoke"):
+    with pytest.raises(MatrixError, match="no such preset .*known: auto, .*smoke"):
         matrix.load("nope", is_preset=True)
 
 

@@ -55,7 +55,7 @@ def test_history_headline_counts_the_runs_there_are_and_says_inconclusive(tmp_pa
     (tmp_path / "one").mkdir()
     history.add(db1, judged_run.read(nightly(tmp_path / "one", 1)[0]))
     alone = (report(db1, tmp_path / "hist1") / "history.md").read_text().splitlines()[0]
-    assert "no earlier run" in alone and not alone.startswith("### 🟢"), alone
+    assert "the latest run has no earlier run to compare with:" in alone and not alone.startswith("### 🟢"), alone
 
 
 def test_an_unusable_row_is_warned_about_once(tmp_path):
