@@ -776,6 +776,8 @@ CASE_COLUMNS: list[tuple[str, str, str]] = [
     ("gpu_busy", "GPU busy", "pct"),
     ("final_loss", "final loss", "loss"),
     ("parity", "parity", ""),
+    # The verdict's power: a pass within ±15% must not read like one within ±1% (issue #49).
+    ("parity_margin", "parity margin ±", "pct"),
     ("parity_rel_diff", "Δ loss vs ref", "pct"),
     ("curve_max_rel_dev", "max curve Δ", "pct"),
     ("validation", "validation", "loss"),
