@@ -34,6 +34,11 @@ def load_matrix(args: argparse.Namespace, env: Any = None):
 
             env = probe()
         name = "tutorial" if env.device_type == "cuda" else "smoke"
+        # The default picks for the user: say which, and why, once (a CPU's smoke run is no GPU benchmark).
+        import sys
+
+        why = "a CUDA GPU is present" if env.device_type == "cuda" else "no CUDA GPU here"
+        print(f"tebench: --preset auto: {name} ({why})", file=sys.stderr)
     return matrix.load(name, is_preset=True)
 
 

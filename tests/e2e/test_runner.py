@@ -402,6 +402,12 @@ def test_an_unfinished_run_needs_resume_and_the_same_matrix(tiny, tmp_path, stub
     assert "values differ at settings.steps" in edited.stderr, edited.stderr
 
 
+def test_the_default_preset_says_which_it_picked(stub_cli):
+    proc = stub_cli("list")
+    assert proc.returncode == 0 and "--preset auto: smoke (no CUDA GPU here)" in proc.stderr, proc.stderr
+    assert "auto" not in stub_cli("list", "--preset", "smoke").stderr
+
+
 def test_list_and_env(tiny, tebench_cli):
     listing = tebench_cli("list", str(tiny), check=True).stdout
     assert "run  gpt/micro/PT-FP32" in listing and "skip gpt/micro/TE-BF16" in listing
