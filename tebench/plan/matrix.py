@@ -506,6 +506,8 @@ def _rules(data: dict[str, Any], sizes: dict[str, Any]) -> list[dict[str, Any]]:
                 if not isinstance(value, str):
                     raise _Bad(f"exclude[{i}].reason", value, "must be a string")
             elif key == "size":
+                if value == []:
+                    raise _Bad(f"exclude[{i}].size", value, "must not be empty (an empty list matches no case)")
                 for v in value if isinstance(value, list) else [value]:
                     if check_name(v) is not None:
                         raise _Bad(f"exclude[{i}].size", v, check_name(v) or "")
@@ -519,6 +521,14 @@ def _rules(data: dict[str, Any], sizes: dict[str, Any]) -> list[dict[str, Any]]:
                         if v not in sizes:
                             raise _Bad(f"exclude[{i}].workload", v, f"the matrix has no [sizes.{v}.<name>] table "
                                                                     f"(its workloads: {', '.join(sizes)})")
+        if "workload" in rule and "size" in rule:
+            # Each name exists somewhere, but a size none of the rule's workloads has matches nothing.
+            named = rule["workload"] if isinstance(rule["workload"], list) else [rule["workload"]]
+            theirs = sorted({n for w in named if isinstance(sizes.get(w), dict) for n in sizes[w]})
+            for v in rule["size"] if isinstance(rule["size"], list) else [rule["size"]]:
+                if v not in theirs:
+                    raise _Bad(f"exclude[{i}].size", v, f"no size of that name in the rule's workload(s) "
+                                                        f"{', '.join(named)} (their sizes: {', '.join(theirs)})")
     return rules
 
 

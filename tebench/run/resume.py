@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from tebench.store import reader as results
 from tebench.errors import RunError
@@ -18,21 +19,34 @@ def resume_state(path: Path, matrix: Matrix, opts: RunOptions) -> tuple[str, set
     if (matrix_info.sha256 if matrix_info else None) != matrix.sha256:
         started = matrix_info.source if matrix_info else None
         changed = _changed_keys(matrix_info.data if matrix_info else None, matrix.data)
-        what = (f"{matrix.source} was edited since the run started" if started == matrix.source
-                else f"the run was started with {started}")
+        if started == matrix.source:
+            # The file that holds a changed value: the matrix itself or a file of its extends chain.
+            edited = list(dict.fromkeys(matrix.origin(key) for key in changed)) or [matrix.source]
+            what = f"{' and '.join(edited)} {'was' if len(edited) == 1 else 'were'} edited since the run started"
+        else:
+            what = f"the run was started with {started}"
         raise RunError(f"{path}: --resume with a different matrix: {what}"
-                       + (f" (its values differ at {', '.join(changed)})" if changed else "")
+                       + (f" (its values differ at {', '.join(changed)}"
+                          + (", and more" if len(changed) == _SHOWN else "") + ")" if changed else "")
                        + "; use a new --out directory, or undo the change")
     if head.rounds != opts.rounds:
         raise RunError(f"{path}: the run was started with --rounds {head.rounds}, not {opts.rounds}")
     if (head.shard or None) != (list(opts.shard) if opts.shard else None):
-        raise RunError(f"{path}: the run was started with --shard {head.shard}, not {opts.shard}")
+        def shown(shard: object) -> str:
+            return f"--shard {shard[0]}/{shard[1]}" if isinstance(shard, (list, tuple)) else "no --shard"
+
+        raise RunError(f"{path}: the run was started with {shown(head.shard)}, not {shown(opts.shard)}")
     latest = run.latest()
     return run.run_id, set(latest), list(latest.values())
 
 
-def _changed_keys(before: object, after: object, prefix: str = "", limit: int = 3) -> list[str]:
-    """Up to ``limit`` dotted key paths at which two resolved matrices differ (``settings.steps``), in file order."""
+_SHOWN = 3
+"""The most differing keys a refusal names."""
+
+
+def _changed_keys(before: object, after: object, prefix: str = "", limit: int = _SHOWN) -> list[str]:
+    """Up to ``limit`` dotted key paths at which two resolved matrices differ (``settings.steps``), in file order:
+    where their JSON differs, as the matrix hash sees it (``120`` and ``120.0`` differ)."""
     if isinstance(before, dict) and isinstance(after, dict):
         out: list[str] = []
         for key in [*before, *(k for k in after if k not in before)]:
@@ -40,4 +54,5 @@ def _changed_keys(before: object, after: object, prefix: str = "", limit: int = 
             if len(out) >= limit:
                 break
         return out[:limit]
-    return [prefix.rstrip(".") or "(the whole file)"] if before != after and limit > 0 else []
+    differ = json.dumps(before, sort_keys=True, default=str) != json.dumps(after, sort_keys=True, default=str)
+    return [prefix.rstrip(".") or "(the whole file)"] if differ and limit > 0 else []

@@ -122,7 +122,9 @@ def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[
                              f"this run writes {for_terminal(path)}\n")
         run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
     todo = [p for p in planned if (p.case.id, p.round) not in done]
-    header = run_header(run_id, matrix, cases, env, opts, resumed=bool(done))
+    # Resumed: it continues the run id above it, even where that run recorded no case yet (an empty shard, a run
+    # killed before its first case finished).
+    header = run_header(run_id, matrix, cases, env, opts, resumed=bool(held and opts.resume))
     try:  # the CLI checked it; a caller of run() may not have
         caches.prepare(opts.compile_cache)
     except OSError as exc:

@@ -402,6 +402,32 @@ def test_an_unfinished_run_needs_resume_and_the_same_matrix(tiny, tmp_path, stub
     assert "values differ at settings.steps" in edited.stderr, edited.stderr
 
 
+def test_resume_names_the_edited_file_of_an_extends_chain_and_a_changed_number_type(tiny, tmp_path, stub_cli):
+    parent = tmp_path / "parent.toml"
+    parent.write_text(tiny.read_text())
+    child = tmp_path / "child.toml"
+    child.write_text('extends = "parent"\nname = "child"\n')
+    out = tmp_path / "run"
+    stub_cli("run", str(child), "--out", str(out), "--only", "gpt/micro/PT-FP32", "--no-report", check=True)
+    header = (out / "results.jsonl").read_text().splitlines()[0]
+    (out / "results.jsonl").write_text(header + "\n")  # killed before its first case: --resume continues it
+    parent.write_text(tiny.read_text().replace("steps = 6", "steps = 7"))
+    proc = stub_cli("run", str(child), "--out", str(out), "--resume", "--no-report")
+    assert proc.returncode == 2 and f"{parent} was edited since the run started" in proc.stderr, proc.stderr
+    assert "settings.steps" in proc.stderr and f"{child} was edited" not in proc.stderr
+    # 6 and 6.0 are equal numbers, but not the same matrix (its hash sees the JSON): the key is still named.
+    parent.write_text(tiny.read_text().replace("timeout_s = 120", "timeout_s = 120.0"))
+    proc = stub_cli("run", str(child), "--out", str(out), "--resume", "--no-report")
+    assert proc.returncode == 2 and "values differ at settings.timeout_s" in proc.stderr, proc.stderr
+    # A resume of a run that recorded no case yet is marked resumed in the header it appends.
+    parent.write_text(tiny.read_text())
+    stub_cli("run", str(child), "--out", str(out), "--resume", "--no-report", check=True)
+    heads = [r for r in records(out) if r["type"] == "header"]
+    assert [h["resumed"] for h in heads] == [False, True] and heads[0]["run_id"] == heads[1]["run_id"]
+    shard = stub_cli("run", str(child), "--out", str(out), "--resume", "--shard", "1/2", "--no-report")
+    assert shard.returncode == 2 and "started with no --shard, not --shard 1/2" in shard.stderr, shard.stderr
+
+
 def test_the_default_preset_says_which_it_picked(stub_cli):
     proc = stub_cli("list")
     assert proc.returncode == 0 and "--preset auto: smoke (no CUDA GPU here)" in proc.stderr, proc.stderr

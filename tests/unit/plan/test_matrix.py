@@ -290,3 +290,15 @@ def test_a_product_of_axes_and_sizes_past_the_limit_is_refused(tmp_path, monkeyp
     with pytest.raises(MatrixError) as err:
         matrix.load(path)
     assert "[axes]" in str(err.value) and "more than 6 points before [[exclude]]" in str(err.value)
+
+
+@pytest.mark.parametrize("rule,fragment", [
+    ('size = []', "[exclude[0].size] = []: must not be empty"),
+    ('workload = "gpt"\nsize = "tiny"', "no size of that name in the rule's workload(s) gpt"),
+])
+def test_an_exclude_rule_that_could_match_nothing_is_refused(tmp_path, rule, fragment):
+    text = BASE + "\n[sizes.distill.tiny]\nvocab = 64\nhidden = 32\nffn = 64\nblocks = 1\nseq = 8\nbatch = 4\n"
+    matrix.load(write(tmp_path, text, "ok.toml"))  # the sizes themselves are fine
+    with pytest.raises(MatrixError) as err:
+        matrix.load(write(tmp_path, text + f"\n[[exclude]]\n{rule}\n", "bad.toml"))
+    assert fragment in str(err.value)

@@ -12,7 +12,7 @@ def test_a_mistyped_preset_gets_a_did_you_mean():
         matrix.preset_path("nightyl")
     with pytest.raises(matrix.MatrixError) as err:
         matrix.preset_path("zzzz")
-    assert "did you mean" not in str(err.value) and "known: crossover" in str(err.value)
+    assert "did you mean" not in str(err.value) and "known: auto, crossover" in str(err.value)
 
 
 def test_only_suggestions_rank_ids_of_the_mode_that_was_meant():
