@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,11 @@ def cmd_history_add(args: argparse.Namespace) -> int:
             state = "added" if added.new_run else ("updated" if added.new_cases else "already stored")
             print(for_terminal(f"{path}: run {added.run_id} {state} ({added.new_cases} new case record(s), "
                                f"{added.total_cases} in all)"))
+            if not run.cases:
+                # An empty shard, or a run stopped before its first case: stored, but it adds no measurement.
+                print(for_terminal(f"tebench history add: warning: {path}: run {added.run_id} holds no case record "
+                                   "(an empty shard, or a run stopped before its first case): nothing measured to "
+                                   "compare"), file=sys.stderr)
     return 0
 
 

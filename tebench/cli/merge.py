@@ -55,7 +55,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("shards", nargs="+", help="shard run directories or results files")
     p.add_argument("--out", required=True, help="directory for the merged results.jsonl and report/")
     p.add_argument("--require-complete", action="store_true",
-                   help="exit 2 when a shard, or a case of a shard, is missing")
+                   help="exit 2 when a shard, or a case of a shard, is missing (the merge of those there is "
+                        "still written: merge again when the late shard comes)")
     p.add_argument("--no-report", action="store_true", help="write the merged results.jsonl only, no report/")
     add_rejudge_arg(p)
     p.set_defaults(func=cmd_merge)

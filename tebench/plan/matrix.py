@@ -309,10 +309,15 @@ def _exclude_count(data: dict[str, Any]) -> int:
 
 
 def _parent_path(path: Path, source: str, parent: Any) -> Path:
-    """The file an ``extends`` value names: a sibling .toml file, else a shipped preset."""
+    """The file an ``extends`` value names: a sibling .toml file, else a shipped preset (also where the sibling is
+    the file itself: ``smoke.toml`` holding ``extends = "smoke"`` extends the preset)."""
     if not isinstance(parent, str) or not parent.strip() or any(_unprintable(ch) for ch in parent):
         raise MatrixError(source, "extends", parent, "must be a preset name or a path to a .toml file")
     candidate = path.parent / (parent if parent.endswith(".toml") else f"{parent}.toml")
+    # A file named like a preset that extends that name means the preset: it cannot mean itself.
+    itself = candidate.is_file() and candidate.resolve() == path.resolve() and "/" not in parent
+    if itself and (_presets_dir() / f"{parent.removesuffix('.toml')}.toml").is_file():
+        return Path(str(_presets_dir() / f"{parent.removesuffix('.toml')}.toml"))
     if not candidate.is_file():
         shipped = _presets_dir() / f"{parent.removesuffix('.toml')}.toml"
         if "/" in parent or not shipped.is_file():

@@ -297,6 +297,9 @@ def test_a_shard_with_no_case_runs_nothing_and_a_merge_counts_it(tiny, tmp_path,
     merged = stub_cli("merge", *map(str, outs), "--out", str(tmp_path / "m"), "--require-complete", "--no-report")
     assert merged.returncode == 0, merged.stderr
     assert [r["case_id"] for r in records(tmp_path / "m") if r["type"] == "case"] == ["gpt/micro/PT-FP32"]
+    # history stores an empty shard's run, and says it measured nothing.
+    added = stub_cli("history", "add", str(outs[empty[0]]), "--db", str(tmp_path / "h.db"))
+    assert added.returncode == 0 and "holds no case record" in added.stderr, added.stderr
     # A filter that matches nothing at all is still an error, sharded or not.
     proc = stub_cli("run", str(tiny), "--out", str(tmp_path / "x"), "--only", "nothing/*", "--shard", "1/3")
     assert proc.returncode == 2 and "no case of the matrix matches" in proc.stderr

@@ -302,3 +302,16 @@ def test_an_exclude_rule_that_could_match_nothing_is_refused(tmp_path, rule, fra
     with pytest.raises(MatrixError) as err:
         matrix.load(write(tmp_path, text + f"\n[[exclude]]\n{rule}\n", "bad.toml"))
     assert fragment in str(err.value)
+
+
+def test_a_file_named_like_a_preset_that_extends_that_name_extends_the_preset(tmp_path):
+    own = tmp_path / "smoke.toml"
+    own.write_text('extends = "smoke"\nname = "my-smoke"\n[settings]\nsteps = 3\n')
+    mat = matrix.load(own)
+    preset = matrix.load("smoke", is_preset=True)
+    assert mat.name == "my-smoke" and mat.data["settings"]["steps"] == 3
+    assert sorted(mat.data["sizes"]) == sorted(preset.data["sizes"])
+    # A file that extends itself by another name is still a cycle.
+    (tmp_path / "mine.toml").write_text('extends = "mine"\n' + BASE)
+    with pytest.raises(MatrixError, match="extends itself"):
+        matrix.load(tmp_path / "mine.toml")
