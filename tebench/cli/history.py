@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -80,9 +80,8 @@ def cmd_history_add(args: argparse.Namespace) -> int:
                                f"{added.total_cases} in all)"))
             if not run.cases:
                 # An empty shard, or a run stopped before its first case: stored, but it adds no measurement.
-                print(for_terminal(f"tebench history add: warning: {path}: run {added.run_id} holds no case record "
-                                   "(an empty shard, or a run stopped before its first case): nothing measured to "
-                                   "compare"), file=sys.stderr)
+                warnings.warn(f"{path}: run {added.run_id} holds no case record (an empty shard, or a run stopped "
+                              "before its first case): nothing measured to compare", stacklevel=2)
     return 0
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from tebench.cli.usage import UsageError, nonempty
@@ -35,8 +36,6 @@ def load_matrix(args: argparse.Namespace, env: Any = None):
             env = probe()
         name = "tutorial" if env.device_type == "cuda" else "smoke"
         # The default picks for the user: say which, and why, once (a CPU's smoke run is no GPU benchmark).
-        import sys
-
         why = "a CUDA GPU is present" if env.device_type == "cuda" else "no CUDA GPU here"
         print(f"tebench: --preset auto: {name} ({why})", file=sys.stderr)
     return matrix.load(name, is_preset=True)
@@ -49,18 +48,17 @@ def select(mat: Any, only: list[str], shard_spec: tuple[int, int] | None, what: 
     import warnings
 
     from tebench.plan.matrix import iter_cases
-    from tebench.plan.schedule import select_cases, unmatched_only
+    from tebench.plan.schedule import select_cases, selected_beyond_shard, unmatched_only
 
     cases = select_cases(mat, only, shard_spec)
     unmatched = unmatched_only(list(iter_cases(mat)), only) if only else []
     if not cases:
         if unmatched:
             raise UsageError("; ".join(unmatched))
-        if shard_spec and select_cases(mat, only):
-            # A CI array of fixed N meets this when a filter leaves fewer cases than shards: the shard has
-            # nothing to do, which is not an error; its run holds a header only, and a merge counts it.
-            warnings.warn(f"shard {shard_spec[0]}/{shard_spec[1]} holds none of the {len(select_cases(mat, only))} "
-                          "selected case(s): nothing to run here", stacklevel=2)
+        selected = selected_beyond_shard(mat, only, shard_spec)
+        if shard_spec and selected:
+            warnings.warn(f"shard {shard_spec[0]}/{shard_spec[1]} holds none of the {selected} selected case(s): "
+                          "nothing to run here", stacklevel=2)
             return cases
         raise UsageError(f"no case of the matrix matches {what}")
     for line in unmatched:

@@ -314,12 +314,12 @@ def _parent_path(path: Path, source: str, parent: Any) -> Path:
     if not isinstance(parent, str) or not parent.strip() or any(_unprintable(ch) for ch in parent):
         raise MatrixError(source, "extends", parent, "must be a preset name or a path to a .toml file")
     candidate = path.parent / (parent if parent.endswith(".toml") else f"{parent}.toml")
+    shipped = _presets_dir() / f"{parent.removesuffix('.toml')}.toml"
     # A file named like a preset that extends that name means the preset: it cannot mean itself.
     itself = candidate.is_file() and candidate.resolve() == path.resolve() and "/" not in parent
-    if itself and (_presets_dir() / f"{parent.removesuffix('.toml')}.toml").is_file():
-        return Path(str(_presets_dir() / f"{parent.removesuffix('.toml')}.toml"))
+    if itself and shipped.is_file():
+        return Path(str(shipped))
     if not candidate.is_file():
-        shipped = _presets_dir() / f"{parent.removesuffix('.toml')}.toml"
         if "/" in parent or not shipped.is_file():
             raise MatrixError(source, "extends", parent,
                               f"no such file ({candidate}) and no shipped preset of that name "
@@ -446,8 +446,7 @@ def _matches(rule: dict[str, Any], case: Case) -> bool:
     for key, want in rule.items():
         if key == "reason":
             continue
-        wanted = want if isinstance(want, list) else [want]
-        if values[key] not in wanted:
+        if values[key] not in _listed(want):
             return False
     return True
 
@@ -513,7 +512,7 @@ def _rules(data: dict[str, Any], sizes: dict[str, Any]) -> list[dict[str, Any]]:
             elif key == "size":
                 if value == []:
                     raise _Bad(f"exclude[{i}].size", value, "must not be empty (an empty list matches no case)")
-                for v in value if isinstance(value, list) else [value]:
+                for v in _listed(value):
                     if check_name(v) is not None:
                         raise _Bad(f"exclude[{i}].size", v, check_name(v) or "")
                     if v not in size_names:
@@ -522,19 +521,24 @@ def _rules(data: dict[str, Any], sizes: dict[str, Any]) -> list[dict[str, Any]]:
             else:
                 _list(f"exclude[{i}].{key}", value, *EXCLUDE_FIELDS[key])
                 if key == "workload":
-                    for v in value if isinstance(value, list) else [value]:
+                    for v in _listed(value):
                         if v not in sizes:
                             raise _Bad(f"exclude[{i}].workload", v, f"the matrix has no [sizes.{v}.<name>] table "
                                                                     f"(its workloads: {', '.join(sizes)})")
         if "workload" in rule and "size" in rule:
             # Each name exists somewhere, but a size none of the rule's workloads has matches nothing.
-            named = rule["workload"] if isinstance(rule["workload"], list) else [rule["workload"]]
+            named = _listed(rule["workload"])
             theirs = sorted({n for w in named if isinstance(sizes.get(w), dict) for n in sizes[w]})
-            for v in rule["size"] if isinstance(rule["size"], list) else [rule["size"]]:
+            for v in _listed(rule["size"]):
                 if v not in theirs:
                     raise _Bad(f"exclude[{i}].size", v, f"no size of that name in the rule's workload(s) "
                                                         f"{', '.join(named)} (their sizes: {', '.join(theirs)})")
     return rules
+
+
+def _listed(value: Any) -> list[Any]:
+    """An ``[[exclude]]`` value as the list of values it matches (one value, or a list of them)."""
+    return value if isinstance(value, list) else [value]
 
 
 def _size(workload: str, size_name: str, dims: Any, base: Settings) -> tuple[Any, Settings]:

@@ -37,6 +37,15 @@ def select_cases(matrix: Matrix, only: list[str] | None = None,
     return cases
 
 
+def selected_beyond_shard(matrix: Matrix, only: list[str] | None, shard_spec: tuple[int, int] | None) -> int:
+    """How many cases ``--only`` selects when ``--shard`` gives this shard none of them (0 without a shard).
+
+    A CI array of fixed N meets an empty shard when a filter leaves fewer cases than shards: such a shard
+    has nothing to do, which is not an error; its run holds a header only, and a merge counts it.
+    """
+    return len(select_cases(matrix, only)) if shard_spec else 0
+
+
 def _repaired(glob: str, ids: list[str]) -> str | None:
     """``glob`` with each literal part ("/"-separated, no wildcard) replaced by the closest part of a
     case id, when that changes it and then matches: ``*/PT_AMP`` -> ``*/PT-AMP``."""

@@ -26,7 +26,7 @@ from tebench.store.writer import Writer
 from tebench.errors import RunError
 from tebench.escape import for_terminal
 from tebench.plan.matrix import Matrix, expand
-from tebench.plan.schedule import Planned, plan, select_cases
+from tebench.plan.schedule import Planned, plan, select_cases, selected_beyond_shard
 from tebench.plan.shards import estimate_cost
 from tebench.run.display import Display
 from tebench.run.executor import Executor
@@ -63,8 +63,7 @@ def run_locked(matrix: Matrix, env: Environment, opts: RunOptions,
 
 def _cases(matrix: Matrix, opts: RunOptions) -> list[Case]:
     cases = select_cases(matrix, opts.only, opts.shard)
-    # An empty shard of a non-empty selection runs nothing and writes its header: a merge counts it as there.
-    if not cases and not (opts.shard and select_cases(matrix, opts.only)):
+    if not cases and not selected_beyond_shard(matrix, opts.only, opts.shard):
         raise RunError("no case of the matrix matches --only / --shard")
     return cases
 
