@@ -5,7 +5,7 @@ set -u
 source .gpu/install.sh > /tmp/install.log 2>&1 || { cat /tmp/install.log; exit 1; }
 export PYTHONPATH="$PWD:$PYTHONPATH" PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader
-python3 -m tebench run scripts/probes/gpt-d2048-warmup/d2048.toml --devices 0 --out "$OUT/run" --no-report \
+python3 -m tebench run scripts/probes/gpt-d2048-warmup/d2048.toml --devices 0 --out "$OUT/d2048" --no-report \
   --timeout 120 --only 'gpt/d2048/PT-AMP' --only 'gpt/d2048/PT-AMP+compile' --only 'gpt/d2048/TE-BF16' \
   --only 'gpt/d2048/TE-FP8/*' --only 'gpt/d2048-lr1e-4/PT-AMP' --only 'gpt/d2048-lr1e-4/TE-BF16' \
   --only 'gpt/d2048-lr1e-4/TE-FP8/current.HYBRID'
