@@ -52,6 +52,11 @@ def check_out_arg(value: str, flag: str = "--out", kind: str = "dir") -> Path:
                          "(an empty path would write into the current directory)")
     path = Path(value)
     if kind == "dir":
+        from tebench.store.atomic import dangling_link  # light, as below
+
+        nowhere = dangling_link(path)
+        if nowhere:
+            raise UsageError(f"{flag} {value}: {nowhere}")
         if path.exists() and not path.is_dir():
             raise UsageError(f"{flag} {value}: is a file, not a directory")
         if path.is_dir():

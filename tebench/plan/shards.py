@@ -8,6 +8,8 @@ case runs twice.
 
 from __future__ import annotations
 
+import re
+
 import heapq
 from typing import TYPE_CHECKING
 
@@ -35,10 +37,16 @@ class ShardError(TebenchError, ValueError):
 
 def parse(spec: str) -> tuple[int, int]:
     """``"2/4"`` -> (2, 4); shards are numbered from 1."""
-    try:
-        i, n = (int(x) for x in spec.split("/"))
-    except ValueError:
-        raise ShardError(f"--shard {spec!r}: expected I/N, e.g. 1/4") from None
+    # ASCII digits only: int() would also take "２/２", " 1", "+1" and "1_0".
+    match = re.fullmatch(r"([0-9]+)/([0-9]+)", spec)
+    if match is None:
+        raise ShardError(f"--shard {spec!r}: expected I/N in digits 0-9, e.g. 1/4")
+    # Counted in digits first: int() refuses a number of thousands of digits, and none is a real shard number.
+    i_digits, n_digits = (m.lstrip("0") for m in (match[1], match[2]))
+    if len(n_digits) > len(str(MAX_SHARDS)) or int(match[2]) > MAX_SHARDS:
+        raise ShardError(f"--shard {spec}: at most {MAX_SHARDS} shards")
+    n = int(match[2])
+    i = int(match[1]) if len(i_digits) <= len(n_digits) else n + 1
     if not 1 <= i <= n:
         raise ShardError(f"--shard {spec!r}: need 1 <= I <= N")
     return i, n

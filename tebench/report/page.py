@@ -11,6 +11,7 @@ from tebench.report.context import build_context
 from tebench.report.load import load_all
 from tebench.report.markup import code_safe, html_finalize, md_escape, templates_dir
 from tebench.gc_control import collector_off, frozen_heap
+from tebench.errors import StorageError
 from tebench.store import atomic
 
 MD_LIMIT = 60_000
@@ -61,6 +62,9 @@ def render(paths: list[str | Path], out: str | Path, assets_url: str | None = No
     ``rejudge``: judge every parity verdict again, not only those of other rules (:func:`load`).
     """
     out = Path(out)
+    nowhere = atomic.dangling_link(out)
+    if nowhere:
+        raise StorageError(f"report folder {out}: {nowhere}")
     out.mkdir(parents=True, exist_ok=True)
     # The loaded records stay for the whole report (plain dicts and lists, no cycles), yet every
     # collection of the oldest generation would walk them all again: the collector is off while they

@@ -14,6 +14,7 @@ import uuid
 import warnings
 from pathlib import Path
 from typing import Iterator
+from tebench.store import atomic
 from tebench.store import reader as results
 from tebench.errors import RunError, StorageError
 
@@ -39,6 +40,9 @@ def storage_error(what: str, exc: OSError, out: Path, advice: str | None = None)
 
 def check_out_dir(out: Path) -> None:
     """StorageError unless ``out`` is (or can be created as) a directory."""
+    nowhere = atomic.dangling_link(out)
+    if nowhere:
+        raise StorageError(f"--out {out}: {nowhere}")
     if out.exists() and not out.is_dir():
         raise StorageError(f"--out {out}: is a file, not a directory")
     try:

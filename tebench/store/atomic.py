@@ -79,3 +79,12 @@ def same_file(a: str | Path, b: str | Path) -> bool:
         return os.path.samefile(a, b)
     except OSError:  # one does not exist (yet): compare where they point
         return Path(a).resolve() == Path(b).resolve()
+
+
+def dangling_link(path: Path) -> str | None:
+    """What to say of ``path`` where it is a symbolic link to nothing (a directory made through it fails with
+    "File exists", which names neither the link nor its target); None for anything else."""
+    if not path.is_symlink() or path.exists():
+        return None
+    return (f"a symbolic link to {os.readlink(path)}, which does not exist; create that directory, or remove the "
+            "link")

@@ -40,7 +40,9 @@ def test_balance_is_within_the_largest_case():
     assert max(loads) - min(loads) <= max(shard.estimate_cost(c) for c in cases)
 
 
-@pytest.mark.parametrize("spec", ["0/2", "3/2", "1", "a/b", "1/0"])
+@pytest.mark.parametrize("spec", ["0/2", "3/2", "1", "a/b", "1/0",
+                                  # int() takes each of these; a shard number is ASCII digits only
+                                  "\uff12/\uff12", "1_0/20", " 1/2", "1/2 ", "+1/2"])
 def test_bad_shard_spec(spec):
     with pytest.raises(shard.ShardError):
         shard.parse(spec)

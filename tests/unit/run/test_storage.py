@@ -147,6 +147,29 @@ def test_out_is_a_file(mat, stub, tmp_path, capsys):
     assert unsaid(err, str(out), "not a directory") == [], err
 
 
+def test_out_is_a_link_to_nowhere(mat, stub, tmp_path, capsys):
+    """mkdir through a dangling link says only "File exists": the link and its target are named instead."""
+    out = tmp_path / "out"
+    out.symlink_to(tmp_path / "gone")
+    with pytest.raises(StorageError, match="symbolic link to .*gone, which does not exist"):
+        runner.run(mat, ENV, opts(out, stub))
+    assert cli.main(["run", mat.source, "--out", str(out), "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert unsaid(err, str(out), "gone", "does not exist") == [] and "File exists" not in err, err
+
+
+def test_a_report_folder_linked_to_nowhere_is_named_and_the_results_stay(mat, stub, tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report").symlink_to(tmp_path / "gone")
+    assert cli.main(["run", mat.source, "--out", str(out)]) != 0
+    err = capsys.readouterr().err
+    assert unsaid(err, "report", "gone", "does not exist") == [] and "File exists" not in err, err
+    assert len(latest(out)) == 4  # measured before the report was refused, and kept
+    assert cli.main(["report", str(out / "results.jsonl"), "--out", str(out / "report")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
 def test_read_only_file_system_is_named(mat, stub, tmp_path, monkeypatch):
     out = tmp_path / "out"
     out.mkdir()
