@@ -22,6 +22,8 @@ from tebench import workloads
 from tebench.plan.modes import MODES
 from tebench.plan.recipes import RECIPES
 from tebench.report.load import Source
+from tebench.report.rows import ENERGY_COLUMNS, AoFp8, CaseRow, HeadlineRow, headline_frame
+from tebench.report.rows import frame as rows_frame
 
 BASELINE = modes.baseline("amp")
 COMPILED = modes.baseline("compile")
@@ -33,7 +35,7 @@ JUDGED = parity.JUDGED
 
 def case_frame(sources: list[Source]) -> pd.DataFrame:
     """One row per (source, case id): rounds pooled, statistics recomputed from samples (:class:`judged_run.CaseRounds`)."""
-    rows = []
+    rows: list[CaseRow] = []
     for src in sources:
         for case_id, rounds in judged_run.by_case(src.records, src.header.peak_tflops).items():
             # The case as its newest round describes it; measured values from the last ok round.
@@ -43,58 +45,56 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
             par = last.parity or record.Parity()
             val = last.validation or record.Validation()
             busy = last.busy_fraction
-            rows.append({
-                "source": src.label,
-                "workload": newest.workload,
-                "size": newest.size,
-                "mode": newest.mode,
-                "variant": newest.variant,
-                "case_id": case_id,
-                "recipe": newest.fp8.recipe if newest.fp8 else None,
-                "graphs": newest.graphs,
-                "fp8_weights": newest.fp8_weights,
-                "parallel": newest.parallel,
-                "nproc": newest.nproc,
-                "status": rounds.status,
-                "reason": rounds.reason,
-                "rounds": len(rounds.ok),
-                "median_ms": summary.median,
-                "iqr_ms": summary.iqr,
-                "p25_ms": summary.p25,
-                "p75_ms": summary.p75,
-                "min_ms": summary.min,
-                "max_ms": summary.max,
-                "samples": len(rounds.samples_ms),
-                "samples_ms": rounds.rounds_ms,
-                "round_medians_ms": rounds.round_medians_ms,
-                "tokens_per_s": tp.tokens_per_s,
-                "tflops": tp.tflops,
-                "mfu": tp.mfu,
-                "flops_per_step": tp.flops_per_step,
-                "memory_bytes": last.peak_memory,
-                "reserved_bytes": last.memory.peak_reserved_bytes if last.memory else None,
-                "memory_kind": last.memory.kind if last.memory else None,
-                "final_loss": last.final_loss,
-                "parity": par.verdict,
-                "parity_rel_diff": par.rel_diff,
-                "parity_reason": par.reason,
-                "curve_max_rel_dev": par.max_curve_rel_dev,
-                "curve_dev_step": par.max_curve_dev_step,
-                "reference_mode": par.reference_mode,
-                "reference_final": par.reference_final,
-                "parity_tolerance": par.tolerance,
-                # What a verdict certifies, relative to the reference's final loss: the equivalence margin, or
-                # the band's half-width at the end (its power; a pass with a wide one says little).
-                "parity_margin": par.band_rel,
-                "fp8_proof": last.fp8_proof.verdict if last.fp8_proof is not None else None,
-                "gpu_busy": busy,
-                "bound": None if busy is None else ("launch-bound" if busy < CPU_BOUND_BELOW else "GPU-bound"),
-                "validation_metric": val.metric,
-                "validation": val.value,
-                "validation_verdict": par.validation_verdict,
+            rows.append(CaseRow(
+                source=src.label,
+                workload=newest.workload,
+                size=newest.size,
+                mode=newest.mode,
+                variant=newest.variant,
+                case_id=case_id,
+                recipe=newest.fp8.recipe if newest.fp8 else None,
+                graphs=newest.graphs,
+                fp8_weights=newest.fp8_weights,
+                parallel=newest.parallel,
+                nproc=newest.nproc,
+                status=rounds.status,
+                reason=rounds.reason,
+                rounds=len(rounds.ok),
+                median_ms=summary.median,
+                iqr_ms=summary.iqr,
+                p25_ms=summary.p25,
+                p75_ms=summary.p75,
+                min_ms=summary.min,
+                max_ms=summary.max,
+                samples=len(rounds.samples_ms),
+                samples_ms=rounds.rounds_ms,
+                round_medians_ms=rounds.round_medians_ms,
+                tokens_per_s=tp.tokens_per_s,
+                tflops=tp.tflops,
+                mfu=tp.mfu,
+                flops_per_step=tp.flops_per_step,
+                memory_bytes=last.peak_memory,
+                reserved_bytes=last.memory.peak_reserved_bytes if last.memory else None,
+                memory_kind=last.memory.kind if last.memory else None,
+                final_loss=last.final_loss,
+                parity=par.verdict,
+                parity_rel_diff=par.rel_diff,
+                parity_reason=par.reason,
+                curve_max_rel_dev=par.max_curve_rel_dev,
+                curve_dev_step=par.max_curve_dev_step,
+                reference_mode=par.reference_mode,
+                reference_final=par.reference_final,
+                parity_tolerance=par.tolerance,
+                parity_margin=par.band_rel,
+                fp8_proof=last.fp8_proof.verdict if last.fp8_proof is not None else None,
+                gpu_busy=busy,
+                bound=None if busy is None else ("launch-bound" if busy < CPU_BOUND_BELOW else "GPU-bound"),
+                validation_metric=val.metric,
+                validation=val.value,
+                validation_verdict=par.validation_verdict,
                 **_energy_columns(last.energy),
-            })
-    df = pd.DataFrame(rows)
+            ))
+    df = rows_frame(rows)
     if df.empty:
         return df
     # Runs without an energy reading (a CPU, older records) keep their tables as they were.
@@ -102,8 +102,6 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
     return order_rows(_add_baselines(df))
 
 
-ENERGY_COLUMNS = ("j_per_step", "tokens_per_j", "avg_power_w", "power_cap_share", "sm_clock_p50", "throttle",
-                  "power_limit_w")
 THROTTLE_SHARE = 0.05
 """A case whose timed steps ran under thermal or hardware slowdown for more than this share is flagged."""
 POWER_CAP_SHARE = 0.5
@@ -243,9 +241,9 @@ def headline(df: pd.DataFrame) -> pd.DataFrame:
     in ``faster_not_passing`` beside them, with its speedup, verdict and loss
     difference; a size where no case counts keeps its row with no fastest.
     """
-    rows: list[dict[str, Any]] = []
+    rows: list[HeadlineRow] = []
     if df.empty:
-        return pd.DataFrame(rows)
+        return headline_frame(rows)
     ao_ran = torchao_ran(df)
     counted = counts(df)
     for (source, workload, size), g in df.groupby(["source", "workload", "size"], sort=False):
@@ -262,25 +260,24 @@ def headline(df: pd.DataFrame) -> pd.DataFrame:
         if ao_ran:
             ao = ok[ok["mode"].isin(AO_FP8_MODES)]
             picks.append((ao, fastest(ao[counted.loc[ao.index]])))
-        rows.append({
-            "source": source, "workload": workload, "size": size,
-            "fastest": best["variant"] if best is not None else None,
-            "step_ms": best["median_ms"] if best is not None else np.nan,
-            "speedup_vs_amp": best["speedup_vs_amp"] if best is not None else np.nan,
-            "speedup_vs_compile": best["speedup_vs_compile"] if best is not None else np.nan,
-            "memory_saving_vs_amp": (1 - best["memory_vs_amp"])
-            if best is not None and pd.notna(best["memory_vs_amp"]) else np.nan,
-            "memory_change": (best["memory_vs_amp"] - 1)
-            if best is not None and pd.notna(best["memory_vs_amp"]) else np.nan,
-            "faster_not_passing": faster_not_counted(picks, counted),
-            "best_fp8": best_fp8["variant"] if best_fp8 is not None else None,
-            "fp8_speedup_vs_amp": best_fp8["speedup_vs_amp"] if best_fp8 is not None else np.nan,
-            "noise": within_noise(best, amp.iloc[0] if not amp.empty else None) if best is not None else "",
-            "parity": verdict_text(g),
-            "not_ok": int((g["status"] != "ok").sum() - (g["status"] == "skipped").sum()),
-            **(_other_fp8(good, fp8, best_fp8, g) if ao_ran else {}),
-        })
-    return pd.DataFrame(rows)
+        memory = best["memory_vs_amp"] if best is not None and pd.notna(best["memory_vs_amp"]) else np.nan
+        rows.append(HeadlineRow(
+            source=source, workload=workload, size=size,
+            fastest=best["variant"] if best is not None else None,
+            step_ms=best["median_ms"] if best is not None else np.nan,
+            speedup_vs_amp=best["speedup_vs_amp"] if best is not None else np.nan,
+            speedup_vs_compile=best["speedup_vs_compile"] if best is not None else np.nan,
+            memory_saving_vs_amp=1 - memory if pd.notna(memory) else np.nan,
+            memory_change=memory - 1 if pd.notna(memory) else np.nan,
+            faster_not_passing=faster_not_counted(picks, counted),
+            best_fp8=best_fp8["variant"] if best_fp8 is not None else None,
+            fp8_speedup_vs_amp=best_fp8["speedup_vs_amp"] if best_fp8 is not None else np.nan,
+            noise=within_noise(best, amp.iloc[0] if not amp.empty else None) if best is not None else "",
+            parity=verdict_text(g),
+            not_ok=int((g["status"] != "ok").sum() - (g["status"] == "skipped").sum()),
+            ao=_other_fp8(good, fp8, best_fp8, g) if ao_ran else None,
+        ))
+    return headline_frame(rows)
 
 
 # One rule with compare's per-record one (analysis.parity.counts_for_speed): the same verdicts and proofs.
@@ -366,28 +363,28 @@ def torchao_ran(df: pd.DataFrame) -> bool:
     return not df.empty and bool((df["mode"].isin(AO_FP8_MODES) & (df["status"] == "ok")).any())
 
 
-def _other_fp8(ok: pd.DataFrame, te: pd.DataFrame, best_te: pd.Series | None, group: pd.DataFrame) -> dict[str, Any]:
-    """torchao's best FP8 at one size beside TE's, each with its parity verdict; empty where no torchao case ran.
+def _other_fp8(ok: pd.DataFrame, te: pd.DataFrame, best_te: pd.Series | None, group: pd.DataFrame) -> AoFp8 | None:
+    """torchao's best FP8 at one size beside TE's, each with its parity verdict; None where no torchao case ran.
 
     ``ok``: the size's finished cases that count (:func:`counts`); ``te`` its TE-FP8 ones and ``best_te`` the
     fastest of those; ``group``: every case of the size (whether torchao was in the matrix at all).
     """
     if not group["mode"].isin(AO_FP8_MODES).any():
-        return {}
+        return None
     ao = ok[ok["mode"].isin(AO_FP8_MODES)]
     te_parity = (best_te.get("parity") or None) if best_te is not None else None
     if ao.empty:
         # "ao_ran": torchao's cases were in the matrix at this size, and none counts (the sentence says so).
-        return {"ao_ran": True, "best_ao_fp8": None, "ao_fp8_speedup_vs_amp": np.nan, "ao_fp8_speedup_vs_compile": np.nan,
-                "te_vs_ao": np.nan, "te_parity": te_parity, "ao_parity": None, "te_vs_ao_passing": np.nan}
+        return AoFp8(ao_ran=True, best_ao_fp8=None, ao_fp8_speedup_vs_amp=np.nan, ao_fp8_speedup_vs_compile=np.nan,
+                     te_vs_ao=np.nan, te_parity=te_parity, ao_parity=None, te_vs_ao_passing=np.nan)
     best = ao.loc[ao["median_ms"].idxmin()]
-    return {"ao_ran": True, "best_ao_fp8": best["variant"], "ao_fp8_speedup_vs_amp": best["speedup_vs_amp"],
-            "ao_fp8_speedup_vs_compile": best["speedup_vs_compile"],
-            "te_vs_ao": (best["median_ms"] / best_te["median_ms"]) if best_te is not None else np.nan,
-            "te_parity": te_parity, "ao_parity": best.get("parity") or None,
-            # The choice a user makes: a variant that trains as the reference does. ``ok`` holds only such
-            # variants now, so this equals te_vs_ao; kept as its own column for reports that show it.
-            "te_vs_ao_passing": _fastest_passing(ao) / _fastest_passing(te)}
+    return AoFp8(ao_ran=True, best_ao_fp8=best["variant"], ao_fp8_speedup_vs_amp=best["speedup_vs_amp"],
+                 ao_fp8_speedup_vs_compile=best["speedup_vs_compile"],
+                 te_vs_ao=(best["median_ms"] / best_te["median_ms"]) if best_te is not None else np.nan,
+                 te_parity=te_parity, ao_parity=best.get("parity") or None,
+                 # The choice a user makes: a variant that trains as the reference does. ``ok`` holds only such
+                 # variants now, so this equals te_vs_ao; kept as its own column for reports that show it.
+                 te_vs_ao_passing=_fastest_passing(ao) / _fastest_passing(te))
 
 
 def _fastest_passing(cases: pd.DataFrame) -> float:
