@@ -117,7 +117,7 @@ def add_parser(sub: Any) -> None:
     h.add_argument("--db", required=True, type=nonempty("--db", "a file"), help="the SQLite database that history add wrote")
     h.add_argument("--out", required=True,
                    help="directory for the history report (history.html, history.md, trends.png)")
-    h.add_argument("--window", type=int, default=5, help="how many earlier runs form the baseline")
+    h.add_argument("--window", type=int, default=5, help="how many earlier runs form the baseline (default 5)")
     h.add_argument("--threshold", action="append", default=[], metavar="METRIC=VALUE",
                    help="as for compare: time=5%% or time=0.05")
     h.add_argument("--confirm", type=int, default=3,

@@ -83,7 +83,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if bad:
         print(f"{len(bad)} case(s) not ok, failing or inconclusive on loss parity:", file=sys.stderr)
         for r in bad:
-            print(for_terminal(f"  {r.status:<8} {r.case_id}: {r.why}"), file=sys.stderr)
+            first, *more = f"  {r.status:<8} {r.case_id}: {r.why}".split("\n")
+            print("\n".join([for_terminal(first), *(f"      {for_terminal(m)}" for m in more)]), file=sys.stderr)
     return 1 if (bad and args.strict) else 0
 
 

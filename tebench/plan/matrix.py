@@ -381,6 +381,9 @@ def load(spec: str | Path, is_preset: bool = False) -> Matrix:
     """
     path = preset_path(str(spec)) if is_preset else Path(spec)
     source = f"preset '{spec}' ({path})" if is_preset else str(spec)
+    if not is_preset and not path.exists() and not path.is_symlink() and str(spec) in preset_names():
+        # `tebench list smoke`: a preset's name where a file was wanted.
+        raise MatrixError(source, "file", _MISSING, f"no such file; {spec!r} is a preset: give --preset {spec}")
     data, origins, text_sha = _resolve(path, source)
     for key in ("name", "description"):
         if key in data and not isinstance(data[key], str):

@@ -91,10 +91,13 @@ class Display:
             self.cost_done += self._cost(record.case_id, record.round_no)
             self._clear()
             # A case's reason may quote a worker's or a plugin's output: shown, not obeyed.
-            line = summary_line(record, self.rounds if show_round else 1)
+            # A reason of several lines (a dead worker's log tail) shows its first on the case's line and the
+            # rest indented under it: escaped, "\x0a" on one line was unreadable.
+            first, *more = summary_line(record, self.rounds if show_round else 1).split("\n")
             run = self.run_progress() if self.total > 1 else ""
-            self.stream.write(f"{self._count(self.done)} {prefix}{for_terminal(line)}"
-                              + (f" · {run}" if run else "") + "\n")
+            self.stream.write(f"{self._count(self.done)} {prefix}{for_terminal(first)}"
+                              + (f" · {run}" if run else "") + "\n"
+                              + "".join(f"      {for_terminal(m)}\n" for m in more))
             self.stream.flush()
 
 

@@ -420,7 +420,7 @@ class Executor:
         how = f"signal {-code} ({signal.Signals(-code).name})" if code < 0 else f"exit code {code}"
         tail = log_tail(log_file, 8)
         return Measurements(status="failed", reason=f"worker died with {how} before writing a result"
-                            + (f"; log tail:\n{tail}" if tail else ""))
+                            + (f"; the end of its log, logs/{log_file.name}:\n{tail}" if tail else ""))
 
     def kill_all(self) -> None:
         with self.lock:

@@ -119,6 +119,11 @@ def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[
             kept = keep_earlier_run(opts.out)
             sys.stderr.write(f"kept the earlier run of {for_terminal(opts.out)} in {for_terminal(kept)}; "
                              f"this run writes {for_terminal(path)}\n")
+        elif opts.resume:
+            # Said, as a typo in --out would otherwise turn a resume into a whole new run without a word (a nightly
+            # script that always passes --resume starts its first night this way, on purpose).
+            sys.stderr.write(f"--resume: no run to continue in {for_terminal(opts.out)} (no {results.RESULTS_NAME} "
+                             "there yet); starting a new run\n")
         run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
     todo = [p for p in planned if (p.case.id, p.round) not in done]
     # Resumed: it continues the run id above it, even where that run recorded no case yet (an empty shard, a run

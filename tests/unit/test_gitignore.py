@@ -13,6 +13,7 @@ LEFT_BY_COMMANDS = [
     "site/index.html",  # mkdocs build (docs/guide/testing.md)
     "examples/custom-workload/runs/tinyreg/results.jsonl",  # the README's custom-workload example
     "runs/main/results.jsonl",  # the README's main command
+    "history.db",  # the README's and docs/guide/history.md's `tebench history add runs/main --db history.db`
 ]
 
 

@@ -315,3 +315,13 @@ def test_a_file_named_like_a_preset_that_extends_that_name_extends_the_preset(tm
     (tmp_path / "mine.toml").write_text('extends = "mine"\n' + BASE)
     with pytest.raises(MatrixError, match="extends itself"):
         matrix.load(tmp_path / "mine.toml")
+
+
+def test_a_presets_name_given_as_a_file_says_to_give_it_as_a_preset(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(matrix.MatrixError, match=r"'smoke' is a preset: give --preset smoke"):
+        matrix.load("smoke")
+    (tmp_path / "smoke").write_text('name = "mine"\n[axes]\nworkloads = ["gpt"]\nmodes = ["PT-FP32"]\n'
+                                    '[sizes.gpt.a]\nvocab = 8\nd_model = 8\nheads = 1\nlayers = 1\nffn = 8\n'
+                                    'seq = 4\nbatch = 1\n')
+    assert matrix.load("smoke").name == "mine"  # a file of that name is the file

@@ -86,3 +86,16 @@ def test_each_finished_case_says_how_far_the_run_is_and_what_is_left(monkeypatch
 def test_durations_read_as_a_person_writes_them():
     from tebench.run.display import duration
     assert [duration(s) for s in (4.6, 192, 7500)] == ["5s", "3m12s", "2h05m"]
+
+
+def test_a_reason_of_several_lines_shows_them_under_the_case_escaped_line_by_line():
+    """A dead worker's reason carries its log's last lines: printed escaped on one line ("\\x0a") they were
+    unreadable; each shows on its own indented line, a control character in one still escaped."""
+    record = CaseResult.from_dict({"type": "case", "status": "failed", "case_id": "gpt/micro/PT-AMP", "round": 0,
+                                   "reason": "worker died with signal 11 (SIGSEGV) before writing a result; the end "
+                                             "of its log, logs/x.log:\n# first line\nsecond \x1b[31mline",
+                                   "case": {"workload": "gpt", "size": "micro", "mode": "PT-AMP", "dims": {}}})
+    lines = _display_lines(1, records=[record])
+    assert len(lines) == 3 and "\\x0a" not in "".join(lines), lines
+    assert lines[0].endswith("logs/x.log:") and lines[1] == "      # first line", lines
+    assert lines[2].startswith("      second ") and "\x1b" not in lines[2], lines

@@ -147,6 +147,15 @@ def test_out_is_a_file(mat, stub, tmp_path, capsys):
     assert unsaid(err, str(out), "not a directory") == [], err
 
 
+def test_resume_where_no_run_is_says_it_starts_a_new_one(mat, stub, tmp_path, capsys):
+    """A typo in --out must not turn a resume into a whole new run without a word."""
+    out = tmp_path / "typo"
+    runner.run(mat, ENV, opts(out, stub, resume=True))
+    err = capsys.readouterr().err
+    assert unsaid(err, "--resume", "no run to continue", str(out), "starting a new run") == [], err
+    assert len(latest(out)) == 4
+
+
 def test_out_is_a_link_to_nowhere(mat, stub, tmp_path, capsys):
     """mkdir through a dangling link says only "File exists": the link and its target are named instead."""
     out = tmp_path / "out"
