@@ -400,7 +400,10 @@ def _read(path: str | Path, without: tuple[str, ...] = ()) -> Run:
             if not seen_record:  # the file is not tebench's: say what it is, and what tebench reads
                 what = (f"schema={short_repr(record.get('schema'), 80)}" if isinstance(record, dict)
                         else f"a JSON {type(record).__name__}")
-                raise SchemaError(f"{where}: not a tebench results record ({what}); {READABLE}")
+                # An HTML page or a log: the first line that parses as JSON is rarely where the trouble starts.
+                before = (f"; nor is any of the {len(problems):,} non-empty line(s) before it (first: {problems[0]})"
+                          if problems else "")
+                raise SchemaError(f"{where}: not a tebench results record ({what}){before}; {READABLE}")
             what = f"[schema] = {record.get('schema')!r}" if isinstance(record, dict) else f"a JSON {type(record).__name__}"
             problems.append(f"{where}: not a tebench results record ({what})")
             continue

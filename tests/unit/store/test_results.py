@@ -125,6 +125,16 @@ def test_foreign_file_is_refused(tmp_path):
         results.read(tmp_path / "missing")
 
 
+def test_a_page_whose_first_json_line_comes_late_is_named_from_its_first_line(tmp_path):
+    """An HTML report given for its results: line 3 parses as JSON (a string), lines 1-2 do not; the error
+    says none of them is a record, from line 1, not only that line 3 is not."""
+    path = tmp_path / "index.html"
+    path.write_text('<!doctype html>\n<html>\n"a string"\n')
+    with pytest.raises(SchemaError, match=r"index.html:3: not a tebench results record \(a JSON str\); nor is any "
+                                          r"of the 2 non-empty line\(s\) before it \(first: .*index.html:1: not JSON"):
+        results.read(path)
+
+
 def test_nan_is_written_as_null_with_a_note_and_read_back(tmp_path):
     path = tmp_path / "results.jsonl"
     losses = [2.0, float("nan"), float("inf")]
