@@ -13,12 +13,12 @@ one() {  # one NAME [deterministic]
   local extra=()
   [ "${2:-}" = deterministic ] && extra=(env TEBENCH_PROBE_DETERMINISTIC=1 CUBLAS_WORKSPACE_CONFIG=:4096:8
       NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 PYTHONPATH="$PWD/$P/site:$PYTHONPATH")
-  "${extra[@]}" python3 -m tebench run $P/llama.toml --devices 0 --out "$OUT/$1" --quiet --no-report --timeout 150 \
+  "${extra[@]}" python3 -m tebench run $P/llama.toml --devices 0 --out "/tmp/ld/$1" --quiet --no-report --timeout 150 \
     --only 'llama/d4096-l4/PT-AMP' --only 'llama/d4096-l4/TE-BF16' --only 'llama/d4096-l4/TE-FP8/current.HYBRID' \
     > "$OUT/$1.log" 2>&1
-  echo "$1 rc=$?"; tail -n 3 "$OUT/$1.log"
+  echo "$1 rc=$?"; tail -n 3 "$OUT/$1.log"; cp "/tmp/ld/$1/results.jsonl" "$OUT/$1.jsonl"
 }
-one a1; one a2; one d1 deterministic; one d2 deterministic
-python3 $P/compare.py "$OUT/a1/results.jsonl" "$OUT/a2/results.jsonl"
-python3 $P/compare.py "$OUT/d1/results.jsonl" "$OUT/d2/results.jsonl"
-python3 $P/compare.py "$OUT/a1/results.jsonl" "$OUT/d1/results.jsonl"
+rm -rf /tmp/ld; one a1; one a2; one d1 deterministic; one d2 deterministic
+python3 $P/compare.py "$OUT/a1.jsonl" "$OUT/a2.jsonl"
+python3 $P/compare.py "$OUT/d1.jsonl" "$OUT/d2.jsonl"
+python3 $P/compare.py "$OUT/a1.jsonl" "$OUT/d1.jsonl"
