@@ -51,6 +51,13 @@ def compile_cache_dir(value: str) -> Path | None:
     from tebench.run import caches
 
     path = caches.default_dir() if value == "default" else Path(value).expanduser()
+    if path.exists() and not path.is_dir():  # mkdir says "File exists" of it
+        raise UsageError(f"--compile-cache {value}: {path} is a file, not a directory")
+    from tebench.store.atomic import dangling_link
+
+    nowhere = dangling_link(path)
+    if nowhere:
+        raise UsageError(f"--compile-cache {value}: {nowhere}")
     try:
         caches.prepare(path)
     except OSError as exc:

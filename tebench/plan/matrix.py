@@ -12,6 +12,7 @@ import codecs
 import copy
 import dataclasses
 import hashlib
+import os
 import itertools
 import json
 import math
@@ -319,6 +320,13 @@ def _parent_path(path: Path, source: str, parent: Any) -> Path:
     itself = candidate.is_file() and candidate.resolve() == path.resolve() and "/" not in parent
     if itself and shipped.is_file():
         return Path(str(shipped))
+    if not candidate.is_file() and os.path.lexists(candidate):
+        # Something of that name is there but cannot be read as a file: never fall back to the shipped preset in
+        # its place (the user meant the file), nor say "no such file" of a path that exists.
+        what = (f"a symbolic link to {os.readlink(candidate)}, which does not exist"
+                if candidate.is_symlink() and not candidate.exists()
+                else "a directory" if candidate.is_dir() else "not a regular file")
+        raise MatrixError(source, "extends", parent, f"{candidate} is {what}, not a matrix file to read")
     if not candidate.is_file():
         if "/" in parent or not shipped.is_file():
             raise MatrixError(source, "extends", parent,

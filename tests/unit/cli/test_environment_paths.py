@@ -175,3 +175,16 @@ def test_an_option_of_thousands_of_digits_is_bad_input(tmp_path, capsys, no_prob
     value = "9" * 5000 if flag == "--devices" else "1/" + "9" * 5000
     assert cli.main(["run", "--preset", "smoke", "--out", str(tmp_path / "o"), flag, value]) == 2
     assert "internal error" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("make,said", [
+    (lambda p: p.write_text("x"), "is a file, not a directory"),
+    (lambda p: p.symlink_to(p.parent / "gone"), "which does not exist"),
+])
+def test_a_compile_cache_that_is_a_file_or_a_link_to_nowhere_is_named(tmp_path, capsys, no_probe, make, said):
+    """mkdir said "File exists" of both."""
+    cache = tmp_path / "cache"
+    make(cache)
+    assert cli.main(["run", "--compile-cache", str(cache), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "File exists" not in err, err

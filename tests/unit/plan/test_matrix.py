@@ -325,3 +325,16 @@ def test_a_presets_name_given_as_a_file_says_to_give_it_as_a_preset(tmp_path, mo
                                     '[sizes.gpt.a]\nvocab = 8\nd_model = 8\nheads = 1\nlayers = 1\nffn = 8\n'
                                     'seq = 4\nbatch = 1\n')
     assert matrix.load("smoke").name == "mine"  # a file of that name is the file
+
+
+@pytest.mark.parametrize("make,said", [
+    (lambda p: p.symlink_to("/nowhere/smoke.toml"), "a symbolic link to /nowhere/smoke.toml, which does not exist"),
+    (lambda p: p.mkdir(), "is a directory"),
+])
+def test_an_extends_file_that_is_there_but_unreadable_is_named_not_replaced_by_the_preset(tmp_path, make, said):
+    """extends = "smoke" beside a smoke.toml that is a dangling link took the shipped preset without a word."""
+    make(tmp_path / "smoke.toml")
+    mine = tmp_path / "mine.toml"
+    mine.write_text('extends = "smoke"\nname = "mine"\n')
+    with pytest.raises(MatrixError, match=said):
+        matrix.load(mine)
