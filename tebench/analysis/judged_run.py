@@ -190,10 +190,24 @@ def from_run(run: results.Run, judge: bool = True, rejudge: bool = False) -> res
     """A run read by :func:`results.read`, narrowed to the last record of each (case, round)
     (:meth:`~tebench.store.reader.Run.last_records`), parity judged where the stored verdict is not of
     this tebench's rules (every verdict with ``rejudge``; none when ``judge`` is False): :func:`judge_parity`."""
+    if len(run.run_ids) == 1 and run.orphans():
+        # A header of another run put above these records (files joined by hand): they are of no run the file
+        # holds, as in a file of several runs, and are not reported, compared or stored under that header's run.
+        _warn_orphans(run)
+        run = run.of_run(run.run_ids[0])
     last = run.last_records()
     if judge:
         judge_parity(last.cases, rejudge, run.path)
     return last
+
+
+def _warn_orphans(run: results.Run) -> None:
+    orphans = run.orphans()
+    (first, line), more = orphans[0], len(orphans) - 1
+    warnings.warn(f"{run.path}: {len(orphans)} case record(s) of a run with no header in the file, left out of "
+                  f"every run it holds (first: line {line}, {first.case_id} of run {first.run_id}"
+                  f"{f'; and {more} more' if more else ''}); its run ids are {', '.join(map(str, run.run_ids))}",
+                  stacklevel=3)
 
 
 def read(path: str | Path, judge: bool = True, rejudge: bool = False, without: tuple[str, ...] = ()) -> results.Run:
@@ -223,13 +237,8 @@ def runs_in(path: str | Path, rejudge: bool = False) -> list[results.Run]:
             warnings.warn(w.message, w.category, stacklevel=2)
     if len(ids) <= 1:
         return [from_run(run, rejudge=rejudge)]
-    orphans = run.orphans()
-    if orphans:
-        (first, line), more = orphans[0], len(orphans) - 1
-        warnings.warn(f"{run.path}: {len(orphans)} case record(s) of a run with no header in the file, left out of "
-                      f"every run it holds (first: line {line}, {first.case_id} of run {first.run_id}"
-                      f"{f'; and {more} more' if more else ''}); its run ids are {', '.join(map(str, ids))}",
-                      stacklevel=2)
+    if run.orphans():
+        _warn_orphans(run)
     out = []
     for run_id in ids:
         one = run.of_run(run_id).last_records()
