@@ -30,6 +30,10 @@ a CPU-second on a 2-core machine, so even at the limit a bad matrix is refused w
 RESULTS_MAX_BYTES = 2 * GiB
 """A results file: the H200 nightly writes 1.8 MB, so this is a thousand such runs in one file (the
 reader holds every record in memory, so a file cannot usefully be much larger)."""
+RESULTS_MAX_LINES = 4_000_000
+"""Lines of a results file, blank ones counted: a record takes at least about 500 bytes, so 2 GiB of records are
+fewer. A gzip file of a few MB can hold billions of blank lines, each costing the line loop its time (2e9 took
+every reading command past five minutes); at this limit such a file is refused in a few seconds."""
 RESULTS_LINE_MAX_BYTES = 64 * MiB
 """One line (record) of a results file: a million step times take about 20 MB. A longer line is
 skipped unread (its file:line named), so one damaged line cannot take the memory of the rest."""
@@ -127,14 +131,15 @@ def read_head(path: str | Path, what: str, size: int) -> bytes:
 
 
 def iter_lines(path: str | Path, what: str = "results file", limit: int = RESULTS_MAX_BYTES,
-               line_limit: int = RESULTS_LINE_MAX_BYTES) -> Iterator[tuple[int, bytes | None]]:
+               line_limit: int = RESULTS_LINE_MAX_BYTES,
+               max_lines: int = RESULTS_MAX_LINES) -> Iterator[tuple[int, bytes | None]]:
     """``(line number, line)`` for each line of a regular file of at most ``limit`` bytes.
 
     A line longer than ``line_limit`` bytes comes as ``(line number, None)``:
     it was skipped without being held in memory, and the caller says so with
     ``file:line``. Lines keep their newline. InputError for a path that is not a
     regular file or is larger than ``limit``; also if the file grows past
-    ``limit`` while it is read.
+    ``limit`` while it is read, or holds more than ``max_lines`` lines.
 
     A gzip-compressed file (it starts with the gzip magic) is read as the text it holds, so that a
     stored run can be kept compressed; ``limit`` then bounds the decompressed bytes too.
@@ -153,6 +158,9 @@ def iter_lines(path: str | Path, what: str = "results file", limit: int = RESULT
                 raise InputError(path, f"its gzip stream is damaged after line {lineno - 1} ({exc})") from None
             if not line:
                 return
+            if lineno > max_lines:
+                raise InputError(path, f"holds more than {max_lines:,} lines, more than a {what} of "
+                                       f"{_size_text(limit)} has records (blank or tiny lines?)")
             total += len(line)
             if len(line) > line_limit and not line.endswith(b"\n"):
                 # Too long: read on to its end in chunks, keeping none of it.

@@ -43,3 +43,12 @@ def test_the_limit_bounds_the_decompressed_bytes(tmp_path):
     assert bomb.stat().st_size < 10_000
     with pytest.raises(bounded.InputError, match="grew beyond"):
         list(bounded.iter_lines(bomb, limit=100_000))
+
+
+def test_a_file_of_more_lines_than_records_fit_is_refused_naming_the_count(tmp_path):
+    """Billions of blank lines gzip into a few MB, and each costs the line loop its time: the count is bounded."""
+    bomb = tmp_path / "blank.jsonl.gz"
+    bomb.write_bytes(gzip.compress((FIXTURES / "cpu-smoke.jsonl").read_bytes().splitlines(True)[0] + b"\n" * 50))
+    assert len(list(bounded.iter_lines(bomb, max_lines=51))) == 51
+    with pytest.raises(bounded.InputError, match=r"holds more than 50 lines"):
+        list(bounded.iter_lines(bomb, max_lines=50))
