@@ -563,6 +563,13 @@ def _size(workload: str, size_name: str, dims: Any, base: Settings) -> tuple[Any
     overrides = {k: v for k, v in dims.items() if k in _SETTING_NAMES}
     shape = {k: v for k, v in dims.items() if k not in overrides}
     settings = _settings(where, overrides, base) if overrides else base
+    # The lr rises over lr_warmup optimizer steps: longer than the run, it never reaches the lr the file sets
+    # (a warm-up of 1,000,000 steps over 4 kept it below 5e-9, without a word).
+    if settings.lr_warmup > settings.warmup + settings.steps:
+        raise _Bad(f"{where}.lr_warmup" if "lr_warmup" in overrides else "settings.lr_warmup", settings.lr_warmup,
+                   f"longer than the run at this size (warmup {settings.warmup} + steps {settings.steps} = "
+                   f"{settings.warmup + settings.steps} optimizer steps): the learning rate would never reach "
+                   f"lr = {settings.lr:g}")
     spec = SPECS[workload]
     try:
         size = size_from_dict(spec.size_type, shape, where)

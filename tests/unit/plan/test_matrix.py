@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -338,3 +339,19 @@ def test_an_extends_file_that_is_there_but_unreadable_is_named_not_replaced_by_t
     mine.write_text('extends = "smoke"\nname = "mine"\n')
     with pytest.raises(MatrixError, match=said):
         matrix.load(mine)
+
+
+@pytest.mark.parametrize("where", ["settings", "size"])
+def test_an_lr_warmup_longer_than_the_run_is_refused_naming_the_key(tmp_path, where):
+    """A warm-up of 1,000,000 steps over a run of 4 kept the lr below 5e-9 without a word."""
+    settings = "[settings]\nwarmup = 1\nsteps = 3\n" + ("lr_warmup = 1000000\n" if where == "settings" else "")
+    size = "lr_warmup = 1000000\n" if where == "size" else ""
+    path = tmp_path / "m.toml"
+    path.write_text(settings + '[axes]\nworkloads = ["gpt"]\nmodes = ["PT-FP32"]\n[sizes.gpt.a]\nvocab = 8\n'
+                    'd_model = 8\nheads = 1\nlayers = 1\nffn = 8\nseq = 4\nbatch = 1\n' + size)
+    key = "settings.lr_warmup" if where == "settings" else "sizes.gpt.a.lr_warmup"
+    with pytest.raises(MatrixError, match=rf"\[{re.escape(key)}\] = 1000000: longer than the run at this size "
+                                          r"\(warmup 1 \+ steps 3 = 4 optimizer steps\)"):
+        matrix.load(path)
+    path.write_text(path.read_text().replace("1000000", "4"))
+    assert matrix.load(path).name == "m"

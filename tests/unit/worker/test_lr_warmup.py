@@ -20,9 +20,9 @@ from conftest import BASE, write
 
 
 def test_lr_warmup_is_a_per_size_setting(tmp_path):
-    text = BASE + "\n[sizes.gpt.wide]\nvocab = 32\nd_model = 64\nheads = 2\nlayers = 1\nffn = 128\nseq = 16\nbatch = 2\nlr_warmup = 16\n"
+    text = BASE + "\n[sizes.gpt.wide]\nvocab = 32\nd_model = 64\nheads = 2\nlayers = 1\nffn = 128\nseq = 16\nbatch = 2\nlr_warmup = 4\n"
     cases = list(iter_cases(matrix.load(write(tmp_path, text))))
-    assert {c.settings.lr_warmup for c in cases if c.size == "wide"} == {16}
+    assert {c.settings.lr_warmup for c in cases if c.size == "wide"} == {4}
     assert {c.settings.lr_warmup for c in cases if c.size != "wide"} == {0}
     bad = BASE.replace("[settings]", "[settings]\nlr_warmup = -2")
     with pytest.raises(MatrixError) as err:
