@@ -15,7 +15,7 @@ from tebench.cli.output import emit, step_summary, strict_json
 from tebench.cli.paths import check_out_arg
 from tebench.cli.run_args import add_cost_args, check_launch_args, check_timeout, compile_cache_dir
 from tebench.schema.vocabulary import MAX_ROUNDS
-from tebench.cli.usage import UsageError, nonempty, parse_devices
+from tebench.cli.usage import UsageError, integer, nonempty, number, parse_devices
 
 
 def _check_python(python: str | None, flag: str) -> None:
@@ -95,7 +95,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--preset", type=nonempty("--preset"), help="a shipped preset, as for run")
     p.add_argument("--only", action="append", default=[], metavar="GLOB", help="run only matching cases")
     p.add_argument("--out", required=True, help="directory for base/, head/, compare.md and compare.json")
-    p.add_argument("--rounds", type=int, default=5, help="rounds per side (default %(default)s; at least "
+    p.add_argument("--rounds", type=integer, default=5, help="rounds per side (default %(default)s; at least "
                    "3 are needed for a verdict)")
     p.add_argument("--base-python", metavar="PY", help="interpreter of the base side (default: this one)")
     p.add_argument("--head-python", metavar="PY", help="interpreter of the head side (default: this one)")
@@ -104,7 +104,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--head-env", action="append", default=[], metavar="K=V", help="environment variable "
                    "for the head side's cases (repeatable)")
     p.add_argument("--device", help="GPU index both sides run on (default: the default device)")
-    p.add_argument("--timeout", type=float, help="per-case wall-clock limit in seconds (overrides the matrix)")
+    p.add_argument("--timeout", type=number, help="per-case wall-clock limit in seconds (overrides the matrix)")
     p.add_argument("--quiet", action="store_true", help="no live progress line")
     add_cost_args(p)
     add_gate_args(p)

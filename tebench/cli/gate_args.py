@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from tebench.cli.thresholds import thresholds
-from tebench.cli.usage import UsageError
+from tebench.cli.usage import UsageError, integer, number
 
 
 def add_gate_args(p: argparse.ArgumentParser) -> None:
@@ -17,11 +17,11 @@ def add_gate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threshold", action="append", default=[], metavar="METRIC=VALUE",
                    help="regression threshold per metric, as a percentage (time=5%%) or a fraction below 1 "
                    "(time=0.05): time, memory, energy (energy per token; each default 5%%), loss (default 10%%)")
-    p.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
+    p.add_argument("--alpha", type=number, default=DEFAULT_ALPHA,
                    help="error rate across all cases of the comparison (default %(default)s)")
     p.add_argument("--correction", choices=CORRECTIONS, default="holm",
                    help="multiple-comparison control across cases: holm (family-wise) or bh (false discovery)")
-    p.add_argument("--min-rounds", type=int, default=MIN_ROUNDS,
+    p.add_argument("--min-rounds", type=integer, default=MIN_ROUNDS,
                    help="rounds per side below which step time is inconclusive (default %(default)s)")
     p.add_argument("--gate-launch-bound", action="store_true",
                    help="count step-time regressions of launch-bound cases (GPU busy < 50%%), advisory by default")

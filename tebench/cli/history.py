@@ -18,7 +18,7 @@ from typing import Any
 from tebench.cli.paths import check_out_arg, check_results_paths
 from tebench.cli.thresholds import thresholds
 from tebench.schema.vocabulary import MAX_ROUNDS
-from tebench.cli.usage import UsageError, command_line, nonempty
+from tebench.cli.usage import UsageError, command_line, integer, nonempty
 from tebench.cli.verdict_args import add_rejudge_arg
 from tebench.escape import for_terminal
 
@@ -117,9 +117,9 @@ def add_parser(sub: Any) -> None:
     h.add_argument("--db", required=True, type=nonempty("--db", "a file"), help="the SQLite database that history add wrote")
     h.add_argument("--out", required=True,
                    help="directory for the history report (history.html, history.md, trends.png)")
-    h.add_argument("--window", type=int, default=5, help="how many earlier runs form the baseline (default 5)")
+    h.add_argument("--window", type=integer, default=5, help="how many earlier runs form the baseline (default 5)")
     h.add_argument("--threshold", action="append", default=[], metavar="METRIC=VALUE",
                    help="as for compare: time=5%% or time=0.05")
-    h.add_argument("--confirm", type=int, default=3,
+    h.add_argument("--confirm", type=integer, default=3,
                    help="runs that must follow a change before it is reported (default %(default)s)")
     h.set_defaults(func=cmd_history_report)

@@ -14,6 +14,10 @@ WRITTEN = ("index.html", "report.md", "cases.csv")
 """The report's files besides its chart PNGs (inputs are never PNGs): none may be one of its inputs."""
 
 
+_LINK_UNSAFE = str.maketrans({c: f"%{ord(c):02X}" for c in "()<>\"'\\`"})
+"""The characters of an --assets-url that would end or break report.md's image links, percent-encoded."""
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     """Render HTML and Markdown from stored results (tebench results or pytest-benchmark JSON)."""
     import time
@@ -22,6 +26,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     if url is not None and not re.match(r"^https?://[^\s/]+\S*$", url):
         raise UsageError(f"--assets-url {url!r}: not an absolute http(s) URL (a PR comment cannot show relative "
                          "image paths)")
+    if url is not None:
+        # Percent-encoded (the same URL to a server): ")" ends a Markdown image link early, and a quote or "<"
+        # would let the URL out of it; report.md printed "![Loss curves](https://x/a)b/loss.png)".
+        url = url.translate(_LINK_UNSAFE)
     check_results_paths(args.results)
     if args.out is None:
         # One run folder: its own report/, where `tebench run` wrote it (so `tebench report runs/main` re-renders

@@ -11,7 +11,7 @@ from tebench.cli.matrix_args import add_matrix_args, is_auto, load_matrix, parse
 from tebench.cli.paths import check_out_arg
 from tebench.cli.run_args import add_cost_args, check_launch_args, check_timeout, compile_cache_dir
 from tebench.schema.vocabulary import MAX_ROUNDS
-from tebench.cli.usage import UsageError, command_line, parse_devices
+from tebench.cli.usage import UsageError, command_line, integer, number, parse_devices
 
 
 def _check_run_args(args: argparse.Namespace) -> tuple[list[str] | None, tuple[int, int] | None]:
@@ -96,9 +96,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--out", required=True,
                    help="run directory (results.jsonl, logs/, report/); a finished run already there is kept, "
                         "moved to OUT/previous/<run id>/")
-    p.add_argument("--rounds", type=int, default=1, help="repeat the matrix R times, interleaved")
+    p.add_argument("--rounds", type=integer, default=1, help="repeat the matrix R times, interleaved")
     p.add_argument("--resume", action="store_true", help="continue a killed run in --out")
-    p.add_argument("--timeout", type=float, help="per-case wall-clock limit in seconds (overrides the matrix)")
+    p.add_argument("--timeout", type=number, help="per-case wall-clock limit in seconds (overrides the matrix)")
     p.add_argument("--devices", help="comma-separated GPU indices: one case per GPU at a time")
     p.add_argument("--no-report", action="store_true", help="do not render the report at the end")
     p.add_argument("--strict", action="store_true",

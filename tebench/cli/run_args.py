@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tebench.cli.usage import UsageError, nonempty
+from tebench.cli.usage import UsageError, integer, nonempty
 
 
 def add_cost_args(p: argparse.ArgumentParser) -> None:
@@ -18,7 +18,7 @@ def add_cost_args(p: argparse.ArgumentParser) -> None:
                    help="how each case's process starts: prestarted (its worker imports torch/TE while the "
                         "previous case runs; one process per case still), cold, or auto (default: prestarted "
                         "on CUDA machines, cold on CPU-only ones)")
-    p.add_argument("--prestart-depth", type=int, default=None, metavar="N",
+    p.add_argument("--prestart-depth", type=integer, default=None, metavar="N",
                    help=f"with prestarted launches, start the workers of the next N cases per device, 1 to 8 "
                         f"(default: one per {CPUS_PER_PRESTARTED_WORKER} usable CPUs per device, 1 to "
                         f"{MAX_AUTO_PRESTART_DEPTH}; 4 on a 16-CPU host with one GPU; the header records it)")

@@ -37,6 +37,8 @@ def parse_threshold(item: str) -> tuple[str, float]:
 
 def _why_not(value: str) -> str:
     """Why a threshold value is neither form, in the words that fit it."""
+    if not value.isascii():
+        return "write it in ASCII digits (0-9)"
     try:
         number = float(value.strip().rstrip("%"))
     except ValueError:

@@ -20,6 +20,30 @@ class UsageError(TebenchError):
 _DEVICE_INDEX = re.compile(r"[0-9]{1,9}")
 
 
+def _plain(text: str) -> str:
+    # int() and float() take "１０", " 10", "1_0": each read as a number the user did not write as one.
+    if not text.isascii() or "_" in text or text != text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: write the number in ASCII digits (0-9), without spaces or "
+                                         "underscores")
+    return text
+
+
+def integer(text: str) -> int:
+    """An option's whole number (argparse ``type=``), ASCII only."""
+    try:
+        return int(_plain(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not a whole number") from None
+
+
+def number(text: str) -> float:
+    """An option's number (argparse ``type=``), ASCII only."""
+    try:
+        return float(_plain(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not a number") from None
+
+
 def command_line() -> str:
     """This command as typed, for the holder line of a lock and the record of a run."""
     return shlex.join(["tebench", *sys.argv[1:]])

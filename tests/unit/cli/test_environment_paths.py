@@ -188,3 +188,15 @@ def test_a_compile_cache_that_is_a_file_or_a_link_to_nowhere_is_named(tmp_path, 
     assert cli.main(["run", "--compile-cache", str(cache), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert said in err and "File exists" not in err, err
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "--preset", "smoke", "--timeout", "\uff11\uff10"], ["run", "--preset", "smoke", "--timeout", "1_0"],
+    ["run", "--preset", "smoke", "--rounds", "\uff13"], ["run", "--preset", "smoke", "--rounds", " 3"],
+])
+def test_a_number_option_takes_ascii_digits_only(tmp_path, capsys, no_probe, argv):
+    """int() and float() read full-width digits, spaces and underscores as a number the user did not write."""
+    with pytest.raises(SystemExit) as exc:
+        cli.main([*argv, "--out", str(tmp_path / "o")])
+    assert exc.value.code == 2 and "ASCII digits" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

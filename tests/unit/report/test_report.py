@@ -64,6 +64,15 @@ def test_assets_url_links_charts_absolutely(tmp_path, tebench_cli):
     assert proc.returncode == 2 and "--assets-url" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_an_assets_url_that_would_break_the_image_links_is_percent_encoded(tmp_path):
+    from tebench import cli
+
+    out = tmp_path / "rep"
+    assert cli.main(["report", str(CPU), "--out", str(out), "--assets-url", 'https://x.org/a)b"<c>']) == 0
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", (out / "report.md").read_text())
+    assert links and all(u.startswith("https://x.org/a%29b%22%3Cc%3E/") and u.endswith(".png") for u in links)
+
+
 def test_multi_machine_comparison(tmp_path):
     other = [copy.deepcopy(r) for r in lines(CPU)]
     other[0]["env"]["gpus"] = [{"index": 0, "name": "NVIDIA Test GPU", "capability": [9, 0],
