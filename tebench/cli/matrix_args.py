@@ -47,11 +47,12 @@ def select(mat: Any, only: list[str], shard_spec: tuple[int, int] | None, what: 
     do is warned about: it is most likely a typo."""
     import warnings
 
-    from tebench.plan.matrix import iter_cases
+    from tebench.plan.matrix import expand
     from tebench.plan.schedule import select_cases, selected_beyond_shard, unmatched_only
 
     cases = select_cases(mat, only, shard_spec)
-    unmatched = unmatched_only(list(iter_cases(mat)), only) if only else []
+    expansion = expand(mat) if only else None
+    unmatched = unmatched_only(expansion.cases, only, expansion.excluded) if expansion else []
     if not cases:
         if unmatched:
             raise UsageError("; ".join(unmatched))

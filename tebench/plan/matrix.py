@@ -593,6 +593,8 @@ class Exclusion:
     cases: int
     """Cases this rule removed. A case two rules match counts for the first of them, so the
     counts add up to the cases the matrix excludes."""
+    ids: frozenset[str] = field(default=frozenset(), compare=False)
+    """The ids of those cases (not stored: ``--only`` names the rule that removed what it asks for)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The form stored in a run's header (``excluded``)."""
@@ -660,8 +662,8 @@ def _expand(data: Any) -> Expansion:
         raise _Bad("axes.fp8_weights", axes.fp8_weights,
                    f"FP8 weights exist only under an FP8 mode ({fp8_modes}) and axes.modes lists none, "
                    "so the matrix has no case (add an FP8 mode, or false to fp8_weights)")
-    excluded = [Exclusion({k: v for k, v in rule.items() if k != "reason"}, rule.get("reason"), len(ids))
-                for rule, ids in zip(rules, removed)]
+    excluded = [Exclusion({k: v for k, v in rule.items() if k != "reason"}, rule.get("reason"), len(ids),
+                          frozenset(ids)) for rule, ids in zip(rules, removed)]
     return Expansion(list(kept.values()), excluded)
 
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import fnmatch
 import re
 from dataclasses import dataclass
 from tebench.plan import shards as shard
 from tebench.plan.gates import gate_case
-from tebench.plan.matrix import Matrix, iter_cases, reference_order, seeds_for_the_reference
+from tebench.plan.matrix import Exclusion, Matrix, exclusion_text, iter_cases, reference_order, seeds_for_the_reference
 
 if TYPE_CHECKING:  # the type only: --help builds the parser without pydantic
     from tebench.schema.records import Case
@@ -88,14 +88,16 @@ def closest_ids(glob: str, ids: list[str], n: int = 3) -> list[str]:
     return [cid for cid in ranked[:n] if score(cid) >= 0.5]
 
 
-def unmatched_only(cases: list[Case], only: list[str] | None) -> list[str]:
-    """One line for each ``--only`` glob that matches no id of ``cases``, naming it and close ids."""
+def unmatched_only(cases: list[Case], only: list[str] | None, excluded: Sequence[Exclusion] = ()) -> list[str]:
+    """One line for each ``--only`` glob that matches no id of ``cases``, naming it, the ``[[exclude]]`` rule
+    that removed what it names (of ``excluded``), and close ids."""
     ids = [c.id for c in cases]
     out = []
     for glob in only or []:
         if any(fnmatch.fnmatchcase(cid, glob) for cid in ids):
             continue
-        hints = []
+        hints = [f"excluded by the matrix's [[exclude]] rule {exclusion_text(rule.to_dict())}"
+                 for rule in excluded if any(fnmatch.fnmatchcase(cid, glob) for cid in rule.ids)][:2]
         fixed = _repaired(glob, ids)
         if fixed:
             hits = sum(fnmatch.fnmatchcase(cid, fixed) for cid in ids)
