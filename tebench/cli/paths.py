@@ -118,6 +118,8 @@ def check_results_paths(paths: list[str]) -> None:
     from tebench.store.reader import PACKED_NAME, RESULTS_NAME, results_path
 
     for given in paths:
+        if not given.strip():  # Path('') is the working directory: never a results path the user meant
+            raise UsageError(f"results path {given!r}: empty; give a results file or a run folder")
         path = Path(given)
         file = results_path(path)
         packed = path / PACKED_NAME

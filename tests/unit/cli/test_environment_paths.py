@@ -200,3 +200,12 @@ def test_a_number_option_takes_ascii_digits_only(tmp_path, capsys, no_probe, arg
         cli.main([*argv, "--out", str(tmp_path / "o")])
     assert exc.value.code == 2 and "ASCII digits" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("argv", [["compare", "", "{f}"], ["report", "", "--out", "{t}/r"], ["merge", " ", "--out", "{t}/m"]])
+def test_an_empty_results_path_is_refused_not_taken_for_the_working_directory(tmp_path, capsys, argv):
+    from conftest import FIXTURES
+
+    args = [a.format(t=tmp_path, f=FIXTURES / "cpu-smoke.jsonl") for a in argv]
+    assert cli.main(args) == 2
+    assert "empty; give a results file or a run folder" in capsys.readouterr().err
