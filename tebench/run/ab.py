@@ -133,7 +133,11 @@ def _check_python(python: str, flag: str) -> None:
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ABError(f"{flag} {python}: cannot run it ({exc})") from None
     if proc.returncode != 0:
-        raise ABError(f"{flag} {python}: cannot import torch ({proc.stderr.strip().splitlines()[-1:]})")
+        said = proc.stderr.strip().splitlines()
+        # /bin/false exits 1 and says nothing: "cannot import torch ([])" named neither cause.
+        raise ABError(f"{flag} {python}: cannot import torch ({said[-1]})" if said else
+                      f"{flag} {python}: `{python} -c 'import torch'` exited with status {proc.returncode} and printed "
+                      "nothing: is it a working Python interpreter?")
 
 
 @dataclass

@@ -85,6 +85,14 @@ def test_ab_names_the_side_and_flag_of_an_interpreter_that_is_not_python(tmp_pat
     assert unsaid(err, f"--base-python {true}", "base side", "hardware detection", "printed nothing") == [], err
 
 
+def test_ab_names_an_interpreter_that_fails_without_a_word(tmp_path, capsys):
+    false = "/bin/false" if os.path.exists("/bin/false") else "/usr/bin/false"
+    assert cli.main(["ab", "--preset", "smoke", "--base-python", false, "--out", str(tmp_path / "ab")]) == 2
+    err = capsys.readouterr().err
+    assert unsaid(err, f"--base-python {false}", "exited with status 1 and printed nothing",
+                  "working Python interpreter") == [] and "([])" not in err, err
+
+
 def test_a_tebench_folder_in_the_working_directory_does_not_break_detection(tmp_path, monkeypatch):
     fake = tmp_path / "tebench"
     fake.mkdir()
