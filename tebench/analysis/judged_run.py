@@ -205,9 +205,9 @@ def _warn_orphans(run: results.Run) -> None:
     orphans = run.orphans()
     (first, line), more = orphans[0], len(orphans) - 1
     warnings.warn(f"{run.path}: {len(orphans)} case record(s) of a run with no header in the file, left out of "
-                  f"every run it holds (first: line {line}, {first.case_id} of run {first.run_id}"
-                  f"{f'; and {more} more' if more else ''}); its run ids are {', '.join(map(str, run.run_ids))}",
-                  stacklevel=3)
+                  f"every run it holds (first: {run.path}:{line}: line {line}, {first.case_id} of run "
+                  f"{first.run_id}: [run_id] = {first.run_id!r}{f'; and {more} more' if more else ''}); its run ids "
+                  f"are {', '.join(map(str, run.run_ids))}", stacklevel=3)
 
 
 def read(path: str | Path, judge: bool = True, rejudge: bool = False, without: tuple[str, ...] = ()) -> results.Run:

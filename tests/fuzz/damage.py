@@ -712,6 +712,11 @@ def allowed(record_type: str, path: Path_, value: Any) -> tuple[frozenset[str], 
         # line is skipped for that (naming the id).
         outcomes |= {reject}
         names = (show_path(path), "case_id")
+    if record_type == "case" and path == ("run_id",) and isinstance(value, str):
+        # A run id that names no header of the file: the record is of no run the file holds, and is left out
+        # with a warning naming its line and run id (it was read under the header of another run).
+        outcomes |= {reject}
+        names = ("run_id",)
     if kind.rejudged and record_type == "case":
         # Readers judge loss parity again from the curves: a damaged stored verdict may be replaced, not refused.
         outcomes |= {"kept", reject}
