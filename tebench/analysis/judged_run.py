@@ -190,10 +190,11 @@ def from_run(run: results.Run, judge: bool = True, rejudge: bool = False) -> res
     """A run read by :func:`results.read`, narrowed to the last record of each (case, round)
     (:meth:`~tebench.store.reader.Run.last_records`), parity judged where the stored verdict is not of
     this tebench's rules (every verdict with ``rejudge``; none when ``judge`` is False): :func:`judge_parity`."""
-    if len(run.run_ids) == 1 and run.orphans():
+    orphans = run.orphans() if len(run.run_ids) == 1 else []
+    if orphans:
         # A header of another run put above these records (files joined by hand): they are of no run the file
         # holds, as in a file of several runs, and are not reported, compared or stored under that header's run.
-        _warn_orphans(run)
+        _warn_orphans(run, orphans)
         run = run.of_run(run.run_ids[0])
     last = run.last_records()
     if judge:
@@ -201,8 +202,7 @@ def from_run(run: results.Run, judge: bool = True, rejudge: bool = False) -> res
     return last
 
 
-def _warn_orphans(run: results.Run) -> None:
-    orphans = run.orphans()
+def _warn_orphans(run: results.Run, orphans: list[tuple[results.CaseResult, int]]) -> None:
     (first, line), more = orphans[0], len(orphans) - 1
     warnings.warn(f"{run.path}: {len(orphans)} case record(s) of a run with no header in the file, left out of "
                   f"every run it holds (first: {run.path}:{line}: line {line}, {first.case_id} of run "
@@ -237,8 +237,9 @@ def runs_in(path: str | Path, rejudge: bool = False) -> list[results.Run]:
             warnings.warn(w.message, w.category, stacklevel=2)
     if len(ids) <= 1:
         return [from_run(run, rejudge=rejudge)]
-    if run.orphans():
-        _warn_orphans(run)
+    orphans = run.orphans()
+    if orphans:
+        _warn_orphans(run, orphans)
     out = []
     for run_id in ids:
         one = run.of_run(run_id).last_records()
