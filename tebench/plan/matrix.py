@@ -33,8 +33,9 @@ from tebench.escape import short_repr
 from tebench.schema import knobs as fields
 from tebench import bounded
 from tebench.schema.knobs import FieldError, knob
+from tebench.schema.fp8_point import FP8Point
 from tebench.schema.settings import Settings
-from tebench.schema.vocabulary import AMAX_ALGOS, FORMATS, PARALLEL
+from tebench.schema.vocabulary import PARALLEL
 from tebench.plan.modes import MODES
 from tebench.plan.recipes import DEFAULT_RECIPE, RECIPES, fp8_options
 from tebench.workloads import BUILT_IN, SPECS, SizeError
@@ -92,18 +93,23 @@ class AxisValue:
     nproc: int = knob(2, "Processes (GPUs) of a data-parallel case.", min=1, max=1024)
 
 
+def _fp8_axis(name: str, **limits: Any) -> Any:
+    """The field of an ``[fp8]`` list: its values are the FP8 option ``name``, declared in :class:`FP8Point`."""
+    declared = fields.fields_by_name(FP8Point)[name]
+    meta = {key: declared.metadata[key] for key in ("min", "max", "choices")}
+    return knob(declared.default, declared.metadata["doc"], **{**meta, **limits})
+
+
 @dataclass(frozen=True)
 class FP8AxisValue:
-    """One value of each ``[fp8]`` list (and of the ``[[exclude]]`` keys that name them)."""
+    """One value of each ``[fp8]`` list (and of the ``[[exclude]]`` keys that name them): an option of
+    :class:`FP8Point`, and for a recipe one the plan knows."""
 
-    recipes: str = knob("delayed", "An FP8 recipe: TE's (for TE-FP8) or torchao's (for AO-FP8); an FP8 mode "
-                                   "whose library has none listed gets its default (delayed, tensorwise).",
-                        choices=tuple(RECIPES))
-    formats: str = knob("HYBRID", "FP8 format.", choices=FORMATS)
-    amax_history_len: int = knob(1024, "Delayed scaling: length of the amax history.", min=1, max=65536)
-    amax_compute_algo: str = knob("max", "Delayed scaling: how the amax history becomes a scale.", choices=AMAX_ALGOS)
-    calibration_steps: int = knob(0, "Delayed scaling: forward+backward passes before training (0: none).",
-                                  min=0, max=10_000)
+    recipes: str = _fp8_axis("recipe", choices=tuple(RECIPES))
+    formats: str = _fp8_axis("format")
+    amax_history_len: int = _fp8_axis("amax_history_len")
+    amax_compute_algo: str = _fp8_axis("amax_compute_algo")
+    calibration_steps: int = _fp8_axis("calibration_steps")
 
 
 # [[exclude]] key -> (dataclass, field) whose declaration its values must fit.
@@ -487,9 +493,8 @@ def _axes(data: dict[str, Any], sizes: dict[str, Any]) -> _Axes:
 
     fp8 = data.get("fp8", {})
     _unknown("fp8.", fp8, FP8_KEYS)
-    lists = [_list(f"fp8.{name}", fp8.get(name, [default]), FP8AxisValue, name)
-             for name, default in (("recipes", "delayed"), ("formats", "HYBRID"), ("amax_history_len", 1024),
-                                   ("amax_compute_algo", "max"), ("calibration_steps", 0))]
+    lists = [_list(f"fp8.{name}", fp8.get(name, [declared.default]), FP8AxisValue, name)
+             for name, declared in fields.fields_by_name(FP8AxisValue).items()]
     if math.prod(map(len, lists)) > MAX_CASES:
         raise _Bad("fp8", _MISSING, f"its lists make {' x '.join(str(len(v)) for v in lists)} = "
                    f"{math.prod(map(len, lists)):,} FP8 points, more than the {MAX_CASES:,} cases a matrix may have")

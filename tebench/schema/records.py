@@ -34,7 +34,8 @@ from pydantic_core import PydanticCustomError
 
 from tebench.schema import version as versions
 from tebench.schema.environment import Environment, PeakRates
-from tebench.schema.knobs import FieldError, check_stored
+from tebench.schema.fp8_point import FP8Point
+from tebench.schema.knobs import FieldError, check_stored, fields_by_name
 from tebench.schema.part import MAX_INT, AnyNum, Bool, Int, Limits, Num, OneOf, Part, Row, Str, field, kind
 from tebench.schema.settings import Settings
 from tebench.schema.version import SCHEMA, STATUSES, RecordError, check_version
@@ -745,6 +746,15 @@ class Parity(Part):
         return self.validation.verdict if self.validation else None
 
 
+def _fp8_option(name: str, required: bool = False) -> Any:
+    """A field of :class:`FP8Options` as :class:`FP8Point` declares it: its default, its doc and its lower limit (a
+    record was valid under the upper limits of its day); the choices are in the field's type."""
+    declared = fields_by_name(FP8Point)[name]
+    lower = declared.metadata["min"]
+    return field(declared.default, declared.metadata["doc"], required=required,
+                 **({"ge": lower} if lower is not None else {}))
+
+
 class FP8Options(Part):
     """One point on the FP8 recipe axes, from the plan to the stored record; options a recipe ignores are None.
 
@@ -757,15 +767,11 @@ class FP8Options(Part):
     ALWAYS = ("recipe", "format", "amax_history_len", "amax_compute_algo", "calibration_steps")
     """Every key, null ones too, as a case's FP8 options have always been stored."""
 
-    recipe: Str = field("delayed", "The recipe's registry name (a known one: plan.record_checks).", required=True)
-    format: Annotated[Str, OneOf(*FORMATS)] | None = field("HYBRID", "E4M3 or HYBRID.")
-    amax_history_len: Int | None = field(1024, "Delayed scaling's history.", ge=1)
-    amax_compute_algo: Annotated[Str, OneOf(*AMAX_ALGOS)] | None = field("max", "max or most_recent.")
-    calibration_steps: Int | None = field(0, "Calibration passes (forward and backward, no optimizer step) before "
-                                             "training, so that a stateful recipe starts from measured amaxes. With "
-                                             "0, TE's first step quantizes with the initial scale of 1: on the H200 "
-                                             "that zeroed (E4M3) or scrambled (HYBRID) the TE layers' first "
-                                             "gradients (docs/findings/fp8-calibration.md).", ge=0)
+    recipe: Str = _fp8_option("recipe", required=True)
+    format: Annotated[Str, OneOf(*FORMATS)] | None = _fp8_option("format")
+    amax_history_len: Int | None = _fp8_option("amax_history_len")
+    amax_compute_algo: Annotated[Str, OneOf(*AMAX_ALGOS)] | None = _fp8_option("amax_compute_algo")
+    calibration_steps: Int | None = _fp8_option("calibration_steps")
 
     # By value: a point read from a record equals the same point the plan built (the JSON it was read from,
     # which pydantic's own equality compares, is not part of its value).
