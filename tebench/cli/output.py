@@ -20,22 +20,29 @@ def step_summary() -> Path | None:
     """The file :data:`STEP_SUMMARY` names (its symbolic links followed), or None when it is unset or empty.
 
     OutputPathError, naming the variable, for a directory, a FIFO, a device or a socket: appending
-    to a FIFO would block the command until something reads it, and a device is no summary. Checked
-    with ``stat`` (which never blocks), so a command can refuse it before its work.
+    to a FIFO would block the command until something reads it, and a device is no summary; and for a file
+    that holds tebench's measurements (a results file, a history database), which Markdown would damage. Checked
+    with ``stat`` (which never blocks) before a regular file's first bytes are read, so a command can refuse it
+    before its work.
     """
+    from tebench.cli.paths import measured_data
     from tebench.store import atomic  # light: no pandas, no numpy
 
     value = os.environ.get(STEP_SUMMARY)
     if not value:
         return None
     try:
-        return atomic.target(value)
+        path = atomic.target(value)
     except IsADirectoryError:
         raise OutputPathError(f"{STEP_SUMMARY}={value}: is a directory; {_NOT_REGULAR}") from None
     except OutputPathError as exc:
         raise OutputPathError(f"{STEP_SUMMARY}={exc}") from None
     except OSError as exc:  # a file where a directory is expected, a loop of links: said about the variable
         raise OutputPathError(f"{STEP_SUMMARY}={value}: {exc.strerror or exc}") from None
+    held = measured_data(path)
+    if held:  # Markdown appended to a results file or a database would damage it
+        raise OutputPathError(f"{STEP_SUMMARY}={value}: is {held}; the step summary is never appended to it")
+    return path
 
 
 def append_step_summary(path: Path, text: str) -> None:

@@ -90,7 +90,44 @@ def check_out_arg(value: str, flag: str = "--out", kind: str = "dir") -> Path:
     _try_create_file_in(parent, flag, value)
     if path.exists() and not os.access(path, os.W_OK):
         raise UsageError(f"{flag} {value}: the file is not writable")
+    refuse_measured(path, flag, value)
     return path
+
+
+DATA_PEEK = 64 * 1024
+"""How much of an existing output file is read to tell whether it holds tebench's data."""
+
+
+def measured_data(path: Path) -> str | None:
+    """What tebench data the existing regular file ``path`` holds, in words (None: none, or no such file): a
+    history database, a gzip file (how a run's results are packed), or a results file (a line naming the
+    results schema within its first :data:`DATA_PEEK` bytes). An output written over any of them would lose
+    measurements."""
+    from tebench.schema.version import SCHEMA
+    from tebench.store.history_db import SQLITE_MAGIC
+
+    try:
+        if not path.is_file():
+            return None
+        with open(path, "rb") as f:
+            head = f.read(DATA_PEEK)
+    except OSError:
+        return None  # unreadable: the writer's own checks say why
+    if head.startswith(SQLITE_MAGIC):
+        return "an SQLite database (a history database, or another program's)"
+    if head.startswith(b"\x1f\x8b"):
+        return "a gzip file (how a run's results are packed)"
+    if f'"{SCHEMA}"'.encode() in head:
+        return "a results file (its records name the schema " + SCHEMA + ")"
+    return None
+
+
+def refuse_measured(path: Path, flag: str, value: str) -> None:
+    """UsageError if the output ``path`` (a file) already holds measurements (:func:`measured_data`): a typo in an
+    output path must not replace a night's results or a history database."""
+    held = measured_data(path)
+    if held:
+        raise UsageError(f"{flag} {value}: is {held}; writing there would replace it: give another file")
 
 
 def refuse_inputs(targets: Iterable[Path], inputs: Iterable[str], flag: str, value: str) -> None:

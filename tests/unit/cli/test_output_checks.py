@@ -113,3 +113,46 @@ def test_an_unset_step_summary_is_none(monkeypatch):
     assert output.step_summary() is None
     monkeypatch.delenv(output.STEP_SUMMARY)
     assert output.step_summary() is None
+
+
+def _measured(tmp_path, kind):
+    """A file that holds measurements, of ``kind``; returns its path and its bytes."""
+    import gzip
+    import sqlite3
+
+    path = tmp_path / ("h.db" if kind == "history database" else "results.jsonl" + (".gz" if kind == "packed" else ""))
+    if kind == "history database":
+        with sqlite3.connect(path) as db:
+            db.execute("create table t(x)")
+    elif kind == "packed":
+        path.write_bytes(gzip.compress(CPU.read_bytes()))
+    else:
+        path.write_bytes(CPU.read_bytes())
+    return path, path.read_bytes()
+
+
+@pytest.mark.parametrize("kind", ["results", "packed", "history database"])
+def test_compare_out_over_measurements_is_refused_and_leaves_them(tmp_path, monkeypatch, capsys, kind):
+    _no_comparison(monkeypatch)
+    out, before = _measured(tmp_path, kind)
+    assert cli.main(["compare", str(CPU), str(CPU), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {out}" in err and "give another file" in err, err
+    assert out.read_bytes() == before
+
+
+@pytest.mark.parametrize("kind", ["results", "history database"])
+def test_a_step_summary_that_holds_measurements_is_refused(tmp_path, monkeypatch, kind):
+    path, before = _measured(tmp_path, kind)
+    monkeypatch.setenv(output.STEP_SUMMARY, str(path))
+    with pytest.raises(OutputPathError, match=rf"{output.STEP_SUMMARY}=.*never appended"):
+        output.step_summary()
+    assert path.read_bytes() == before
+
+
+def test_compare_out_over_an_earlier_comparison_is_written(tmp_path, monkeypatch):
+    monkeypatch.delenv(output.STEP_SUMMARY, raising=False)
+    out = tmp_path / "cmp.md"
+    out.write_text("an earlier comparison\n")
+    assert cli.main(["compare", str(CPU), str(CPU), "--out", str(out)]) == 0
+    assert "tebench compare" in out.read_text()
