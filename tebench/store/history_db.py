@@ -155,6 +155,12 @@ def check(db: str | Path) -> str:
     stamped its databases). Anything else, a newer format included, is refused with HistoryError
     (bounded.InputError for a FIFO, a device or a directory), and nothing is written to it.
     """
+    name = str(db)
+    if name == ":memory:" or name.lower().startswith("file:"):
+        # SQLite reads these as an in-memory database or a URI, not as the file of that name: a history
+        # added there would be lost, or go into whichever file the URI names, past every check here.
+        raise HistoryError(f"{db}: an SQLite URI or in-memory name, not a file; the history is kept in a file: give "
+                           f"its path (./{db} for a file of that name)")
     path = Path(db)
     try:
         st = bounded.check_file(path, "history database (SQLite file)")
@@ -308,7 +314,8 @@ def connect(db: str | Path, create: bool = False) -> sqlite3.Connection:
     if state == "new" and not Path(db).absolute().parent.is_dir():
         raise HistoryError(f"{db}: no such directory {Path(db).parent} to create the history database in")
     try:
-        conn = sqlite3.connect(str(db), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        # As a file URI: SQLite would take some names (":memory:", "file:...") for something other than the file.
+        conn = sqlite3.connect(Path(db).resolve().as_uri(), uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     except sqlite3.Error as exc:
         raise HistoryError(f"{db}: {describe_error(exc, 'cannot open the history database')}") from None
     try:

@@ -173,3 +173,22 @@ def test_an_interrupted_write_is_rolled_back_not_called_read_only(db, tmp_path, 
     assert len(history.frame(db)) == before and not (journal.exists() and journal.stat().st_size)
     with sqlite3.connect(db) as conn:
         assert "junk" not in {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+
+
+@pytest.mark.parametrize("name", [":memory:", "file:foreign.db", "file:x.db?mode=memory", "FILE:foreign.db"])
+def test_an_sqlite_uri_or_memory_name_is_refused_and_writes_nowhere(tmp_path, monkeypatch, capsys, name):
+    monkeypatch.chdir(tmp_path)
+    with sqlite3.connect("foreign.db") as conn:  # another program's database, which a URI would name
+        conn.execute("create table mydata(x)")
+    before = (tmp_path / "foreign.db").read_bytes()
+    assert cli.main(["history", "add", str(CPU), "--db", name]) == 2
+    err = capsys.readouterr().err
+    assert f"--db {name}" in err and "not a file" in err, err
+    assert (tmp_path / "foreign.db").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["foreign.db"]
+
+
+def test_a_file_whose_name_starts_with_file_is_written_given_as_a_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["history", "add", str(CPU), "--db", "./file:h.db"]) == 0
+    assert history_db.check(tmp_path / "file:h.db") == "ours"
