@@ -247,6 +247,13 @@ def frame(db: str | Path) -> pd.DataFrame:
     df = pd.DataFrame(good, columns=[c for c, _ in _FRAME_COLUMNS])
     df["device"] = df["device"].fillna(UNKNOWN_DEVICE)
     df["created"] = df["created"].fillna("")
+    # Oldest first by the instant, not by the text: a run's time is local with its offset, and runs made
+    # under another time zone (another machine, or summer time) would sort out of order as text, so
+    # that an older run could be taken for the latest. A time that does not parse keeps its place at
+    # the start, as the SQL's order (by text, then run id) put it.
+    instant = pd.to_datetime(df["created"], format="ISO8601", utc=True, errors="coerce")
+    if instant.notna().any():
+        df = df.loc[instant.sort_values(kind="stable", na_position="first").index].reset_index(drop=True)
     for column, kind in _FRAME_COLUMNS:
         if kind == _REAL:
             df[column] = df[column].astype(float)

@@ -48,3 +48,30 @@ def test_concurrent_adds_lose_nothing(tmp_path):
     assert sum(counts) == 8 * 11
     df = history.frame(db)
     assert df["run_id"].nunique() == 8 and len(df) == 88
+
+
+def _run_at(tmp_path, run_id: str, created: str):
+    """The CPU fixture as run ``run_id``, made at local time ``created`` (with its offset)."""
+    lines = []
+    for line in CPU.read_text().splitlines():
+        record = json.loads(line)
+        record["run_id"] = run_id
+        if record.get("type") == "header":
+            record["created"] = created
+        lines.append(json.dumps(record))
+    path = tmp_path / f"{run_id}.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return judged_run.read(path)
+
+
+def test_runs_are_ordered_by_their_instant_across_time_zones(tmp_path):
+    from tebench.analysis import history_latest
+
+    db = tmp_path / "h.db"
+    # As text the later run sorts first: 2026-12-07T06:07-1200 is 18:07 UTC, 2026-12-08T08:06+1400 is 18:06 UTC.
+    history.add(db, _run_at(tmp_path, "east", "2026-12-08T08:06:00+1400"))
+    history.add(db, _run_at(tmp_path, "west", "2026-12-07T06:07:07-1200"))
+    history.add(db, _run_at(tmp_path, "untimed", ""))
+    assert list(dict.fromkeys(history.frame(db)["run_id"])) == ["untimed", "east", "west"]
+    _, info = history_latest.latest_vs_recent(db)
+    assert [v["latest"] for v in info.values()] == ["west"]
