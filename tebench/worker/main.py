@@ -248,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     from tebench.schema.records import Case
 
     case = Case.from_dict(json.loads(Path(args.case).read_text()))
-    rank = int(os.environ.get("RANK", "0"))
+    # A single-process case is its own rank 0 whatever the environment says; torchrun sets RANK for its ranks.
+    rank = 0 if case.parallel == "single" else int(os.environ.get("RANK", "0"))
     result_path = Path(args.result)
     # Test hook (tebench.worker.hooks.faults): process faults act here, mutations in tebench.worker.train.
     fault = fault_for(case.id)

@@ -449,3 +449,13 @@ def test_list_and_env(tiny, tebench_cli):
     data = json.loads(tebench_cli("env", "--json", check=True).stdout)
     assert data["device_type"] == "cpu" and data["python"]
     assert "torchao" in data and "torchao_recipes" in data
+
+
+def test_a_launchers_rank_in_the_runners_environment_does_not_reach_a_single_case(tiny, tmp_path, tebench_cli):
+    # A shell inside a torchrun job or a cluster's batch script has RANK set: a single-process worker took
+    # itself for rank 1, trained, and kept its result to itself ("worker died with exit code 0").
+    out = tmp_path / "run"
+    proc = tebench_cli("run", str(tiny), "--out", str(out), "--no-report", "--only", "gpt/micro/PT-FP32",
+                       env={"RANK": "1", "LOCAL_RANK": "abc", "WORLD_SIZE": "2", "MASTER_PORT": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert cases(out)["gpt/micro/PT-FP32"]["status"] == "ok", cases(out)["gpt/micro/PT-FP32"]["reason"]
