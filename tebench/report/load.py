@@ -22,7 +22,7 @@ from tebench.store import reader as results
 from tebench.schema.text import check_text
 from tebench.schema.version import RecordError
 from tebench.schema.environment import Environment
-from tebench.schema.records import MAX_STEP_MS, CaseResult, FP8Options, RunHeader, Summary, Throughput
+from tebench.schema.records import MAX_STEP_MS, MIN_STEP_MS, CaseResult, FP8Options, RunHeader, Summary, Throughput
 from tebench.schema.version import SchemaError
 from tebench.schema.records import Case
 from tebench.workloads.modules_spec import ModuleSpec
@@ -77,6 +77,8 @@ def _pytest_benchmark(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and "benchmarks" in data and "machine_info" in data else None
 
 
+_PB_MIN_S = MIN_STEP_MS / 1000.0
+"""The shortest time a pytest-benchmark round may have (s): a record's shortest step time; 0 is damage."""
 _PB_MAX_S = MAX_STEP_MS / 1000.0
 """The longest time a pytest-benchmark round may have (s): a record's longest step time; longer is damage
 (1e306 s overflowed to inf as milliseconds)."""
@@ -125,8 +127,9 @@ def _check_benchmark(bench: Any, where: str) -> None:
         raise bad("stats", stats_, "must be an object")
     data = stats_.get("data")
     if not isinstance(data, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                             and math.isfinite(v) and 0 <= v <= _PB_MAX_S for v in data):
-        raise bad("stats.data", data, f"must be an array of times in seconds, each from 0 to {_PB_MAX_S:g}")
+                                             and math.isfinite(v) and _PB_MIN_S <= v <= _PB_MAX_S for v in data):
+        raise bad("stats.data", data, f"must be an array of times in seconds, each from {_PB_MIN_S:g} to "
+                                      f"{_PB_MAX_S:g} (a step takes time)")
     if not data:
         raise SchemaError(f"{where} ({bench.get('name')!r:.80}): stats.data is empty: no step times to report "
                           "(run pytest with --benchmark-json from pytest-benchmark 3.1 or later, which "

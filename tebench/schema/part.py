@@ -90,6 +90,8 @@ class Limits:
         kind_ = schema.get("type")
         if kind_ in ("int", "float"):
             for key, bound in self._bounds().items():
+                if kind_ == "int" and bound != int(bound):  # the same range in whole numbers (ge 1e-6: ge 1)
+                    bound = math.ceil(bound) if key in ("ge", "lt") else math.floor(bound)
                 schema[key] = bound if schema.get(key) is None else self._NARROWER[key](schema[key], bound)
             return True
         if kind_ in ("nullable", "function-after"):
