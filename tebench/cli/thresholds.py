@@ -27,6 +27,8 @@ def parse_threshold(item: str) -> tuple[str, float]:
         raise UsageError(f"--threshold {item!r}: unknown metric {key!r} (known: {', '.join(DEFAULT_THRESHOLDS)})")
     if m := _PERCENT.match(value):
         out = float(m.group(1)) / 100.0
+        if not math.isfinite(out):  # hundreds of digits: float() gives inf
+            raise UsageError(f"--threshold {item!r}: value {value!r} is too large a percentage")
     elif _FRACTION.match(value):
         out = float(value)
     else:
@@ -37,19 +39,31 @@ def parse_threshold(item: str) -> tuple[str, float]:
 
 def _why_not(value: str) -> str:
     """Why a threshold value is neither form, in the words that fit it."""
-    if not value.isascii():
+    text = value.strip()
+    if not text.isascii():
         return "write it in ASCII digits (0-9)"
+    bare = text[:-1].rstrip() if text.endswith("%") else text
+    if text.count("%") > 1:
+        return "one % sign, after the number"
+    if "e" in bare.lower() and bare.lower() not in ("inf", "infinity", "nan"):
+        return "exponent notation is not read; write the value out (0.001 or 0.1%)"
     try:
-        number = float(value.strip().rstrip("%"))
+        number = float(bare)
     except ValueError:
         return "not a number"
     if not math.isfinite(number):
         return "NaN and infinite values are refused"
-    if number < 0:
-        return "negative values are refused"
-    if "e" in value.lower():
-        return "exponent notation is not read; write the value out (0.001 or 0.1%)"
-    return "a bare number of 1 or more is ambiguous (time=3: 3% or 300%?)"
+    if bare.startswith("-"):
+        return "negative values are refused" if number else "a sign is not read (write 0%)"
+    if bare.startswith("+"):
+        return "a sign is not read (write 5% or 0.05)"
+    if bare.endswith("."):
+        return "the number must end in a digit (0.5, not 0.)"
+    if re.match(r"0[0-9]", bare):
+        return "leading zeros are not read (0.05, not 00.05)"
+    if number >= 1 and not text.endswith("%"):
+        return "a bare number of 1 or more is ambiguous (time=3: 3% or 300%?)"
+    return "write a percentage (5%) or a fraction below 1 (0.05)"
 
 
 def parse_thresholds(items: Iterable[str]) -> dict[str, float]:

@@ -316,12 +316,22 @@ def test_threshold_parsing_refuses_ambiguous_or_bad_values(item):
 
 
 @pytest.mark.parametrize("item,why", [("time=1e-320", "exponent notation"), ("time=3", "ambiguous"),
-                                      ("time=-5%", "negative"), ("time=nan", "NaN"), ("time=abc", "not a number")])
+                                      ("time=-5%", "negative"), ("time=nan", "NaN"), ("time=abc", "not a number"),
+                                      # these were all called "a bare number of 1 or more", which none is
+                                      ("time=0.%", "end in a digit"), ("time=-0%", "sign"), ("time=+5%", "sign"),
+                                      ("time=+0.05", "sign"), ("time=00000.05", "leading zeros"),
+                                      ("time=5%%", "one % sign"), ("time=0.5.5", "not a number")])
 def test_a_refused_threshold_says_which_rule_it_broke(item, why):
     # 1e-320 was refused as "negative, NaN or infinite", which it is not.
     with pytest.raises(UsageError) as err:
         parse_threshold(item)
     assert why in str(err.value).split("(0.05): ", 1)[1], err.value
+
+
+def test_a_percentage_too_large_for_a_float_names_the_option():
+    # float('9' * 330) / 100 is inf: it was refused by the comparison's options as "threshold time=inf".
+    with pytest.raises(UsageError, match=r"^--threshold 'time=9+%': value '9+%' is too large"):
+        parse_threshold("time=" + "9" * 330 + "%")
 
 
 def test_bad_inputs_exit_2(tmp_path, tebench_cli):
