@@ -76,6 +76,13 @@ for where in ("schema", "run"):
 """
 
 
+LAUNCHER_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
+                 "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT")
+"""What torch.distributed's launcher tells each of its processes. One left in the runner's environment (a
+shell in a torchrun job, a cluster's batch script) would make a single-process worker take itself for rank 1
+and keep its result to itself; a data-parallel case's launcher sets its own."""
+
+
 class Executor:
     """Runs planned cases in child processes and records each as it finishes (``tebench run`` drives
     it over a matrix; ``tebench ab`` interleaves two of them).
@@ -134,19 +141,13 @@ class Executor:
         return [self.opts.python, "-m", "torch.distributed.run", "--standalone",
                 f"--nproc-per-node={case.nproc}", *worker]
 
-    LAUNCHER_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
-                     "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT")
-    """What torch.distributed's launcher tells each of its processes. One left in the runner's environment (a
-    shell in a torchrun job, a cluster's batch script) would make a single-process worker take itself for rank 1
-    and keep its result to itself; a data-parallel case's launcher sets its own."""
-
     def _child_env(self, device: str | None, protocol_fd: int | None = None) -> dict[str, str]:
         # PYTHONSAFEPATH (Python >= 3.11): `python -m` would put the working directory first on the
         # import path, and a folder named tebench there would stand in for tebench. A workload named
         # by import path is still found there: plugin resolution appends the working directory.
         # The runner's own pid comes last: a user's --env/--head-env naming TEBENCH_PARENT_PID (a dead pid) would
         # otherwise make every worker watch the wrong process and end itself.
-        inherited = {k: v for k, v in os.environ.items() if k not in self.LAUNCHER_VARS}
+        inherited = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
         child_env = {**inherited, "PYTHONUNBUFFERED": "1", "PYTHONPATH": child_pythonpath(), "PYTHONSAFEPATH": "1",
                      **caches.child_env(self.opts.compile_cache, {**os.environ, **self.opts.env}), **self.opts.env,
                      envvars.PARENT_PID: str(os.getpid())}
