@@ -198,6 +198,16 @@ def test_a_compile_cache_that_is_a_file_or_a_link_to_nowhere_is_named(tmp_path, 
     assert said in err and "File exists" not in err, err
 
 
+def test_the_default_compile_cache_under_a_file_names_the_variable(tmp_path, capsys, monkeypatch, no_probe):
+    # It said "--compile-cache default: cannot create afile/compile", naming an option that was not given.
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    monkeypatch.setenv("TEBENCH_CACHE_DIR", str(afile))
+    assert cli.main(["run", "--preset", "smoke", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert f"$TEBENCH_CACHE_DIR={afile}" in err and "--compile-cache off" in err, err
+
+
 @pytest.mark.parametrize("argv", [
     ["run", "--preset", "smoke", "--timeout", "\uff11\uff10"], ["run", "--preset", "smoke", "--timeout", "1_0"],
     ["run", "--preset", "smoke", "--rounds", "\uff13"], ["run", "--preset", "smoke", "--rounds", " 3"],
