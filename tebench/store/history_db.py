@@ -162,6 +162,12 @@ def check(db: str | Path) -> str:
         raise HistoryError(f"{db}: an SQLite URI or in-memory name, not a file; the history is kept in a file: give "
                            f"its path (./{db} for a file of that name)")
     path = Path(db)
+    for suffix in ("-wal", "-shm", "-journal"):
+        companion = Path(f"{path}{suffix}")
+        if companion.exists() and not companion.is_file():
+            # SQLite writes the database's journal there and could only say "unable to open database file".
+            raise HistoryError(f"{db}: {companion} is not a regular file (a directory?): SQLite keeps the "
+                               f"database's {suffix[1:]} file under that name; move it aside")
     try:
         st = bounded.check_file(path, "history database (SQLite file)")
     except FileNotFoundError:

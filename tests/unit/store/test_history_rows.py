@@ -192,3 +192,12 @@ def test_a_file_whose_name_starts_with_file_is_written_given_as_a_path(tmp_path,
     monkeypatch.chdir(tmp_path)
     assert cli.main(["history", "add", str(CPU), "--db", "./file:h.db"]) == 0
     assert history_db.check(tmp_path / "file:h.db") == "ours"
+
+
+@pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal"])
+def test_a_directory_in_the_place_of_the_databases_journal_is_named(db, capsys, suffix):
+    # It said "cannot open the file ... check that its directory exists and is writable", which it was.
+    (db.parent / f"{db.name}{suffix}").mkdir()
+    assert cli.main(["history", "add", str(CPU), "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert f"{db}{suffix} is not a regular file" in err, err
