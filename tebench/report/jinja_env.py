@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import jinja2
 
+from tebench.report.markup import code_safe, html_finalize, md_escape, templates_dir
+
 
 def html_environment() -> jinja2.Environment:
     """The environment of the HTML pages (``*.html.j2`` in the templates folder)."""
-    # Imported here, not at the top: tebench.report's own module may import this one.
-    from tebench.report import html_finalize, templates_dir
-
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir())), autoescape=True,
                               undefined=jinja2.StrictUndefined, finalize=html_finalize)
 
@@ -24,8 +23,6 @@ def html_environment() -> jinja2.Environment:
 def markdown_environment() -> jinja2.Environment:
     """The environment of the Markdown pages (``*.md.j2``): the ``md`` and ``code`` filters, and the
     template's last newline kept, so a page ends with one."""
-    from tebench.report import code_safe, md_escape, templates_dir
-
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir())), autoescape=False,
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     env.filters["md"] = md_escape

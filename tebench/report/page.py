@@ -5,11 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from tebench.report.context import build_context
 from tebench.report.load import load_all
-from tebench.report.markup import code_safe, html_finalize, md_escape, templates_dir
+from tebench.report.jinja_env import html_environment, markdown_environment
 from tebench.gc_control import collector_off, frozen_heap
 from tebench.errors import StorageError
 from tebench.store import atomic
@@ -82,13 +80,7 @@ def _write(ctx: dict[str, Any], out: Path) -> None:
     extra = [c for c in (ctx["cost_chart"], ctx["why_chart"]) if c is not None]
     for chart in ctx["charts"] + ctx["fp8_charts"] + extra:
         atomic.write_bytes(out / f"{chart.name}.png", chart.png)
-    loader = jinja2.FileSystemLoader(str(templates_dir()))
-    html_env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined,
-                                  finalize=html_finalize)
-    md_env = jinja2.Environment(loader=loader, autoescape=False, undefined=jinja2.StrictUndefined,
-                                keep_trailing_newline=True)
-    md_env.filters["md"] = md_escape
-    md_env.filters["code"] = code_safe
+    html_env, md_env = html_environment(), markdown_environment()
     md_template = md_env.get_template("report.md.j2")
     atomic.write_text(out / "index.html", html_env.get_template("report.html.j2").render(**ctx))
     atomic.write_text(out / "report.md", fit_markdown(lambda c: md_template.render(**c), ctx))

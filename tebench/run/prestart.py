@@ -89,7 +89,7 @@ def upcoming_cases(planned: Iterable[Planned], limit: int = 8) -> list[Case]:
 # How the runner starts a worker (tebench.run.runner.RunOptions.launch).
 LAUNCHES = ("auto", "prestarted", "cold")
 # Pre-started workers per device (tebench.run.runner.RunOptions.prestart_depth) when not given:
-# one per this many usable CPUs (detect.usable_cpus) a device has to itself, between 1 and
+# one per this many usable CPUs (cpus.usable_cpus) a device has to itself, between 1 and
 # MAX_AUTO_PRESTART_DEPTH.
 CPUS_PER_PRESTARTED_WORKER = 4
 MAX_AUTO_PRESTART_DEPTH = 4

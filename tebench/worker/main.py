@@ -178,7 +178,7 @@ def preload(family: str) -> dict[str, Any]:
     t = time.perf_counter()
     import torch  # noqa: F401
 
-    # TE first, before anything initialises cuDNN through torch (see detect.py).
+    # TE first, before anything initialises cuDNN through torch (see worker/probe.py).
     names = (("transformer_engine.pytorch",) if family == "te" else ()) + PRELOAD_MODULES
     failed = []
     for name in names:
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     payload = Measurements(device=Device.from_dict(_device_info(torch, device)), launch=Launch.from_dict(launch))
     try:
         if MODES[case.mode].family == "te":
-            # Import TE before anything initialises cuDNN through torch (see detect.py).
+            # Import TE before anything initialises cuDNN through torch (see worker/probe.py).
             import transformer_engine.pytorch  # noqa: F401
         # Imports (cold start only), CUDA context and (TE) library loading: the price of
         # isolation, kept visible.
