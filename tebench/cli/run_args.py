@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from tebench.cli.usage import UsageError, integer, nonempty
@@ -49,15 +48,12 @@ def compile_cache_dir(value: str) -> Path | None:
     ($TEBENCH_CACHE_DIR/compile, by default ~/.cache/tebench/compile) or ``off``."""
     if value == "off":
         return None
-    from tebench.plan.environment import CACHE_ENV
     from tebench.run import caches
 
     path = caches.default_dir() if value == "default" else Path(value).expanduser()
     given = f"--compile-cache {value}"
     if value == "default":  # the user named no folder: say where this one came from, and the way out
-        source = next((f"${name}={os.environ[name]}" for name in (CACHE_ENV, "XDG_CACHE_HOME") if os.environ.get(name)),
-                      "your home folder's .cache")
-        given = f"--compile-cache default (under {source}; --compile-cache off runs without)"
+        given = f"--compile-cache default (under {caches.default_source()}; --compile-cache off runs without)"
     if path.exists() and not path.is_dir():  # mkdir says "File exists" of it
         raise UsageError(f"{given}: {path} is a file, not a directory")
     from tebench.store.atomic import dangling_link

@@ -41,6 +41,14 @@ def default_dir() -> Path:
     return _cache_dir() / "compile"
 
 
+def default_source() -> str:
+    """Where :func:`default_dir` comes from, in words: the variable that set it, with its value, or the home folder."""
+    from tebench.plan.environment import CACHE_ENV
+
+    return next((f"${name}={os.environ[name]}" for name in (CACHE_ENV, "XDG_CACHE_HOME") if os.environ.get(name)),
+                "your home folder's .cache")
+
+
 def child_env(directory: Path | None, parent: Mapping[str, str] | None = None) -> dict[str, str]:
     """Variables that point a case's process at ``directory``.
 
