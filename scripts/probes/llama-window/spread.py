@@ -59,7 +59,7 @@ def main(lengths: str, paths: list[str]) -> None:
                 ps = [r[cid] for r in runs]
                 if ps[0].get("verdict") == "reference":
                     ends = " ".join(f"{p.get('final', float('nan')):.3f}" for p in ps)
-                    print(f"  {cid:52s} reference, final window {ends}")
+                    print(f"  {cid:52s} reference, its last recorded loss {ends}")
                     continue
                 if "abs_diff" not in ps[0]:
                     continue
