@@ -8,7 +8,8 @@ import sys
 from typing import Any
 
 from tebench.cli.thresholds import thresholds
-from tebench.cli.usage import UsageError, integer, number
+from tebench.schema.vocabulary import MAX_ROUNDS
+from tebench.cli.usage import UsageError, integer, open_fraction
 
 
 def add_gate_args(p: argparse.ArgumentParser) -> None:
@@ -17,7 +18,7 @@ def add_gate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threshold", action="append", default=[], metavar="METRIC=VALUE",
                    help="regression threshold per metric, as a percentage (time=5%%) or a fraction below 1 "
                    "(time=0.05): time, memory, energy (energy per token; each default 5%%), loss (default 10%%)")
-    p.add_argument("--alpha", type=number, default=DEFAULT_ALPHA,
+    p.add_argument("--alpha", type=open_fraction, default=DEFAULT_ALPHA,
                    help="error rate across all cases of the comparison (default %(default)s)")
     p.add_argument("--correction", choices=CORRECTIONS, default="holm",
                    help="multiple-comparison control across cases: holm (family-wise) or bh (false discovery)")
@@ -38,6 +39,8 @@ def compare_options(args: argparse.Namespace, count_env_changes: bool):
     # Options' own check speaks of its field (min_rounds); the user typed the option and a value.
     if args.min_rounds < 2:
         raise UsageError(f"--min-rounds {args.min_rounds}: must be at least 2 (a spread needs two values)")
+    if args.min_rounds > MAX_ROUNDS:  # no run has more rounds: no case could ever be judged
+        raise UsageError(f"--min-rounds {args.min_rounds}: must be at most {MAX_ROUNDS}, the most rounds a run has")
     try:
         return Options(thresholds=thresholds(args.threshold), alpha=args.alpha, correction=args.correction,
                        min_rounds=args.min_rounds, gate_launch_bound=args.gate_launch_bound,

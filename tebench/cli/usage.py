@@ -44,6 +44,15 @@ def number(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r}: not a number") from None
 
 
+def open_fraction(text: str) -> float:
+    """An option's number strictly between 0 and 1 (argparse ``type=``: a probability such as ``--alpha``), refused
+    with what was typed: 0.9999999999999999999 is 1.0 once it is a float."""
+    value = number(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be between 0 and 1, both excluded (0.05 is usual)")
+    return value
+
+
 def command_line() -> str:
     """This command as typed, for the holder line of a lock and the record of a run."""
     return shlex.join(["tebench", *sys.argv[1:]])

@@ -61,3 +61,20 @@ def test_compare_json_is_strict_even_when_values_are_not_finite(tmp_path):
     assert cli.main(["compare", cpu, cpu, "--format", "json", "--out", str(out)]) == 0
     json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"bare {c} in compare JSON"))
     assert strict_json('{"ratio": NaN, "ci": [Infinity, 1.0]}') == '{\n  "ratio": null,\n  "ci": [\n    null,\n    1.0\n  ]\n}'
+
+
+@pytest.mark.parametrize("args,fragment", [
+    # "alpha 1.0: must be between 0 and 1" named neither the option nor what was typed.
+    (["--alpha", "0.9999999999999999999"], "argument --alpha: '0.9999999999999999999': must be between 0 and 1"),
+    (["--alpha", "0"], "argument --alpha: '0': must be between 0 and 1"),
+    # Accepted: no run has more rounds, so no case could ever be judged.
+    (["--min-rounds", "1000000"], "--min-rounds 1000000: must be at most 1000"),
+])
+def test_bad_gate_options_name_the_option_and_what_was_typed(capsys, args, fragment):
+    cpu = str(FIXTURES / "cpu-smoke.jsonl")
+    try:
+        code = cli.main(["compare", cpu, cpu, *args])
+    except SystemExit as exc:  # argparse's own refusal of an option's value
+        code = exc.code
+    assert code == 2
+    assert fragment in capsys.readouterr().err
