@@ -9,7 +9,7 @@ from typing import Any
 
 from tebench.cli.gate_args import add_gate_args, compare_options, nothing_measured
 from tebench.cli.output import emit, step_summary, strict_json
-from tebench.cli.paths import check_out_arg, check_results_paths, refuse_inputs
+from tebench.cli.paths import check_out_arg, check_results_paths, refuse_inputs, refuse_measured
 from tebench.cli.usage import UsageError, command_line
 from tebench.cli.verdict_args import add_rejudge_arg
 
@@ -19,7 +19,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     # --out is checked before the comparison's modules are imported, as run's and report's are: a
     # directory, a FIFO or a device in the way is refused at once.
     if args.out is not None:
-        refuse_inputs([check_out_arg(args.out, kind="file")], [args.base, args.head], "--out", args.out)
+        out = check_out_arg(args.out, kind="file")
+        refuse_inputs([out], [args.base, args.head], "--out", args.out)
+        refuse_measured(out, "--out", args.out)  # another run's results, a history database
     if args.format == "markdown":
         step_summary()  # $GITHUB_STEP_SUMMARY: a FIFO or a device there is refused now, not after the work
     from tebench.analysis.compare import CompareError, compare

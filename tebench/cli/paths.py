@@ -90,7 +90,6 @@ def check_out_arg(value: str, flag: str = "--out", kind: str = "dir") -> Path:
     _try_create_file_in(parent, flag, value)
     if path.exists() and not os.access(path, os.W_OK):
         raise UsageError(f"{flag} {value}: the file is not writable")
-    refuse_measured(path, flag, value)
     return path
 
 
