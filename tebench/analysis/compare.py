@@ -19,7 +19,8 @@ replication is the round (one process), not the step:
   ``inconclusive`` (it fails the gate only with ``fail_on_inconclusive``).
 * memory: the change must exceed the spread of the memory peaks across rounds;
 * energy: joules per token (``1 / energy.tokens_per_j`` of each ok round), judged as memory is (beyond
-  the ``energy`` threshold and the spread across rounds); no judgement where a side has no reading;
+  the ``energy`` threshold and the spread across rounds); no judgement where a side has no reading, and
+  none from one reading a side (it moves from run to run: two nightlies of one commit differed by 5-9%);
 * loss: the final loss must rise by more than the loss threshold, or parity
   must go from pass to fail or inconclusive (inconclusive never counts as pass).
 
@@ -510,9 +511,13 @@ def _judge_time(b: Side, h: Side, opts: Options, d: Delta, found: _Findings, tim
 
 
 def _judge_level(metric: str, words: str, base: list[float], head: list[float], opts: Options,
-                 found: _Findings) -> float | None:
+                 found: _Findings, needs_spread: bool = False) -> float | None:
     """A per-round level (memory, energy per token): head over base medians, a change beyond the metric's
-    threshold *and* the spread across rounds found as regressed or improved; None where a side has none."""
+    threshold *and* the spread across rounds found as regressed or improved; None where a side has none.
+
+    ``needs_spread``: a level that moves from run to run (energy per token: power times step time) is not
+    judged from one reading a side, whose spread is unknown; a change beyond the threshold is then uncertain.
+    """
     if not (base and head):
         return None
     bm, hm = float(np.median(base)), float(np.median(head))
@@ -525,6 +530,11 @@ def _judge_level(metric: str, words: str, base: list[float], head: list[float], 
         return None
     spread = max(np.ptp(base) if len(base) > 1 else 0.0, np.ptp(head) if len(head) > 1 else 0.0)
     change = f"{words} {ratio - 1:+.1%}"
+    beyond = abs(ratio - 1) > opts.thresholds[metric]
+    if needs_spread and beyond and min(len(base), len(head)) < 2:
+        found.uncertain.append(f"{change}: from {len(base)} and {len(head)} reading(s), too few to tell it from "
+                               "the run-to-run spread (run with --rounds 3 or more)")
+        return ratio
     if hm > bm * (1 + opts.thresholds[metric]) and hm - bm > spread:
         found.regressed.append((metric, change))
     elif hm < bm * (1 - opts.thresholds[metric]) and bm - hm > spread:
@@ -550,7 +560,7 @@ def _throttle_flags(b: Side, h: Side, opts: Options, d: Delta, paired: bool) -> 
 
 def _judge_energy(b: Side, h: Side, opts: Options, d: Delta, found: _Findings) -> None:
     """Joules per token, as memory (no reading on a side: no judgement)."""
-    ratio = _judge_level("energy", "energy per token", b.energy, h.energy, opts, found)
+    ratio = _judge_level("energy", "energy per token", b.energy, h.energy, opts, found, needs_spread=True)
     if ratio is not None:
         d.energy_ratio = ratio
 
