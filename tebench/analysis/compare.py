@@ -313,6 +313,12 @@ def _not_counted_flag(reason: str | None) -> str:
     return f"not counted: {reason} ({why})"
 
 
+def settings_differ(b: Side, h: Side) -> list[str]:
+    """How the case settings of two sides differ, one ``key base → head`` per setting ([]: they measure the same
+    benchmark)."""
+    return _settings_diff(b.settings, h.settings) if (b.settings and h.settings) else []
+
+
 def _settings_diff(b: dict[str, Any], h: dict[str, Any]) -> list[str]:
     def flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         out: dict[str, Any] = {}

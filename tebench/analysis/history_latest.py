@@ -50,9 +50,11 @@ def latest_vs_recent(db: str | Path, window: int = 5, thresholds: dict[str, floa
         base = _by_case(history.records(db, previous))
         items, tests = [], []
         for case_id in sorted(set(head) & set(base)):
-            b, h = compare.side(base[case_id]), compare.side(head[case_id])
+            h = compare.side(head[case_id])
+            earlier = _same_benchmark(base[case_id], h)
+            b = compare.side(earlier)
             items.append((case_id, b, h))
-            tests.append(_run_level_test(base[case_id], h.median_ms, opts) if h.median_ms else None)
+            tests.append(_run_level_test(earlier, h.median_ms, opts) if h.median_ms else None)
         family = [(i, t.p) for i, t in enumerate(tests) if t is not None and t.p is not None]  # those with enough data
         adjusted = dict(zip([i for i, _ in family], stats.adjust_pvalues([p for _, p in family], opts.correction)))
         for i, (case_id, b, h) in enumerate(items):
@@ -78,6 +80,17 @@ def _run_level_test(base_records: list[CaseResult], head_ms: float,
                               f"{len(levels)} earlier run(s); at least {opts.min_rounds} are needed to know "
                               "the run-to-run spread")
     return stats.prediction_test(levels, head_ms, confidence=1 - opts.alpha)
+
+
+def _same_benchmark(base_records: list[CaseResult], head: compare.Side) -> list[CaseResult]:
+    """The earlier runs' records of a case that ran the latest run's settings; without any, one earlier run's
+    (its settings then differ, and the case is judged not comparable). Pooled, runs of other settings (a matrix
+    changed in between: another vocab, more steps) were one number of two benchmarks, judged invalid."""
+    by_run: dict[str, list[CaseResult]] = {}
+    for r in base_records:
+        by_run.setdefault(r.run_id or "", []).append(r)
+    same = [r for recs in by_run.values() if not compare.settings_differ(compare.side(recs), head) for r in recs]
+    return same or list(by_run.values())[-1]
 
 
 def _by_case(recs: list[CaseResult]) -> dict[str, list[CaseResult]]:
