@@ -143,6 +143,17 @@ def refuse_inputs(targets: Iterable[Path], inputs: Iterable[str], flag: str, val
                                  "write somewhere else")
 
 
+def _results_like(folder: Path, shown: int = 5) -> str:
+    """The files in ``folder`` named as results files are (``*.jsonl``, ``*.jsonl.gz``), in words ("" for none): a
+    stored run kept under another name (night1.jsonl.gz) is given by its file."""
+    try:
+        names = sorted(p.name for p in folder.iterdir() if p.name.endswith((".jsonl", ".jsonl.gz")) and p.is_file())
+    except OSError:
+        return ""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
 def check_results_paths(paths: list[str]) -> None:
     """Refuse at once (exit 2) a results path that is missing, or is neither a run directory nor a
     regular file of at most the results-file limit: before the modules that read results are imported.
@@ -167,6 +178,7 @@ def check_results_paths(paths: list[str]) -> None:
             bounded.check_file(file, "results file", bounded.RESULTS_MAX_BYTES)
         except FileNotFoundError:
             if path.is_dir():
+                held = _results_like(path)
                 raise UsageError(f"{given}: no results file (neither {RESULTS_NAME} nor {RESULTS_NAME}.gz "
-                                 f"in {path})") from None
+                                 f"in {path})" + (f"; it holds {held}: give one of them" if held else "")) from None
             raise UsageError(f"{given}: no results file ({file} does not exist)") from None

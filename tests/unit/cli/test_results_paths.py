@@ -31,6 +31,14 @@ def test_a_folder_without_results_names_both_files(tmp_path):
         check_results_paths([str(tmp_path)])
 
 
+def test_a_folder_of_runs_kept_under_other_names_names_them(tmp_path):
+    # reports/h200-nightly-twice holds night1.jsonl.gz and night2.jsonl.gz: the folder alone was refused without them.
+    for name in ("night1.jsonl.gz", "night2.jsonl", "notes.txt"):
+        (tmp_path / name).write_text("x")
+    with pytest.raises(UsageError, match=r"; it holds night1\.jsonl\.gz, night2\.jsonl: give one of them$"):
+        check_results_paths([str(tmp_path)])
+
+
 ASV = '{"commit_hash": "0123abcd", "env_name": "conda-py3.11", "params": {}, "results": {}, "version": 2}\n'
 OPTIMUM = '{\n  "config": {"name": "pytorch_bert"},\n  "report": {"forward": {}}\n}\n'
 
