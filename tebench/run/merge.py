@@ -246,6 +246,10 @@ def _join(paths: list[str | Path], out: str | Path, rejudge: bool) -> Merged:
     seen: dict[int, str] = {}
     for path, (i, _) in zip(paths, shards):
         if i in seen:
+            if shards[0][1] == 1:
+                raise MergeError(f"{path}: a whole run, as is {seen[i]}: merge joins the shards of one run "
+                                 "(--shard I/N); to set two runs side by side, give both to tebench report, or "
+                                 "compare them with tebench compare")
             raise MergeError(f"{path}: shard {i} given twice (also {seen[i]})")
         seen[i] = str(path)
     n = shards[0][1]

@@ -135,3 +135,11 @@ def test_distributed_gpt_with_gloo_two_processes(tmp_path, tebench_cli):
         assert '"event": "progress"' not in (tmp_path / "r" / rec["log"]).read_text()
     html = (tmp_path / "r" / "report" / "index.html").read_text()
     assert 'id="distributed"' in html and "scaling efficiency" in html
+
+
+def test_merge_of_two_whole_runs_says_what_merge_joins(matrix, tmp_path, stub_cli):
+    # It said "shard 1 given twice" of two nights run without --shard.
+    for name in ("night1", "night2"):
+        stub_cli("run", str(matrix), "--out", str(tmp_path / name), "--no-report", check=True)
+    proc = stub_cli("merge", str(tmp_path / "night1"), str(tmp_path / "night2"), "--out", str(tmp_path / "m"))
+    assert proc.returncode == 2 and "a whole run" in proc.stderr and "tebench compare" in proc.stderr, proc.stderr
