@@ -89,8 +89,8 @@ def cmd_history_report(args: argparse.Namespace) -> int:
     out = check_out_arg(args.out)
     if not 1 <= args.window <= MAX_ROUNDS:
         raise UsageError(f"--window {args.window}: must be 1 to {MAX_ROUNDS}")
-    if args.confirm < 1:
-        raise UsageError(f"--confirm {args.confirm}: must be at least 1")
+    if not 1 <= args.confirm <= MAX_ROUNDS:  # more than any history holds: no change could ever be confirmed
+        raise UsageError(f"--confirm {args.confirm}: must be 1 to {MAX_ROUNDS}")
     check_db(args.db, must_exist=True)
     from tebench.run.outdir import lock_target
     from tebench.store.history_db import HistoryError

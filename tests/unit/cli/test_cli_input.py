@@ -78,3 +78,12 @@ def test_bad_gate_options_name_the_option_and_what_was_typed(capsys, args, fragm
         code = exc.code
     assert code == 2
     assert fragment in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("confirm", ["0", "99999999999999999999999"])
+def test_history_confirm_out_of_range_is_refused(tmp_path, capsys, confirm):
+    # 10^23 was accepted: no run of a history could ever confirm a change.
+    code = cli.main(["history", "report", "--db", str(tmp_path / "h.db"), "--out", str(tmp_path / "o"),
+                     "--confirm", confirm])
+    assert code == 2
+    assert f"--confirm {confirm}: must be 1 to 1000" in capsys.readouterr().err
