@@ -40,6 +40,13 @@ def for_terminal(text: object, keep_newlines: bool = False) -> str:
     return "\n".join(visible(line) for line in str(text).split("\n"))
 
 
+def terminal_lines(text: str, indent: str = "      ") -> tuple[str, list[str]]:
+    """The first line of ``text`` safe for a terminal, and each further line so and indented under it: a
+    message that quotes a worker's log tail shows it as lines, where escaped it was one line of ``\x0a``."""
+    first, *more = text.split("\n")
+    return for_terminal(first), [indent + for_terminal(line) for line in more]
+
+
 def short_repr(value: object, limit: int = 80) -> str:
     """``repr(value)`` cut to ``limit`` characters, safe for any value.
 

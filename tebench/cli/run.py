@@ -68,7 +68,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         path = run_locked(mat, env, opts)
         from tebench.analysis import judged_run
-        from tebench.escape import for_terminal
+        from tebench.escape import terminal_lines
 
         # Parity judged again over the whole run, as the report judges it: --strict and the report agree.
         run = judged_run.read(path)
@@ -83,8 +83,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if bad:
         print(f"{len(bad)} case(s) not ok, failing or inconclusive on loss parity:", file=sys.stderr)
         for r in bad:
-            first, *more = f"  {r.status:<8} {r.case_id}: {r.why}".split("\n")
-            print("\n".join([for_terminal(first), *(f"      {for_terminal(m)}" for m in more)]), file=sys.stderr)
+            first, more = terminal_lines(f"  {r.status:<8} {r.case_id}: {r.why}")
+            print("\n".join([first, *more]), file=sys.stderr)
     return 1 if (bad and args.strict) else 0
 
 

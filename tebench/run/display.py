@@ -6,7 +6,7 @@ import sys
 import threading
 import time
 from typing import Protocol
-from tebench.escape import for_terminal
+from tebench.escape import for_terminal, terminal_lines
 from tebench.schema.records import CaseResult, Throughput
 
 
@@ -93,11 +93,10 @@ class Display:
             # A case's reason may quote a worker's or a plugin's output: shown, not obeyed.
             # A reason of several lines (a dead worker's log tail) shows its first on the case's line and the
             # rest indented under it: escaped, "\x0a" on one line was unreadable.
-            first, *more = summary_line(record, self.rounds if show_round else 1).split("\n")
+            first, more = terminal_lines(summary_line(record, self.rounds if show_round else 1))
             run = self.run_progress() if self.total > 1 else ""
-            self.stream.write(f"{self._count(self.done)} {prefix}{for_terminal(first)}"
-                              + (f" · {run}" if run else "") + "\n"
-                              + "".join(f"      {for_terminal(m)}\n" for m in more))
+            self.stream.write(f"{self._count(self.done)} {prefix}{first}" + (f" · {run}" if run else "") + "\n"
+                              + "".join(f"{m}\n" for m in more))
             self.stream.flush()
 
 
