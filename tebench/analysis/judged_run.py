@@ -205,7 +205,7 @@ def from_run(run: results.Run, judge: bool = True, rejudge: bool = False) -> res
 def _warn_orphans(run: results.Run, orphans: list[tuple[results.CaseResult, int]]) -> None:
     (first, line), more = orphans[0], len(orphans) - 1
     warnings.warn(f"{run.path}: {len(orphans)} case record(s) of a run with no header in the file, left out of "
-                  f"every run it holds (first: {run.path}:{line}: {first.case_id} of run "
+                  f"every run it holds (first: {run.path}:{line}: line {line}, {first.case_id} of run "
                   f"{first.run_id}: [run_id] = {first.run_id!r}{f'; and {more} more' if more else ''}); its run ids "
                   f"are {', '.join(map(str, run.run_ids))}", stacklevel=3)
 
