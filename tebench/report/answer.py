@@ -153,7 +153,7 @@ def _verdict_cell(row: Pick) -> str:
     if row.pick is None:
         return "none passed"
     if row.parity == "pass" and math.isfinite(row.margin):
-        return f"pass ±{row.margin:.1%}" if row.margin < 0.0995 else f"pass ±{row.margin:.0%}"
+        return f"pass {tables.margin_pct(row.margin)}"
     return str(row.parity)
 
 

@@ -147,6 +147,7 @@ def parity_context(df: pd.DataFrame, multi: bool) -> dict[str, Any]:
                                  or (not head.empty and head["faster_not_passing"].astype(bool).any())], multi),
         "verdict_line": tables.verdict_text(df, reasons=True),
         "verdict_counts": tables.verdict_counts(df),
+        "pass_margins": tables.pass_margins(df),
         "parity_issues": [{"case": r["case_id"], "source": r["source"], "verdict": r["parity"],
                            "reason": r["parity_reason"] or "no reason recorded"} for _, r in issues.iterrows()],
         "parity_table": both(issues, tables.PARITY_COLUMNS, multi),

@@ -477,16 +477,39 @@ def verdict_counts(df: pd.DataFrame) -> dict[str, int]:
     return {v: int(counts.get(v, 0)) for v in JUDGED}
 
 
+def margin_pct(margin: float) -> str:
+    """A pass's margin as the report shows it: "±1.0%", "±15%" (a share of the reference's final loss)."""
+    return f"±{margin:.1%}" if margin < 0.0995 else f"±{margin:.0%}"
+
+
+def pass_margins(df: pd.DataFrame) -> str:
+    """The passing cases' margins, "±1.0%" or "±1.0–3.0%" ("" where none has one).
+
+    The first screen gives it beside the count, so that "4 pass ±15%" never reads like "4 pass ±1.0%".
+    """
+    if df.empty or "parity" not in df or "parity_margin" not in df:
+        return ""
+    margins = df.loc[df["parity"] == "pass", "parity_margin"].dropna()
+    if margins.empty:
+        return ""
+    low, high = margin_pct(float(margins.min())), margin_pct(float(margins.max()))
+    return low if low == high else f"{low}–{high.lstrip('±')}"
+
+
 def verdict_text(df: pd.DataFrame, reasons: bool = False) -> str:
     """Verdict counts such as "7 pass · 2 fail · 1 inconclusive", optionally with the inconclusives' reasons.
 
-    With ``reasons``: "… 1 inconclusive (reference did not learn)"; several
-    reasons are counted each. No judged case: "n/a".
+    With ``reasons`` (the first screen): the passes' margins, "7 pass ±1.0–3.0%", so that what they certify
+    is read with them; "… 1 inconclusive (reference did not learn)", several reasons counted each. No judged
+    case: "n/a".
     """
     counts = verdict_counts(df)
     if not any(counts.values()):
         return "n/a"
     parts = [f"{counts[v]} {v}" for v in JUDGED if counts[v]]
+    margins = pass_margins(df) if reasons else ""
+    if margins:
+        parts[0] += f" {margins}"
     text = " · ".join(parts)
     if reasons and counts["inconclusive"]:
         why = df[df["parity"] == "inconclusive"]["parity_reason"].map(short_reason).value_counts()

@@ -44,7 +44,9 @@ def test_render_cpu_fixture(tmp_path):
     md = (out / "report.md").read_text()
     assert "| workload | size | fastest mode |" in md  # one machine: no machine column
     pays = next((line for line in md.splitlines() if "Where FP8 pays" in line), "")
-    assert "**Loss parity: 3 pass**" in md and unsaid(pays, "TE-FP8", "skipped") == [], pays
+    # The passes' margin stands beside their count on the first screen (the CPU fixture's band, ±10%).
+    assert "**Loss parity: 3 pass ±10%**" in md and unsaid(pays, "TE-FP8", "skipped") == [], pays
+    assert '<span class="pill ok">3 pass ±10%</span>' in html
     assert "<details><summary>All 11 cases</summary>" in md
     # Complete without image files: no image, no link to a local file.
     assert "![" not in md and ".png" not in md
@@ -499,3 +501,19 @@ def test_the_cost_section_says_how_long_importing_workers_stood_stopped(tmp_path
     assert unsaid(md, f"{8 * n:,} s", f"{10 * n:,} s", "imports") == []
     said = f"with up to {3 * n:,} s in which the workers stood stopped"
     assert (said in md) is shown and (said in html) is shown
+
+
+def test_pass_margins_give_the_range_of_what_the_passes_certify():
+    """The first screen's verdict line names the passes' margins: one value, a range, none without a margin."""
+    import pandas as pd
+
+    from tebench.report import tables
+
+    df = pd.DataFrame({"parity": ["pass", "pass", "fail", "reference"],
+                       "parity_margin": [0.01, 0.03, 0.5, math.nan], "parity_reason": ["", "", "", ""]})
+    assert tables.pass_margins(df) == "±1.0%–3.0%"
+    assert tables.verdict_text(df, reasons=True) == "2 pass ±1.0%–3.0% · 1 fail"
+    assert tables.verdict_text(df) == "2 pass · 1 fail"  # the headline's count column stays a count
+    assert tables.pass_margins(df.assign(parity_margin=[0.15, 0.15, 0.5, math.nan])) == "±15%"
+    assert tables.pass_margins(df.assign(parity_margin=math.nan)) == ""
+    assert tables.pass_margins(df.drop(columns="parity_margin")) == ""
