@@ -99,15 +99,22 @@ DATA_PEEK = 64 * 1024
 
 def measured_data(path: Path) -> str | None:
     """What tebench data the existing regular file ``path`` holds, in words (None: none, or no such file): a
-    history database, a gzip file (how a run's results are packed), or a results file (a line naming the
-    results schema within its first :data:`DATA_PEEK` bytes). An output written over any of them would lose
-    measurements."""
+    history database, a gzip file (how a run's results are packed), a results file (a line naming the
+    results schema within its first :data:`DATA_PEEK` bytes), or a run folder's lock or case log. An output
+    written over any of them would lose measurements."""
+    from tebench.run.outdir import LOCK_NAME, is_run_dir
     from tebench.schema.version import SCHEMA
     from tebench.store.history_db import SQLITE_MAGIC
 
     try:
         if not path.is_file():
             return None
+        # A run's own files: its lock (replacing it would let a second run write the folder) and its cases' logs
+        # (the only account of a case that crashed or hung).
+        if path.name == LOCK_NAME and is_run_dir(path.parent):
+            return f"the lock of the run folder {path.parent}"
+        if path.parent.name == "logs" and is_run_dir(path.parent.parent):
+            return f"a case's log of the run folder {path.parent.parent}"
         with open(path, "rb") as f:
             head = f.read(DATA_PEEK)
     except OSError:

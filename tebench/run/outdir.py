@@ -44,7 +44,8 @@ def check_out_dir(out: Path) -> None:
     if nowhere:
         raise StorageError(f"--out {out}: {nowhere}")
     if out.exists() and not out.is_dir():
-        raise StorageError(f"--out {out}: is a file, not a directory")
+        what = "a file" if out.is_file() else _kind(out.stat().st_mode)  # /dev/null is no file to replace
+        raise StorageError(f"--out {out}: is {what}, not a directory")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -120,6 +120,13 @@ def _measured(tmp_path, kind):
     import gzip
     import sqlite3
 
+    if kind in ("run lock", "case log"):  # a run folder's own files, beside its results
+        run = tmp_path / "run"
+        (run / "logs").mkdir(parents=True)
+        (run / "results.jsonl").write_bytes(CPU.read_bytes())
+        path = run / (".lock" if kind == "run lock" else "logs/gpt-tiny-PT-AMP.log")
+        path.write_text("pid 1 host x\n" if kind == "run lock" else "step 3: loss 4.2\n")
+        return path, path.read_bytes()
     path = tmp_path / ("h.db" if kind == "history database" else "results.jsonl" + (".gz" if kind == "packed" else ""))
     if kind == "history database":
         with sqlite3.connect(path) as db:
@@ -131,7 +138,7 @@ def _measured(tmp_path, kind):
     return path, path.read_bytes()
 
 
-@pytest.mark.parametrize("kind", ["results", "packed", "history database"])
+@pytest.mark.parametrize("kind", ["results", "packed", "history database", "run lock", "case log"])
 def test_compare_out_over_measurements_is_refused_and_leaves_them(tmp_path, monkeypatch, capsys, kind):
     _no_comparison(monkeypatch)
     out, before = _measured(tmp_path, kind)

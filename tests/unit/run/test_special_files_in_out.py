@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -83,3 +84,13 @@ def test_a_users_parent_pid_never_reaches_a_worker():
         opts = type("O", (), {"compile_cache": None, "env": {"TEBENCH_PARENT_PID": "999999"}})()
 
     assert Executor._child_env(Stub(), None)["TEBENCH_PARENT_PID"] == str(os.getpid())
+
+
+def test_out_given_as_a_device_names_what_it_is(tmp_path):
+    """``--out /dev/null`` is refused as what it is: calling it "a file" sent users looking for one."""
+    with pytest.raises(StorageError, match="--out /dev/null: is a character device, not a directory"):
+        check_out_dir(Path("/dev/null"))
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(StorageError, match="is a FIFO, not a directory"):
+        check_out_dir(fifo)
