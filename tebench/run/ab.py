@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 import uuid
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -207,6 +208,9 @@ def _check_device(opts: ABOptions, sides: dict[str, _Side]) -> None:
         visible = probe(python=s.spec.python, cached=True, extra_env=s.child_env)
         if visible.device_type == "cuda":
             raise ABError(f"--device {opts.device}: no such GPU ({len(visible.gpus)} visible to --{s.name}-python)")
+    if all(s.env.device_type != "cuda" for s in sides.values()):
+        # As `tebench run --devices` says: a GPU index on a machine without one is ignored, and the user asked for it.
+        warnings.warn(f"--device {opts.device}: this machine has no CUDA GPU; both sides run on the CPU", stacklevel=2)
 
 
 def run(matrix: Matrix, opts: ABOptions) -> compare.Comparison:

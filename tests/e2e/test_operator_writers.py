@@ -210,6 +210,15 @@ def test_ab_device_beyond_the_visible_gpus_is_refused(tmp_path, mat_file, stub_c
     assert not out.exists()
 
 
+def test_ab_device_on_a_machine_without_a_gpu_says_the_cpu_runs(tmp_path, mat_file, stub_cli, stub_worker, monkeypatch):
+    """`ab --device 7` on a CPU machine runs, as `run --devices` does, and says the index was not used."""
+    monkeypatch.setattr(ab, "probe", lambda *a, **k: CPU_ENV.model_copy())
+    proc = stub_cli("ab", str(mat_file), "--out", str(tmp_path / "ab"), "--device", "7", "--rounds", "1", "--quiet",
+                    "--base-python", stub_worker, "--head-python", stub_worker)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert unsaid(proc.stderr, "--device 7", "no CUDA GPU", "both sides run on the CPU") == [], proc.stderr
+    assert (tmp_path / "ab" / "head" / "results.jsonl").exists()
+
 # --- no command overwrites its own inputs -------------------------------------------------------
 
 def test_compare_never_writes_over_an_input(done_run, tmp_path, stub_cli, monkeypatch):
