@@ -361,13 +361,9 @@ def _timed_rounds(b: Side, h: Side, opts: Options, paired: bool) -> tuple[list[l
 def _invalid(s: Side) -> str | None:
     if s.mixed:
         return f"its rounds ran different cases ({s.mixed}): they cannot be pooled"
-    for i, r in enumerate(s.rounds):
-        a = np.asarray(r)  # one pass in numpy (rounds may hold a million steps); anything odd: the loop
-        if a.dtype.kind in "biuf" and bool((np.isfinite(a) & (a > 0)).all()):
-            continue
-        bad = [v for v in r if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0)]
-        if bad:
-            return f"round {i}: step time {bad[0]!r} (non-finite or non-positive)"
+    damaged = judged_run.damaged_steps(s.rounds)
+    if damaged:
+        return damaged
     if s.final_loss is not None and not math.isfinite(s.final_loss) and s.status == "ok":
         return f"final loss {s.final_loss!r} in a case recorded as ok"
     return None

@@ -10,6 +10,7 @@ merge and history all use: the last record of each (case, round), parity judged.
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -28,6 +29,20 @@ STATUS_SEVERITY = ("failed", "timeout", "oom", "diverged", "ok", "skipped")
 def speedup(reference_ms: Any, ms: Any) -> Any:
     """How many times faster than the reference: ``reference median / median`` (works on arrays too)."""
     return reference_ms / ms
+
+
+def damaged_steps(rounds: Sequence[Sequence[Any]]) -> str | None:
+    """Why these rounds' step times are no measurement ("round 1: step time 0.0 (non-finite or non-positive)"),
+    or None. A step takes time: a zero, a negative or a NaN comes from a damaged or hand-edited file, and a
+    report or comparison that used it would show a speedup of infinity."""
+    for i, r in enumerate(rounds):
+        a = np.asarray(r)  # one pass in numpy (rounds may hold a million steps); anything odd: the loop
+        if a.dtype.kind in "biuf" and bool((np.isfinite(a) & (a > 0)).all()):
+            continue
+        bad = [v for v in r if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0)]
+        if bad:
+            return f"round {i}: step time {bad[0]!r} (non-finite or non-positive)"
+    return None
 
 
 class CaseRounds:
@@ -51,6 +66,11 @@ class CaseRounds:
     @property
     def case_id(self) -> str:
         return self.records[-1].case_id
+
+    @property
+    def damaged(self) -> str | None:
+        """Why the ok rounds' step times are no measurement (:func:`damaged_steps`), or None."""
+        return damaged_steps(self.rounds_ms)
 
     @property
     def case(self) -> Case:

@@ -7,6 +7,8 @@ cross-machine comparison are views of it.
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 import re
 from typing import Any
@@ -94,12 +96,26 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
                 validation_verdict=par.validation_verdict,
                 **_energy_columns(last.energy),
             ))
+            if rounds.damaged and rounds.status == "ok":
+                rows[-1] = _damaged(rows[-1], rounds.damaged)
     df = rows_frame(rows)
     if df.empty:
         return df
     # Runs without an energy reading (a CPU, older records) keep their tables as they were.
     df = df.drop(columns=[c for c in ENERGY_COLUMNS if df[c].isna().all()])
     return order_rows(_add_baselines(df))
+
+
+INVALID = "invalid"
+"""A case's status in the report where its record says ok but its step times are no measurement."""
+_TIMED_COLUMNS = ("median_ms", "iqr_ms", "p25_ms", "p75_ms", "min_ms", "max_ms", "tokens_per_s", "tflops", "mfu")
+
+
+def _damaged(row: CaseRow, why: str) -> CaseRow:
+    """The row of a case whose step times are damaged: shown as invalid with why, its times left out (a step of
+    0 ms made an infinite speedup), as `tebench compare` calls it invalid."""
+    return dataclasses.replace(row, status=INVALID, reason=f"damaged record, not counted: {why}",
+                               **{c: None for c in _TIMED_COLUMNS})
 
 
 THROTTLE_SHARE = 0.05

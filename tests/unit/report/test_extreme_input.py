@@ -163,3 +163,22 @@ def test_pytest_benchmark_entries_are_checked_as_a_results_file_is(tmp_path, cap
     path = _bench_file(tmp_path, change)
     code, err = _report(capsys, tmp_path, path)
     assert code == 2 and f"{path}: {where}" in err, err
+
+
+def test_a_step_time_of_zero_shows_the_case_invalid_not_infinitely_fast(tmp_path, capsys):
+    """A damaged record whose steps took 0 ms: `compare` calls it invalid, and the report says the same
+    (status invalid, the reason naming the round and value, no step time) instead of a 0-ms fastest case."""
+    records = lines(CPU)
+    hit = next(r for r in records if r.get("type") == "case" and r["case_id"] == "gpt/tiny/PT-AMP+compile")
+    hit["timing"]["samples_ms"] = [0.0] * len(hit["timing"]["samples_ms"])
+    path = tmp_path / "zero.jsonl"
+    write(path, records)
+    code, err = _report(capsys, tmp_path, path)
+    assert code == 0, err
+    md = (tmp_path / "rep" / "report.md").read_text()
+    row = next(line for line in md.splitlines() if line.startswith("| gpt/tiny/PT-AMP+compile |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "invalid" and cells[2] == "–", row  # status, step ms
+    assert "damaged record, not counted: round 0: step time 0.0" in md
+    headline = md.split("**gpt**", 1)[1].split("\n\n", 2)[1]
+    assert "PT-AMP+compile" not in headline.split("\n", 2)[2], headline  # never the fastest
