@@ -108,14 +108,14 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
 
 INVALID = "invalid"
 """A case's status in the report where its record says ok but its step times are no measurement."""
-_TIMED_COLUMNS = ("median_ms", "iqr_ms", "p25_ms", "p75_ms", "min_ms", "max_ms", "tokens_per_s", "tflops", "mfu")
 
 
 def _damaged(row: CaseRow, why: str) -> CaseRow:
     """The row of a case whose step times are damaged: shown as invalid with why, its times left out (a step of
     0 ms made an infinite speedup), as `tebench compare` calls it invalid."""
-    return dataclasses.replace(row, status=INVALID, reason=f"damaged record, not counted: {why}",
-                               **{c: None for c in _TIMED_COLUMNS})
+    return dataclasses.replace(row, status=INVALID, reason=f"damaged record, not counted: {why}", median_ms=None,
+                               iqr_ms=None, p25_ms=None, p75_ms=None, min_ms=None, max_ms=None, tokens_per_s=None,
+                               tflops=None, mfu=None)
 
 
 THROTTLE_SHARE = 0.05
