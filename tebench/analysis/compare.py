@@ -174,8 +174,10 @@ def side(records: list[CaseResult] | CaseRounds, concurrent: bool = False) -> Si
                   if r.case is not last.case and r.case != last.case
                   and (diff := _settings_diff(_described(r), settings))), None)
     status = bad.status if bad else last.status
-    # As the report: the parity and FP8 proof of the last ok round, the status of the worst one.
-    speed_counts, speed_reason = counts_for_speed(rounds.last)
+    # As the report: loss parity from the round whose verdict speaks for the case (the worst; a round that failed is
+    # never hidden by a later pass), the status of the worst round.
+    judged = rounds.judged
+    speed_counts, speed_reason = counts_for_speed(judged)
     if speed_counts and status != "ok":
         speed_counts, speed_reason = False, f"status {status}"
     return Side(
@@ -185,8 +187,8 @@ def side(records: list[CaseResult] | CaseRounds, concurrent: bool = False) -> Si
         median_ms=rounds.level_ms,
         tokens_per_s=rounds.tokens_per_s,
         memory=rounds.memory_peaks,
-        final_loss=last.final_loss,
-        parity=last.verdict,
+        final_loss=judged.final_loss,
+        parity=judged.verdict,
         settings=settings,
         gpu_uuids=sorted({u for r in records if (u := r.device.uuid if r.device else None)}),
         busy=rounds.busy_fraction,

@@ -24,6 +24,8 @@ from tebench.store import reader as results
 
 STATUS_SEVERITY = ("failed", "timeout", "oom", "diverged", "ok", "skipped")
 """Worst first: the status a case shows when its rounds disagree."""
+VERDICT_SEVERITY = {"fail": 2, "inconclusive": 1}
+"""The loss-parity verdicts that outrank a pass when a case's rounds disagree (higher: worse)."""
 
 
 def speedup(reference_ms: Any, ms: Any) -> Any:
@@ -80,6 +82,23 @@ class CaseRounds:
     def last(self) -> CaseResult:
         """The last ok round (the last round when none is ok): its memory, loss and parity are shown."""
         return (self.ok or self.records)[-1]
+
+    @property
+    def judged(self) -> CaseResult:
+        """The ok round whose loss-parity verdict speaks for the case: the worst of the rounds' (fail, then
+        inconclusive), the last round among equals, so that a round that failed is never hidden by a later one that
+        passed (a fault in one round, a resumed run). Where every round has the same verdict, :attr:`last`."""
+        rounds = self.ok or self.records
+        return max(reversed(rounds), key=lambda r: VERDICT_SEVERITY.get(r.verdict or "", 0))
+
+    @property
+    def parity_note(self) -> str:
+        """"round 0 of 3: " where the rounds' verdicts differ and :attr:`judged` speaks for them; "" else."""
+        rounds = self.ok or self.records
+        if len({r.verdict for r in rounds}) < 2:
+            return ""
+        others = ", ".join(f"round {r.round_no} {r.verdict or 'unjudged'}" for r in rounds if r is not self.judged)
+        return f"round {self.judged.round_no} ({others}): "
 
     @property
     def status(self) -> str:

@@ -44,8 +44,10 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
             newest, last = rounds.records[-1], rounds.last
             summary = rounds.summary
             tp = rounds.throughput()
-            par = last.parity or record.Parity()
-            val = last.validation or record.Validation()
+            # Loss parity from the round whose verdict speaks for the case (a failed round is never hidden).
+            judged = rounds.judged
+            par = judged.parity or record.Parity()
+            val = judged.validation or record.Validation()
             busy = last.busy_fraction
             rows.append(CaseRow(
                 source=src.label,
@@ -78,10 +80,10 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
                 memory_bytes=last.peak_memory,
                 reserved_bytes=last.memory.peak_reserved_bytes if last.memory else None,
                 memory_kind=last.memory.kind if last.memory else None,
-                final_loss=last.final_loss,
+                final_loss=judged.final_loss,
                 parity=par.verdict,
                 parity_rel_diff=par.rel_diff,
-                parity_reason=par.reason,
+                parity_reason=rounds.parity_note + par.reason if rounds.parity_note and par.reason else par.reason,
                 curve_max_rel_dev=par.max_curve_rel_dev,
                 curve_dev_step=par.max_curve_dev_step,
                 reference_mode=par.reference_mode,
