@@ -217,8 +217,10 @@ def judge_parity(records: Sequence[CaseResult], rejudge: bool = False, where: st
     if changed:
         first, old = changed[0]
         new = first.parity.verdict if first.parity is not None else None
+        unknown = sorted({repr(v) for v in before if v is not None and v not in parity_rules.PARITY_VERDICTS})
         why = (cause if rejudge else
-               f"stored without rules or by other rules than this tebench's {parity_rules.PARITY_RULES}")
+               f"stored without rules or by other rules than this tebench's {parity_rules.PARITY_RULES}"
+               + (f", or as no verdict ({', '.join(unknown)})" if unknown else ""))
         warnings.warn(f"{where + ': ' if where else ''}{REJUDGED} ({why}): {len(changed)} of {len(stale)} "
                       f"verdict(s) changed from the stored one (first: {first.case_id} round {first.round_no}: "
                       f"{old} -> {new})", stacklevel=2)

@@ -46,7 +46,7 @@ from tebench.analysis.equivalence import longest_run as _longest_run, smooth
 from tebench.plan.modes import MODES, REFERENCE_MODES
 from tebench.plan.recipes import RECIPES
 from tebench.schema.records import CaseResult, Parity, Validation, ValidationVerdict
-from tebench.schema.vocabulary import JUDGED
+from tebench.schema.vocabulary import JUDGED, PARITY_VERDICTS
 from tebench.workloads import SPECS
 from tebench.workloads.zipf_markov import Floor, progress as zipf_progress
 
@@ -478,8 +478,10 @@ def judgeable(record: CaseResult) -> bool:
 
 
 def current(record: CaseResult) -> bool:
-    """Whether ``record``'s stored verdict was judged by this tebench's rules (:data:`PARITY_RULES`)."""
-    return record.parity is not None and record.parity.rules == PARITY_RULES
+    """Whether ``record``'s stored verdict was judged by this tebench's rules (:data:`PARITY_RULES`) and is one of
+    its verdicts: a word outside them ("PASS", "", a hand edit) counts as neither pass nor fail, so it is judged again."""
+    return (record.parity is not None and record.parity.rules == PARITY_RULES
+            and record.parity.verdict in PARITY_VERDICTS)
 
 
 def attach(records: Sequence[CaseResult], only: Sequence[CaseResult] | None = None) -> None:

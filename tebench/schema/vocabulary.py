@@ -16,6 +16,9 @@ PARALLEL = ("single", "ddp", "fsdp2")
 """How a case spreads over GPUs."""
 JUDGED = ("pass", "fail", "inconclusive")
 """The verdicts of a judged case (``reference`` and ``n/a`` were not judged)."""
+PARITY_VERDICTS = (*JUDGED, "reference", "n/a")
+"""Every loss-parity verdict a record may store: a word outside them ("PASS", "") would be counted as neither a pass
+nor a fail, and a comparison would say nothing of it."""
 
 MAX_ROUNDS = 1000
 """The most rounds a run may have (``--rounds``): far beyond any real use, it bounds what a typo (an extra zero

@@ -199,3 +199,19 @@ def test_a_merge_of_shards_says_why_it_judged_again_without_naming_an_option_not
     with pytest.warns(UserWarning, match=judged_run.REJUDGED) as caught:
         merge.join(shards, tmp_path / "again", rejudge=True)
     assert any("(--rejudge)" in str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize("word", ["PASS", "bogus", ""])
+def test_a_stored_word_that_is_no_verdict_is_judged_again_and_named(tmp_path, monkeypatch, word):
+    """Stored with this tebench's rules but as no verdict ("PASS", a hand edit): counted as neither a pass nor a
+    fail, and compare said nothing of it. It is judged again from its curve, alone, and the notice names the word."""
+    lines = read_jsonl(_judged_file(tmp_path))
+    case = next(line for line in lines if (line.get("parity") or {}).get("verdict") == "pass")
+    case["parity"]["verdict"] = word
+    path = write_jsonl(tmp_path / "word.jsonl", lines)
+    judged = _counting(monkeypatch)
+    with pytest.warns(UserWarning, match=judged_run.REJUDGED) as caught:
+        run = judged_run.read(path)
+    assert judged == [case["case_id"]]
+    assert _verdicts(run)[(case["case_id"], case["round"])] == "pass"
+    assert f"as no verdict ({word!r})" in str(caught[0].message)
