@@ -149,7 +149,7 @@ def parity_context(df: pd.DataFrame, multi: bool) -> dict[str, Any]:
         "verdict_counts": tables.verdict_counts(df),
         "pass_margins": tables.pass_margins(df),
         "parity_issues": [{"case": r["case_id"], "source": r["source"], "verdict": r["parity"],
-                           "reason": r["parity_reason"] or "no reason recorded"} for _, r in issues.iterrows()],
+                           "reason": tables.reason_text(r["parity_reason"]) or "no reason recorded"} for _, r in issues.iterrows()],
         "parity_table": both(issues, tables.PARITY_COLUMNS, multi),
         "pays": pays,
         "pays_text": aligned([(r["label"], r["speedup"], r["bar"]) for r in pays]),

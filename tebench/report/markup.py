@@ -58,6 +58,20 @@ def html_finalize(value: Any) -> Any:
     return value
 
 
+CSV_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""What a spreadsheet reads as the start of a formula in a text cell (OWASP's list for CSV injection)."""
+
+
+def csv_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with every text cell that a spreadsheet would run as a formula prefixed with ``'``: a case id or size
+    from a results file (``=HYPERLINK(...)``) opens as text, not as a link or a call. Numbers are left as they are."""
+    out = df.copy()
+    for column in [c for c, dtype in out.dtypes.items() if not pd.api.types.is_numeric_dtype(dtype)]:
+        out[column] = out[column].map(
+            lambda v: "'" + v if isinstance(v, str) and v.startswith(CSV_FORMULA_STARTS) else v)
+    return out
+
+
 def md_table(df: pd.DataFrame) -> str:
     """A GitHub-flavoured Markdown table with every cell escaped."""
     if df is None or df.empty:

@@ -8,6 +8,7 @@ from typing import Any
 from tebench.report.context import build_context
 from tebench.report.load import load_all
 from tebench.report.jinja_env import html_environment, markdown_environment
+from tebench.report.markup import csv_safe
 from tebench.gc_control import collector_off, frozen_heap
 from tebench.errors import StorageError
 from tebench.store import atomic
@@ -85,7 +86,7 @@ def _write(ctx: dict[str, Any], out: Path) -> None:
     atomic.write_text(out / "index.html", html_env.get_template("report.html.j2").render(**ctx))
     atomic.write_text(out / "report.md", fit_markdown(lambda c: md_template.render(**c), ctx))
     frame = ctx["frame"].drop(columns=["dims", "round_medians_ms"], errors="ignore")
-    atomic.write_text(out / "cases.csv", frame.to_csv(index=False))
+    atomic.write_text(out / "cases.csv", csv_safe(frame).to_csv(index=False))
     if ctx["has_why"]:
         # Milliseconds per step by category and the memory parts in bytes, one row per case.
-        atomic.write_text(out / "breakdown.csv", ctx["why_frame"].to_csv(index=False))
+        atomic.write_text(out / "breakdown.csv", csv_safe(ctx["why_frame"]).to_csv(index=False))

@@ -240,7 +240,9 @@ def _add_baselines(df: pd.DataFrame) -> pd.DataFrame:
     ok = df["status"] == "ok"
     df["speedup_vs_amp"] = np.where(ok, judged_run.speedup(df["amp_ms"], df["median_ms"]), np.nan)
     df["speedup_vs_compile"] = np.where(ok, judged_run.speedup(df["compile_ms"], df["median_ms"]), np.nan)
-    df["memory_vs_amp"] = np.where(ok, df["memory_bytes"] / df["amp_mem"], np.nan)
+    # A peak of 0 bytes is no reading (a damaged record): a share of it would be infinite.
+    df["memory_vs_amp"] = np.where(ok & (df["amp_mem"] > 0) & (df["memory_bytes"] > 0),
+                                   df["memory_bytes"] / df["amp_mem"], np.nan)
     return df
 
 
@@ -481,9 +483,16 @@ def noisy(df: pd.DataFrame) -> pd.Series:
     return (df["status"] == "ok") & (df["iqr_ms"] > NOISY_SPREAD * df["median_ms"])
 
 
+def reason_text(value: Any) -> str | None:
+    """A reason cell as text, None where it has none (a frame holds a missing text as NaN, which reads "nan")."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or not str(value).strip():
+        return None
+    return str(value)
+
+
 def short_reason(reason: Any, limit: int = 60) -> str:
     """The first clause of a parity reason: what a summary line can hold."""
-    text = re.split(r"[:;(]", str(reason or "no reason given"), maxsplit=1)[0].strip()
+    text = re.split(r"[:;(]", reason_text(reason) or "no reason given", maxsplit=1)[0].strip()
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 

@@ -76,6 +76,10 @@ MAX_STEP_MS = 1e12
 it is read (the line skipped, naming the field): every statistic of finite step times within it stays
 finite (sums, squares, ratios of medians), where a sample near the float maximum (1e308 ms) made a mean
 or a spread inf and the record model then refused its own summary."""
+MAX_BYTES = float(2**60)
+"""The most memory a record may say a case used: an exbibyte, a million times today's largest GPU. More is damage,
+refused where it is read (the line skipped, naming the field), as a step time past :data:`MAX_STEP_MS` is: a peak of
+1e300 bytes overflowed the report's unit arithmetic and printed a 280-digit size."""
 MIN_STEP_MS = 1e-6
 """The shortest step time a pytest-benchmark round may give (ms): a nanosecond, below every timer's resolution. A
 step takes time, so 0 is damage, and so is a subnormal number, whose ratio to a real step overflows. (A results
@@ -244,17 +248,17 @@ class Memory(Part):
     """Memory peaks: CUDA allocator peaks on a GPU, the process peak RSS on a CPU."""
 
     kind: Str | None = field(None, "cuda or cpu.")
-    peak_allocated_bytes: Num | None = field(None, "torch.cuda.max_memory_allocated over the timed steps.", ge=0)
-    peak_reserved_bytes: Num | None = field(None, "torch.cuda.max_memory_reserved over the timed steps.", ge=0)
-    peak_rss_bytes: Num | None = field(None, "The process's peak resident set (CPU).", ge=0)
+    peak_allocated_bytes: Num | None = field(None, "torch.cuda.max_memory_allocated over the timed steps.", ge=0, le=MAX_BYTES)
+    peak_reserved_bytes: Num | None = field(None, "torch.cuda.max_memory_reserved over the timed steps.", ge=0, le=MAX_BYTES)
+    peak_rss_bytes: Num | None = field(None, "The process's peak resident set (CPU).", ge=0, le=MAX_BYTES)
     param_count: Int | None = field(None, "Parameters of the model trained.", ge=0)
     # What the memory held between steps is made of (CUDA; each storage counted once):
-    between_steps_bytes: Num | None = field(None, "torch.cuda.memory_allocated after the last timed step.", ge=0)
-    params_bytes: Num | None = field(None, "Parameters kept in high precision.", ge=0)
+    between_steps_bytes: Num | None = field(None, "torch.cuda.memory_allocated after the last timed step.", ge=0, le=MAX_BYTES)
+    params_bytes: Num | None = field(None, "Parameters kept in high precision.", ge=0, le=MAX_BYTES)
     fp8_weight_bytes: Num | None = field(None, "FP8 weights (fp8_weights) and TE's cached FP8 copies and "
-                                               "transposes of weights.", ge=0)
-    grads_bytes: Num | None = field(None, "Gradients (and TE's main_grad buffers).", ge=0)
-    optimizer_bytes: Num | None = field(None, "The optimizer's state (moments, master weights).", ge=0)
+                                               "transposes of weights.", ge=0, le=MAX_BYTES)
+    grads_bytes: Num | None = field(None, "Gradients (and TE's main_grad buffers).", ge=0, le=MAX_BYTES)
+    optimizer_bytes: Num | None = field(None, "The optimizer's state (moments, master weights).", ge=0, le=MAX_BYTES)
 
     @property
     def peak_bytes(self) -> float | None:
@@ -510,8 +514,8 @@ class RankResult(Part):
     device: Str | None = field(None, "The rank's device (cuda:N, or the CPU).")
     median_ms: Num = field(0.0, "Its median step time.", ge=0, required=True)
     tokens_per_s: Num = field(0.0, "Its tokens per second.", ge=0, required=True)
-    peak_allocated_bytes: Num | None = field(None, "Its CUDA allocator peak.", ge=0)
-    peak_rss_bytes: Num | None = field(None, "Its peak RSS (CPU).", ge=0)
+    peak_allocated_bytes: Num | None = field(None, "Its CUDA allocator peak.", ge=0, le=MAX_BYTES)
+    peak_rss_bytes: Num | None = field(None, "Its peak RSS (CPU).", ge=0, le=MAX_BYTES)
     final_loss: AnyNum | None = field(None, "Its last step's loss.")
     param_checksum: AnyNum | None = field(None, "A checksum of its parameters (replicas must agree).")
 

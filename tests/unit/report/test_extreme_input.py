@@ -182,3 +182,49 @@ def test_a_step_time_of_zero_shows_the_case_invalid_not_infinitely_fast(tmp_path
     assert "damaged record, not counted: round 0: step time 0.0" in md
     headline = md.split("**gpt**", 1)[1].split("\n\n", 2)[1]
     assert "PT-AMP+compile" not in headline.split("\n", 2)[2], headline  # never the fastest
+
+
+def test_a_memory_peak_beyond_an_exbibyte_skips_the_line_naming_the_field(tmp_path, capsys):
+    records = lines(CPU)
+    for r in records:
+        if r.get("type") == "case" and r.get("memory"):
+            r["memory"]["peak_rss_bytes"] = 1e300
+    path = tmp_path / "huge-memory.jsonl"
+    write(path, records)
+    code, err = _report(capsys, tmp_path, path)
+    assert code == 0 and "memory.peak_rss_bytes" in err and "must be at most" in err, err
+    assert "overflow" not in err
+
+
+def test_a_memory_peak_of_zero_is_no_reading_not_an_infinite_share(tmp_path, capsys):
+    """PT-AMP's peak of 0 bytes (a damaged record) made every case's memory "+inf%" against it."""
+    records = lines(CPU)
+    for r in records:
+        if r.get("type") == "case" and r.get("memory") and r["case_id"].endswith("/PT-AMP"):
+            r["memory"]["peak_rss_bytes"] = 0
+    path = tmp_path / "zero-memory.jsonl"
+    write(path, records)
+    code, err = _report(capsys, tmp_path, path)
+    assert code == 0, err
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "inf%" not in md and "nan%" not in md
+
+
+def test_a_size_that_reads_as_a_formula_opens_as_text_in_cases_csv(tmp_path, capsys):
+    """Markdown and HTML escape a results file's text; the CSV wrote it raw, and a spreadsheet ran it."""
+    import csv
+
+    records = lines(CPU)
+    for r in records:
+        if r.get("type") == "case" and r["case"]["workload"] == "gpt":
+            r["case"]["size"] = '=HYPERLINK("http://evil.example/","click")'
+            r["case_id"] = r["case_id"].replace("/tiny/", "/" + r["case"]["size"] + "/")
+    path = tmp_path / "formula.jsonl"
+    write(path, records)
+    code, err = _report(capsys, tmp_path, path)
+    assert code == 0, err
+    with open(tmp_path / "rep" / "cases.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    sizes = {row["size"] for row in rows if row["workload"] == "gpt"}
+    assert sizes == {"'=HYPERLINK(\"http://evil.example/\",\"click\")"}, sizes
+    assert all(not v.startswith(("=", "+", "@")) for row in rows for v in row.values())

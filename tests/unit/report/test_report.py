@@ -517,3 +517,16 @@ def test_pass_margins_give_the_range_of_what_the_passes_certify():
     assert tables.pass_margins(df.assign(parity_margin=[0.15, 0.15, 0.5, math.nan])) == "±15%"
     assert tables.pass_margins(df.assign(parity_margin=math.nan)) == ""
     assert tables.pass_margins(df.drop(columns="parity_margin")) == ""
+
+
+def test_a_verdict_stored_without_a_reason_reads_as_none_not_nan():
+    """A missing reason is NaN in a frame: it was shown as "inconclusive (nan)"."""
+    import pandas as pd
+
+    from tebench.report import tables
+
+    df = pd.DataFrame({"parity": ["inconclusive", "pass"], "parity_reason": [math.nan, math.nan],
+                       "parity_margin": [math.nan, 0.01]})
+    assert tables.verdict_text(df, reasons=True) == "1 pass ±1.0% · 1 inconclusive (no reason given)"
+    assert tables.reason_text(math.nan) is None and tables.reason_text(" ") is None
+    assert tables.reason_text("on the edge") == "on the edge"
