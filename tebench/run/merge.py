@@ -1,8 +1,8 @@
 """Join shard results into one run.
 
 Shards of one matrix (``tebench run --shard I/N``) may run on different
-machines or CI jobs. ``merge`` refuses shards of different matrices, commits
-or round counts, refuses a shard given twice, and reports shards that are
+machines or CI jobs, of one kind of device. ``merge`` refuses shards of different
+matrices, commits, round counts or devices, refuses a shard given twice, and reports shards that are
 missing. Loss parity is judged again over the merged records, because a
 case's reference may have run in another shard; the merged file stores those
 verdicts with the rules that judged them, so that reading it judges nothing
@@ -242,6 +242,13 @@ def _join(paths: list[str | Path], out: str | Path, rejudge: bool) -> Merged:
             if mine != theirs:
                 raise MergeError(f"{path}: {what} differs from {paths[0]} ({mine!r} vs {theirs!r}); "
                                  "only shards of one matrix, commit and round count can be merged")
+        # Shards may run on several machines, of one kind: a case judged and timed against a reference that ran
+        # on another kind of device would compare the devices, under the first shard's name.
+        if head.device != ref.device:
+            raise MergeError(f"{path}: ran on {head.device!r}, {paths[0]} on {ref.device!r}; a merged run is one kind "
+                             "of device (its speedups and verdicts compare cases with the references of other "
+                             "shards): merge the shards of each device apart, and set the runs side by side with "
+                             "tebench report or tebench compare")
     shards = [_shard(r.header, p) for p, r in zip(paths, runs)]
     seen: dict[int, str] = {}
     for path, (i, _) in zip(paths, shards):

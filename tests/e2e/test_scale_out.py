@@ -83,6 +83,21 @@ def test_merge_refuses_mismatched_and_reports_missing(matrix, tmp_path, stub_cli
     assert proc.returncode == 2
 
 
+def test_merge_refuses_shards_of_two_kinds_of_device(matrix, tmp_path, stub_cli):
+    """Shards may run on several machines of one kind; one that ran on another CPU or GPU model would be timed and
+    judged against the other's references, under the first shard's name."""
+    stub_cli("run", str(matrix), "--out", str(tmp_path / "a"), "--shard", "1/2", "--no-report", check=True)
+    stub_cli("run", str(matrix), "--out", str(tmp_path / "b"), "--shard", "2/2", "--no-report", check=True)
+    path = tmp_path / "b" / "results.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    lines[0]["env"]["cpu"] = "Intel Xeon Platinum 8480"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    proc = stub_cli("merge", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "m"))
+    assert proc.returncode == 2, proc.stderr
+    assert unsaid(proc.stderr, str(tmp_path / "b"), "Intel Xeon Platinum 8480", "one kind of device") == [], proc.stderr
+    assert not (tmp_path / "m" / "results.jsonl").exists()
+
+
 def test_devices_run_cases_concurrently_and_record_the_slot(matrix, tmp_path, stub_cli):
     stub_cli("run", str(matrix), "--out", str(tmp_path / "r"), "--devices", "0,1", "--no-report", check=True)
     recs = [r for r in case_records(tmp_path / "r" / "results.jsonl") if r["status"] == "ok"]
