@@ -13,7 +13,7 @@ from tebench.cli.gate_args import add_gate_args, compare_options, nothing_measur
 from tebench.cli.matrix_args import load_matrix, select
 from tebench.cli.output import emit, step_summary, strict_json
 from tebench.cli.paths import check_out_arg
-from tebench.cli.run_args import add_cost_args, check_launch_args, check_timeout, compile_cache_dir
+from tebench.cli.run_args import add_cost_args, check_launch_args, check_test_faults, check_timeout, compile_cache_dir
 from tebench.schema.vocabulary import MAX_ROUNDS
 from tebench.cli.usage import UsageError, integer, nonempty, number, parse_devices
 
@@ -53,6 +53,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
     if device is not None and len(device) != 1:
         raise UsageError(f"--device {args.device}: expected one GPU index, e.g. 0 (both sides run on it)")
     check_timeout(args.timeout)
+    check_test_faults()
     _check_python(args.base_python, "--base-python")
     _check_python(args.head_python, "--head-python")
     _check_out(Path(args.out))

@@ -9,7 +9,7 @@ from typing import Any
 
 from tebench.cli.matrix_args import add_matrix_args, is_auto, load_matrix, parse_shard, select
 from tebench.cli.paths import check_out_arg
-from tebench.cli.run_args import add_cost_args, check_launch_args, check_timeout, compile_cache_dir
+from tebench.cli.run_args import add_cost_args, check_launch_args, check_test_faults, check_timeout, compile_cache_dir
 from tebench.schema.vocabulary import MAX_ROUNDS
 from tebench.cli.usage import UsageError, command_line, integer, number, parse_devices
 
@@ -19,6 +19,7 @@ def _check_run_args(args: argparse.Namespace) -> tuple[list[str] | None, tuple[i
     if not 1 <= args.rounds <= MAX_ROUNDS:
         raise UsageError(f"--rounds must be at least 1 and at most {MAX_ROUNDS}, not {args.rounds}")
     check_timeout(args.timeout)
+    check_test_faults()
     devices = parse_devices(args.devices)
     check_out_arg(args.out)
     check_launch_args(args)

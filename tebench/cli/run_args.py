@@ -79,3 +79,14 @@ def check_timeout(value: float | None) -> None:
         check_value(Settings, "timeout_s", value)
     except FieldError as exc:
         raise UsageError(f"--timeout {value}: {exc} (seconds)") from None
+
+
+def check_test_faults() -> None:
+    """UsageError for a ``TEBENCH_TEST_FAULT`` the worker would not understand: refused before any case runs, where
+    a typo made every worker fail with a traceback and the run end with exit 0."""
+    from tebench.plan import faults
+
+    try:
+        faults.check()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None

@@ -26,7 +26,7 @@ import traceback
 from pathlib import Path
 from typing import Any, TextIO
 from tebench import envvars
-from tebench.worker.hooks.faults import fault_for
+from tebench.plan.faults import fault_for
 from tebench.schema.protocol import EXIT_STORAGE, PROTOCOL_FD_ENV, progress_line, ready_line
 from tebench.schema.records import Device, Launch, Measurements, Memory, Phases
 from tebench.workloads.plugins import failure_reason
@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     # A single-process case is its own rank 0 whatever the environment says; torchrun sets RANK for its ranks.
     rank = 0 if case.parallel == "single" else int(os.environ.get("RANK", "0"))
     result_path = Path(args.result)
-    # Test hook (tebench.worker.hooks.faults): process faults act here, mutations in tebench.worker.train.
+    # Test hook (tebench.plan.faults): process faults act here, mutations in tebench.worker.train.
     fault = fault_for(case.id)
     if fault == "crash":
         os.kill(os.getpid(), signal.SIGSEGV)

@@ -31,7 +31,7 @@ import torch
 
 from tebench.schema.records import Case
 from tebench.plan.modes import MODES
-from tebench.worker.hooks.faults import mutation_for
+from tebench.plan.faults import mutation_for
 from tebench.worker.seeds import derive_seed
 from tebench.worker.train import build_trainer
 from tebench.workloads import size_of

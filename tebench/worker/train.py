@@ -19,7 +19,7 @@ from tebench import envvars
 from tebench.worker.hooks import mutations
 from tebench.worker import ao_fp8, te_compat
 from tebench.worker.te_recipe import build_recipe
-from tebench.worker.hooks.faults import mutation_for
+from tebench.plan.faults import mutation_for
 from tebench.schema.records import Case
 from tebench.schema.settings import Settings
 from tebench.plan.modes import MASTER_WEIGHT_POLICY, MODES

@@ -352,7 +352,7 @@ DELAYED_CAL = FP8Options(recipe="delayed", format="E4M3", amax_history_len=16, a
 def _mutation_record(mode: str, fp8: FP8Options | None, mutation: str | None, monkeypatch) -> dict:
     import dataclasses
 
-    from tebench.worker.hooks import faults
+    from tebench.plan import faults
     from tebench.worker.case import run_case
 
     case = Case(workload="gpt", size="tiny", mode=mode, dims=dataclasses.asdict(TE_MUTATION_SIZE), fp8=fp8,
@@ -420,7 +420,7 @@ def _built(case: Case, raw) -> "CaseResult":  # noqa: F821
 def run_built(case: Case, mutation: str | None, monkeypatch) -> "CaseResult":  # noqa: F821
     """Run ``case`` here (``mutation`` applied, or none) and build its record as the parent would."""
     from tebench.worker.case import run_case
-    from tebench.worker.hooks import faults
+    from tebench.plan import faults
 
     if mutation:
         monkeypatch.setenv(faults.FAULT_ENV, f"{case.id}={mutation}")
@@ -458,7 +458,7 @@ ZIPF_STEPS = 240
 def _zipf_record(mode: str, fp8: FP8Options | None, mutation: str | None, monkeypatch, seeds: int = 0) -> dict:
     import dataclasses
 
-    from tebench.worker.hooks import faults
+    from tebench.plan import faults
 
     case = Case(workload="gpt", size="tiny-zm", mode=mode, dims=dataclasses.asdict(ZIPF_SIZE), fp8=fp8,
                 settings=Settings(steps=ZIPF_STEPS, warmup=0, lr=3e-3, profile_steps=0, reference_seeds=seeds))
@@ -561,7 +561,7 @@ def subtle_judged():
     import dataclasses
 
     from tebench.analysis import parity
-    from tebench.worker.hooks import faults
+    from tebench.plan import faults
 
     mp = pytest.MonkeyPatch()
 

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from tebench.worker.hooks.faults import MUTATIONS
+from tebench.plan.faults import MUTATIONS
 
 
 LEAK_EVERY = 16

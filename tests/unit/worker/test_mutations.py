@@ -1,6 +1,6 @@
 """Mutation self-tests: deliberately wrong models must be judged ``fail``, correct ones ``pass``.
 
-Each mutation (tebench.worker.hooks.faults.MUTATIONS) trains without any error; only the
+Each mutation (tebench.plan.faults.MUTATIONS) trains without any error; only the
 verdicts can tell. Every mutation a PyTorch mode can express runs here on the
 CPU, in-process (the same ``run_case`` the worker calls); the TE ones run in
 tests/gpu/test_gpu.py on a GPU.
@@ -14,7 +14,7 @@ import time
 import pytest
 import torch
 
-from tebench.worker.hooks import faults
+from tebench.plan import faults
 from tebench.analysis import parity
 from tebench.plan import schedule
 from tebench.run.record_builder import build_record
@@ -223,3 +223,17 @@ def test_zipf_unmutated_case_uses_the_context_as_the_reference_does(zipf_judged)
     ref = zipf_judged["reference"]["validation"]["context_kl"]
     mine = zipf_judged["PT-AMP"]["validation"]["context_kl"]
     assert parity.CONTEXT_SHARE * ref < mine < ref / parity.CONTEXT_SHARE
+
+
+@pytest.mark.parametrize("spec", ["bogus", "gpt/*=bogus", "gpt/*/PT-AMP=leak-next;=crash"])
+def test_a_fault_spec_the_worker_would_not_understand_is_refused_before_the_run(spec, tmp_path, monkeypatch, capsys):
+    """A typo in TEBENCH_TEST_FAULT failed every case with a worker traceback, and the run exited 0."""
+    from tebench import cli
+
+    monkeypatch.setenv(faults.FAULT_ENV, spec)
+    assert cli.main(["run", "--preset", "smoke", "--out", str(tmp_path / "r"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert faults.FAULT_ENV in err and "Traceback" not in err, err
+    assert not (tmp_path / "r").exists()
+    assert cli.main(["ab", "--preset", "smoke", "--out", str(tmp_path / "ab"), "--quiet"]) == 2
+    assert faults.FAULT_ENV in capsys.readouterr().err and not (tmp_path / "ab").exists()

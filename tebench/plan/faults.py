@@ -4,7 +4,8 @@
 ``GLOB`` misbehave. Process faults test the runner's isolation; mutations
 build a model that is subtly *wrong* but still trains, so the loss-parity
 verdicts can be shown to catch it (the README's mutation table). Nothing here
-imports torch: the runner and the worker both read it.
+imports torch: the parent checks the variable before a run (:func:`check`), and the
+worker applies it.
 """
 
 from __future__ import annotations
@@ -52,6 +53,20 @@ MUTATIONS = {
 KINDS = {**PROCESS_FAULTS, **MUTATIONS}
 SUBTLE = ("norm-eps", "dropout-on", "leak-small", "lr-quarter")
 """The mutations that keep the model's structure and train measurably differently (each a few per cent)."""
+
+
+def check(environ: Mapping[str, str] | None = None) -> None:
+    """ValueError naming the first item of ``TEBENCH_TEST_FAULT`` whose kind is unknown (or that has no ``=``).
+
+    The parent checks it before a run: a typo made every case's worker fail with a traceback, and the run
+    ended with exit 0."""
+    spec = (os.environ if environ is None else environ).get(FAULT_ENV, "")
+    for item in filter(None, spec.split(";")):
+        pattern, eq, kind = item.rpartition("=")
+        if not eq or not pattern:
+            raise ValueError(f"{FAULT_ENV}={spec!r}: item {item!r} is not GLOB=KIND (e.g. 'gpt/*/PT-AMP=leak-next')")
+        if kind not in KINDS:
+            raise ValueError(f"{FAULT_ENV}: unknown kind {kind!r} in {item!r} (known: {', '.join(KINDS)})")
 
 
 def fault_for(case_id: str, environ: Mapping[str, str] | None = None) -> str | None:
