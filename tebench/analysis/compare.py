@@ -575,13 +575,21 @@ def _judge_loss(b: Side, h: Side, opts: Options, d: Delta, found: _Findings) -> 
         rel = d.loss_change / abs(b.final_loss) if b.final_loss else 0.0
         if not math.isfinite(h.final_loss) or rel > opts.thresholds["loss"]:
             found.regressed.append(("loss", f"final loss {b.final_loss:.4g} → {h.final_loss:.4g}"))
-        elif rel < -opts.thresholds["loss"]:
+        elif rel < -opts.thresholds["loss"] and h.parity in ("pass", "reference"):
             found.improved.append(f"final loss {b.final_loss:.4g} → {h.final_loss:.4g}")
+        elif rel < -opts.thresholds["loss"]:
+            # A loss far below the last run's that no verdict of the head vouches for is more often a leak (the
+            # model sees its targets) than a gain: tebench's own parity fails a loss too low.
+            found.uncertain.append(f"final loss {b.final_loss:.4g} → {h.final_loss:.4g} ({rel:+.0%}) with head's loss "
+                                   f"parity {h.parity or 'not judged'}: a fall no verdict vouches for")
     # "inconclusive" is never a pass: losing a pass is a regression, gaining one from it is not an improvement.
     if b.parity == "pass" and h.parity in ("fail", "inconclusive"):
         found.regressed.append(("parity", f"loss parity pass → {h.parity}"))
     elif b.parity in ("fail", "inconclusive") and h.parity == "pass":
         found.improved.append(f"loss parity {b.parity} → pass")
+    elif b.parity == "pass" and h.parity not in ("pass", "reference"):
+        # The head ran without what judges it (its reference left out by --only, a shard): its pass is not kept.
+        found.uncertain.append(f"loss parity pass → {h.parity or 'not judged'}: the head's loss was not judged")
 
 
 def _weigh(d: Delta, found: _Findings, advisory: list[str]) -> None:

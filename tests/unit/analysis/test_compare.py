@@ -523,3 +523,20 @@ def test_an_improvement_does_not_outweigh_a_slowdown_the_rounds_could_not_test()
     # Faster within what one round can tell, with the same memory change: still an improvement.
     faster = Side("ok", None, [[1.0, 1.1, 1.0, 1.2, 1.0]], 1.0, None, [93.0], None, None)
     assert judge("c", "cpu", base, faster).verdict == "improved"
+
+
+@pytest.mark.parametrize("head_parity", ["n/a", None])
+def test_a_loss_fall_that_no_verdict_vouches_for_is_no_improvement(head_parity):
+    """Head ran a case without its reference (--only) and with a leak: its loss fell 89% and its parity was n/a.
+    That was "improved" (a green gate); it is inconclusive, saying why, as a parity lost without a judgement is."""
+    from tebench.analysis.compare import Side, judge
+
+    steps = [[1.0, 1.1, 1.0, 1.2, 1.0]] * 3
+    base = Side("ok", None, steps, 1.0, None, [100.0], 1.493, "pass")
+    leak = Side("ok", None, steps, 1.0, None, [100.0], 0.1627, head_parity)
+    d = judge("c", "cpu", base, leak)
+    assert d.verdict == "inconclusive", (d.verdict, d.why)
+    assert unsaid(" ".join(d.why), "1.493 → 0.1627", "-89%", "no verdict vouches", "loss parity pass →") == [], d.why
+    # The same fall with the head's pass is the improvement it was.
+    judged = Side("ok", None, steps, 1.0, None, [100.0], 0.1627, "pass")
+    assert judge("c", "cpu", base, judged).verdict == "improved"
