@@ -237,10 +237,31 @@ def from_run(run: results.Run, judge: bool = True, rejudge: bool = False) -> res
         # holds, as in a file of several runs, and are not reported, compared or stored under that header's run.
         _warn_orphans(run, orphans)
         run = run.of_run(run.run_ids[0])
+    _warn_remeasured(run)
     last = run.last_records()
     if judge:
         judge_parity(last.cases, rejudge, run.path)
     return last
+
+
+def _warn_remeasured(run: results.Run) -> None:
+    """Warn where one (case, round) of a run has two ok records: the last is used, as after a retried round, but a
+    run never measures one round twice, so the file was edited or joined by hand and the first measurement is
+    silently dropped."""
+    seen: dict[tuple[str | None, str, int], int] = {}
+    twice: list[tuple[str, int, int, int]] = []
+    for record, line in zip(run.cases, run.case_lines or [0] * len(run.cases)):
+        if record.status != "ok":
+            continue
+        key = (record.run_id, record.case_id, record.round_no)
+        if key in seen:
+            twice.append((record.case_id, record.round_no, seen[key], line))
+        seen[key] = line
+    if twice:
+        case_id, round_no, first, again = twice[0]
+        more = f"; and {len(twice) - 1} more" if len(twice) > 1 else ""
+        warnings.warn(f"{run.path}: {len(twice)} round(s) measured twice in one run; the later record is used (first: "
+                      f"{case_id} round {round_no}, lines {first} and {again}{more})", stacklevel=3)
 
 
 def _warn_orphans(run: results.Run, orphans: list[tuple[results.CaseResult, int]]) -> None:

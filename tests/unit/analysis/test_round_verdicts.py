@@ -58,3 +58,29 @@ def test_rounds_that_agree_show_as_before(tmp_path, capsys):
     assert cli.main(["report", str(path), "--out", str(tmp_path / "rep")]) == 0
     row = _row((tmp_path / "rep" / "report.md").read_text())
     assert "| pass |" in row and "round 0" not in row
+
+
+def test_a_round_measured_twice_in_one_run_is_said(tmp_path):
+    """Two ok records of one (case, round) in one run: a run never writes them, so the file was edited or joined by
+    hand; the later is used, and the dropped measurement is named with its lines."""
+    import warnings
+
+    from tebench.analysis import judged_run
+
+    records = lines(CPU)
+    i = next(i for i, r in enumerate(records) if r.get("case_id") == CASE)
+    again = copy.deepcopy(records[i])
+    again["timing"]["samples_ms"] = [10 * s for s in again["timing"]["samples_ms"]]
+    records.insert(i + 1, again)
+    path = write(tmp_path / "twice.jsonl", records)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = judged_run.read(path)
+    said = [str(w.message) for w in caught if "measured twice" in str(w.message)]
+    assert said and f"{CASE} round 0, lines {i + 1} and {i + 2}" in said[0], said
+    kept = next(r for r in run.cases if r.case_id == CASE)
+    assert kept.samples_ms == again["timing"]["samples_ms"]
+    with warnings.catch_warnings(record=True) as caught:  # an ordinary file says nothing of it
+        warnings.simplefilter("always")
+        judged_run.read(CPU)
+    assert not [w for w in caught if "measured twice" in str(w.message)]
