@@ -78,6 +78,12 @@ def cmd_history_add(args: argparse.Namespace) -> int:
             state = "added" if added.new_run else ("updated" if added.new_cases else "already stored")
             print(for_terminal(f"{path}: run {added.run_id} {state} ({added.new_cases} new case record(s), "
                                f"{added.total_cases} in all)"))
+            if added.differing:
+                more = f"; and {len(added.differing) - 1} more" if len(added.differing) > 1 else ""
+                warnings.warn(f"{path}: {len(added.differing)} record(s) of run {added.run_id} are stored with other "
+                              f"values than this file's (first: {added.differing[0]}{more}); the stored ones are kept. "
+                              "A run id names one run: a file edited since, or judged by other rules, is not that "
+                              "run's", stacklevel=2)
             if not run.cases:
                 # An empty shard, or a run stopped before its first case: stored, but it adds no measurement.
                 warnings.warn(f"{path}: run {added.run_id} holds no case record (an empty shard, or a run stopped "

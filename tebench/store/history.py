@@ -19,7 +19,7 @@ import sqlite3
 import time
 import warnings
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -59,6 +59,9 @@ class Added:
     new_run: bool
     new_cases: int
     total_cases: int
+    differing: list[str] = field(default_factory=list)
+    """The records already stored under this run id whose values differ from the file's, in words ("gpt/tiny/PT-AMP
+    round 0: parity 'pass' stored, 'fail' here"): the stored ones are kept."""
 
 
 _TEXT, _INTEGER, _REAL = "text", "integer", "real"
@@ -179,9 +182,13 @@ def add(db: str | Path, run: results.Run) -> Added:
                 cur = conn.execute("INSERT OR IGNORE INTO runs VALUES (?,?,?,?,?,?,?)", header_row)
                 new_run = cur.rowcount == 1
                 new_cases = 0
+                differing = []
                 for row in case_rows:
-                    new_cases += conn.execute("INSERT OR IGNORE INTO cases VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                                              row).rowcount
+                    inserted = conn.execute("INSERT OR IGNORE INTO cases VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                                            row).rowcount
+                    new_cases += inserted
+                    if not inserted:
+                        differing += _differs(conn, row)
                 conn.execute("COMMIT")
             except BaseException:
                 # A failed COMMIT (a full disk) may have ended the transaction already: the error that
@@ -192,7 +199,24 @@ def add(db: str | Path, run: results.Run) -> Added:
             total = conn.execute("SELECT COUNT(*) FROM cases WHERE run_id=?", (run.run_id,)).fetchone()[0]
         except sqlite3.DatabaseError as exc:
             raise HistoryError(f"{db}: {history_db.describe_error(exc, f'cannot add {run.path}')}") from None
-    return Added(run.run_id, new_run, new_cases, total)
+    return Added(run.run_id, new_run, new_cases, total, differing)
+
+
+_COMPARED = ("status", "median_ms", "tokens_per_s", "memory_bytes", "final_loss", "parity")
+"""The values of a case row that a record added again under its run id must repeat."""
+
+
+def _differs(conn: sqlite3.Connection, row: tuple[Any, ...]) -> list[str]:
+    """[] where the stored row of (run, case, round) holds the values of ``row``, else what differs, in words: a run
+    id names one run, so a file that says otherwise was edited, or judged by other rules."""
+    names = [c for c, _ in _CASE_COLUMNS]
+    stored = conn.execute(f"SELECT {', '.join(_COMPARED)} FROM cases WHERE run_id=? AND case_id=? AND round=?",
+                          row[:3]).fetchone()
+    if stored is None:
+        return []
+    mine = [row[names.index(c)] for c in _COMPARED]
+    diff = [f"{c} {old!r} stored, {new!r} here" for c, old, new in zip(_COMPARED, stored, mine) if old != new]
+    return [f"{row[1]} round {row[2]}: {diff[0]}"] if diff else []
 
 
 _FRAME_COLUMNS = (("run_id", _TEXT), ("created", _TEXT), ("git_commit", _TEXT), ("case_id", _TEXT),

@@ -19,7 +19,27 @@ def test_add_is_idempotent(tmp_path):
     again = history.add(db, judged_run.read(path))
     assert first.new_run and first.new_cases == 11
     assert not again.new_run and again.new_cases == 0 and again.total_cases == 11
+    assert again.differing == []
     assert len(history.frame(db)) == 11
+
+
+def test_a_run_added_again_with_other_values_is_named_and_the_stored_kept(tmp_path):
+    """The same run id with a step time or a verdict edited: "already stored" said nothing of it."""
+    db = tmp_path / "h.db"
+    (path,) = nightly(tmp_path, 1)
+    history.add(db, judged_run.read(path))
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    case = next(r for r in records if r.get("type") == "case" and r["status"] == "ok")
+    original = sorted(case["timing"]["samples_ms"])
+    case["timing"]["samples_ms"] = [10 * s for s in case["timing"]["samples_ms"]]
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("".join(json.dumps(r) + "\n" for r in records))
+    again = history.add(db, judged_run.read(edited))
+    assert again.new_cases == 0 and len(again.differing) == 1, again
+    assert again.differing[0].startswith(f"{case['case_id']} round {case.get('round', 0)}: median_ms ")
+    stored = history.frame(db)
+    row = stored[stored["case_id"] == case["case_id"]]
+    assert len(stored) == 11 and original[0] <= float(row["median_ms"].iloc[0]) <= original[-1]  # the first run's
 
 
 def test_the_run_row_keeps_the_headers_device_and_commit(tmp_path):
