@@ -150,6 +150,19 @@ def refuse_inputs(targets: Iterable[Path], inputs: Iterable[str], flag: str, val
                                  "write somewhere else")
 
 
+def refuse_repeated(inputs: list[str]) -> None:
+    """UsageError if two of ``inputs`` are one results file (a run folder stands for its file): a report would set
+    the run beside itself as two machines, and count each case twice."""
+    from tebench.store.atomic import same_file
+    from tebench.store.reader import results_path
+
+    paths = [results_path(item) for item in inputs]
+    for j, later in enumerate(paths):
+        for i in range(j):
+            if same_file(paths[i], later):
+                raise UsageError(f"{inputs[j]}: the same results file as {inputs[i]} ({later}); give each run once")
+
+
 def _results_like(folder: Path, shown: int = 5) -> str:
     """The files in ``folder`` named as results files are (``*.jsonl``, ``*.jsonl.gz``), in words ("" for none): a
     stored run kept under another name (night1.jsonl.gz) is given by its file."""

@@ -6,7 +6,7 @@ import argparse
 import re
 from typing import Any
 
-from tebench.cli.paths import check_out_arg, check_results_paths, refuse_inputs
+from tebench.cli.paths import check_out_arg, check_results_paths, refuse_inputs, refuse_repeated
 from tebench.cli.usage import UsageError, command_line
 from tebench.cli.verdict_args import add_rejudge_arg
 
@@ -31,6 +31,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         # would let the URL out of it; report.md printed "![Loss curves](https://x/a)b/loss.png)".
         url = url.translate(_LINK_UNSAFE)
     check_results_paths(args.results)
+    refuse_repeated(args.results)
     if args.out is None:
         # One run folder: its own report/, where `tebench run` wrote it (so `tebench report runs/main` re-renders
         # the newest run's report in place). Anything else has no such place: --out must say where.

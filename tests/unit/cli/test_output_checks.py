@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, unsaid
 from tebench import cli
 from tebench.analysis import compare as compare_mod
 from tebench.cli import output
@@ -163,3 +163,15 @@ def test_compare_out_over_an_earlier_comparison_is_written(tmp_path, monkeypatch
     out.write_text("an earlier comparison\n")
     assert cli.main(["compare", str(CPU), str(CPU), "--out", str(out)]) == 0
     assert "tebench compare" in out.read_text()
+
+
+def test_report_of_one_results_file_given_twice_is_refused(tmp_path, capsys):
+    """A run folder and its results file, or one path twice: the report set the run beside itself as two sources."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.jsonl").write_bytes(CPU.read_bytes())
+    for given in ([str(run / "results.jsonl"), str(run)], [str(CPU), str(CPU)]):
+        assert cli.main(["report", *given, "--out", str(tmp_path / "rep")]) == 2
+        err = capsys.readouterr().err
+        assert unsaid(err, given[1], "the same results file as", given[0], "give each run once") == [], err
+    assert not (tmp_path / "rep").exists()
