@@ -569,27 +569,41 @@ def _judge_energy(b: Side, h: Side, opts: Options, d: Delta, found: _Findings) -
         d.energy_ratio = ratio
 
 
+UNVOUCHED = "a fall no verdict vouches for"
+"""How a case's why says its loss fell past the threshold where the head's parity did not pass (a leak, more often
+than a gain)."""
+UNVOUCHED_PASS = "the head's loss was not judged"
+"""How a case's why says its base passed loss parity and its head was not judged (its reference did not run)."""
+
+
+def unvouched_loss(d: Delta) -> bool:
+    """Whether ``d`` is inconclusive (in part) because its head's loss has no verdict that vouches for it."""
+    return any(UNVOUCHED in w or UNVOUCHED_PASS in w for w in d.why)
+
+
 def _judge_loss(b: Side, h: Side, opts: Options, d: Delta, found: _Findings) -> None:
     if b.final_loss is not None and h.final_loss is not None and math.isfinite(b.final_loss):
         d.loss_change = h.final_loss - b.final_loss
         rel = d.loss_change / abs(b.final_loss) if b.final_loss else 0.0
         if not math.isfinite(h.final_loss) or rel > opts.thresholds["loss"]:
             found.regressed.append(("loss", f"final loss {b.final_loss:.4g} → {h.final_loss:.4g}"))
-        elif rel < -opts.thresholds["loss"] and h.parity in ("pass", "reference"):
+        elif rel < -opts.thresholds["loss"] and h.parity == "pass":
             found.improved.append(f"final loss {b.final_loss:.4g} → {h.final_loss:.4g}")
         elif rel < -opts.thresholds["loss"]:
             # A loss far below the last run's that no verdict of the head vouches for is more often a leak (the
-            # model sees its targets) than a gain: tebench's own parity fails a loss too low.
+            # model sees its targets) than a gain: tebench's own parity fails a loss too low. A reference's is not
+            # vouched for either: its settings are the same on both sides, so a fall this large is another training.
             found.uncertain.append(f"final loss {b.final_loss:.4g} → {h.final_loss:.4g} ({rel:+.0%}) with head's loss "
-                                   f"parity {h.parity or 'not judged'}: a fall no verdict vouches for")
+                                   f"parity {h.parity or 'not judged'}: {UNVOUCHED}")
     # "inconclusive" is never a pass: losing a pass is a regression, gaining one from it is not an improvement.
     if b.parity == "pass" and h.parity in ("fail", "inconclusive"):
         found.regressed.append(("parity", f"loss parity pass → {h.parity}"))
     elif b.parity in ("fail", "inconclusive") and h.parity == "pass":
         found.improved.append(f"loss parity {b.parity} → pass")
-    elif b.parity == "pass" and h.parity not in ("pass", "reference"):
-        # The head ran without what judges it (its reference left out by --only, a shard): its pass is not kept.
-        found.uncertain.append(f"loss parity pass → {h.parity or 'not judged'}: the head's loss was not judged")
+    elif b.parity == "pass" and h.parity != "pass":
+        # The head ran without what judges it (its reference left out by --only, a shard; or it became the
+        # reference itself): its pass is not kept.
+        found.uncertain.append(f"loss parity pass → {h.parity or 'not judged'}: {UNVOUCHED_PASS}")
 
 
 def _weigh(d: Delta, found: _Findings, advisory: list[str]) -> None:

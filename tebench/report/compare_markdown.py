@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from tebench.analysis.compare import UNMEASURED, Comparison, Delta, verdict_text
+from tebench.analysis.compare import UNMEASURED, Comparison, Delta, unvouched_loss, verdict_text
 
 
 def headline_icon(*, failing: bool, concern: bool, unknown: bool) -> str:
@@ -63,6 +63,7 @@ def headline(c: Comparison, title: str = "tebench compare") -> list[str]:
         # Only the inconclusive cases that lack rounds: a case with too few rounds can still be
         # judged on its other measures (or be missing), and "50 of 46" is no count.
         few = sum(1 for d in c.too_few_rounds if d.verdict == "inconclusive")
+        unjudged = sum(1 for d in c.deltas if d.verdict == "inconclusive" and unvouched_loss(d))
         wide = "their intervals reach beyond the threshold: more rounds, or a quieter machine, narrow them"
         if not few:
             what = wide
@@ -71,6 +72,12 @@ def headline(c: Comparison, title: str = "tebench compare") -> list[str]:
         else:
             what = (f"{few} of them have too few rounds for a verdict (run with `--rounds 5` or more); for the "
                     f"other {inconclusive - few}, " + wide)
+        if unjudged == inconclusive:
+            what = ("no loss-parity verdict of the head vouches for their loss (their reference mode did not run in "
+                    "head): run the reference too")
+        elif unjudged:
+            what += (f"; {unjudged} of them also for their loss, which no loss-parity verdict of the head vouches for "
+                     "(its reference mode did not run in head)")
         gate = ("they fail the gate (--fail-on-inconclusive)" if c.options.fail_on_inconclusive
                 else "this gate passes without knowing (`--fail-on-inconclusive` makes them fail it)")
         lines.append(f"Can't tell for {inconclusive} case(s): {what}; {gate}.")

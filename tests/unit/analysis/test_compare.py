@@ -17,6 +17,7 @@ import pytest
 from conftest import FIXTURES, MICRO_GPT, unsaid
 from conftest import read_jsonl as lines
 from conftest import write_jsonl as write
+from tebench.analysis import compare as compare_module
 from tebench.analysis.compare import Options, compare
 from tebench.cli.thresholds import parse_threshold
 from tebench.cli.usage import UsageError
@@ -540,3 +541,22 @@ def test_a_loss_fall_that_no_verdict_vouches_for_is_no_improvement(head_parity):
     # The same fall with the head's pass is the improvement it was.
     judged = Side("ok", None, steps, 1.0, None, [100.0], 0.1627, "pass")
     assert judge("c", "cpu", base, judged).verdict == "improved"
+
+
+def test_a_head_without_its_reference_whose_loss_fell_says_why_it_cannot_tell(tmp_path):
+    """Head's PT-AMP lost its judgement (parity n/a: its reference did not run) and its loss fell by half: nothing
+    vouches for the fall. Inconclusive, and the summary says why (not "more rounds")."""
+    from tebench.analysis import parity
+
+    base = multi_round(tmp_path, "base.jsonl")
+
+    def halve(rec):
+        if rec["case_id"] == AMP:
+            rec["loss"]["per_step"] = [v / 2 for v in rec["loss"]["per_step"]]
+            rec["loss"]["final"] = rec["loss"]["per_step"][-1]
+            rec["parity"] = {"verdict": "n/a", "reason": "no reference mode ran", "rules": parity.PARITY_RULES}
+    result = compare(base, multi_round(tmp_path, "head.jsonl", edit=halve))
+    d = delta(result)
+    assert d.verdict == "inconclusive" and compare_module.unvouched_loss(d), d.why
+    summary = next(line for line in to_markdown(result).splitlines() if line.startswith("Can't tell"))
+    assert "no loss-parity verdict of the head vouches" in summary or "also for their loss" in summary, summary
