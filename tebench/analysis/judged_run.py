@@ -83,7 +83,7 @@ class CaseRounds:
         """The last ok round (the last round when none is ok): its memory, loss and parity are shown."""
         return (self.ok or self.records)[-1]
 
-    @property
+    @functools.cached_property
     def judged(self) -> CaseResult:
         """The ok round whose loss-parity verdict speaks for the case: the worst of the rounds' (fail, then
         inconclusive), the last round among equals, so that a round that failed is never hidden by a later one that
@@ -97,8 +97,9 @@ class CaseRounds:
         rounds = self.ok or self.records
         if len({r.verdict for r in rounds}) < 2:
             return ""
-        others = ", ".join(f"round {r.round_no} {r.verdict or 'unjudged'}" for r in rounds if r is not self.judged)
-        return f"round {self.judged.round_no} ({others}): "
+        judged = self.judged
+        others = ", ".join(f"round {r.round_no} {r.verdict or 'unjudged'}" for r in rounds if r is not judged)
+        return f"round {judged.round_no} ({others}): "
 
     @property
     def status(self) -> str:

@@ -55,18 +55,27 @@ SUBTLE = ("norm-eps", "dropout-on", "leak-small", "lr-quarter")
 """The mutations that keep the model's structure and train measurably differently (each a few per cent)."""
 
 
-def check(environ: Mapping[str, str] | None = None) -> None:
-    """ValueError naming the first item of ``TEBENCH_TEST_FAULT`` whose kind is unknown (or that has no ``=``).
-
-    The parent checks it before a run: a typo made every case's worker fail with a traceback, and the run
-    ended with exit 0."""
+def _items(environ: Mapping[str, str] | None) -> list[tuple[str, str]]:
+    """``TEBENCH_TEST_FAULT``'s items as (glob, kind), in order; ValueError naming the first item whose kind is unknown
+    (or that has no ``=``)."""
     spec = (os.environ if environ is None else environ).get(FAULT_ENV, "")
+    items = []
     for item in filter(None, spec.split(";")):
         pattern, eq, kind = item.rpartition("=")
         if not eq or not pattern:
             raise ValueError(f"{FAULT_ENV}={spec!r}: item {item!r} is not GLOB=KIND (e.g. 'gpt/*/PT-AMP=leak-next')")
         if kind not in KINDS:
             raise ValueError(f"{FAULT_ENV}: unknown kind {kind!r} in {item!r} (known: {', '.join(KINDS)})")
+        items.append((pattern, kind))
+    return items
+
+
+def check(environ: Mapping[str, str] | None = None) -> None:
+    """ValueError naming the first item of ``TEBENCH_TEST_FAULT`` whose kind is unknown (or that has no ``=``).
+
+    The parent checks it before a run: a typo made every case's worker fail with a traceback, and the run
+    ended with exit 0."""
+    _items(environ)
 
 
 def fault_for(case_id: str, environ: Mapping[str, str] | None = None) -> str | None:
@@ -75,14 +84,7 @@ def fault_for(case_id: str, environ: Mapping[str, str] | None = None) -> str | N
     The first matching ``GLOB=KIND`` item wins. An unknown kind is an error, so
     a typo cannot silently leave a self-test unmutated.
     """
-    spec = (os.environ if environ is None else environ).get(FAULT_ENV, "")
-    for item in filter(None, spec.split(";")):
-        pattern, _, kind = item.rpartition("=")
-        if kind not in KINDS:
-            raise ValueError(f"{FAULT_ENV}: unknown kind {kind!r} in {item!r} (known: {', '.join(KINDS)})")
-        if fnmatch.fnmatchcase(case_id, pattern):
-            return kind
-    return None
+    return next((kind for pattern, kind in _items(environ) if fnmatch.fnmatchcase(case_id, pattern)), None)
 
 
 def mutation_for(case_id: str, environ: Mapping[str, str] | None = None) -> str | None:

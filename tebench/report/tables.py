@@ -83,7 +83,7 @@ def case_frame(sources: list[Source]) -> pd.DataFrame:
                 final_loss=judged.final_loss,
                 parity=par.verdict,
                 parity_rel_diff=par.rel_diff,
-                parity_reason=rounds.parity_note + par.reason if rounds.parity_note and par.reason else par.reason,
+                parity_reason=note + par.reason if (note := rounds.parity_note) and par.reason else par.reason,
                 curve_max_rel_dev=par.max_curve_rel_dev,
                 curve_dev_step=par.max_curve_dev_step,
                 reference_mode=par.reference_mode,
