@@ -65,4 +65,4 @@ render h200-verdict-power      reports/h200-verdict-power/nightly.jsonl.gz repor
 render h100-llama-twice      reports/h100-llama-twice/l1.jsonl.gz reports/h100-llama-twice/l2.jsonl.gz
 render h200-nightly-twice     reports/h200-nightly-twice/night1.jsonl.gz reports/h200-nightly-twice/night2.jsonl.gz
 render h200-one-case-type     reports/h200-one-case-type/results.jsonl.gz
-render h100-nightly-c763615   reports/h100-nightly-c763615/night1.jsonl.gz reports/h100-nightly-c763615/night2.jsonl.gz
+render h100-nightly-87e902b   reports/h100-nightly-87e902b/night1.jsonl.gz reports/h100-nightly-87e902b/night2.jsonl.gz
