@@ -155,6 +155,8 @@ class Side:
     """Index into ``rounds`` → "round 2 ran with thermal slowdown 35% of the time"."""
     mixed: str | None = None
     """A round whose case description differs from the last round's, and how: rounds that cannot be pooled."""
+    spike: tuple[int, float] | None = None
+    """The step and rise (nats) of a loss spike in the round whose verdict speaks (:func:`equivalence.spike`)."""
 
 
 def side(records: list[CaseResult] | CaseRounds, concurrent: bool = False) -> Side:
@@ -200,6 +202,7 @@ def side(records: list[CaseResult] | CaseRounds, concurrent: bool = False) -> Si
         max_sm_clocks=_energy_values(records, "max_sm_clock_mhz"),
         throttled={i: text for i, r in enumerate(rounds.ok) if (text := _throttle_text(r))},
         mixed=mixed,
+        spike=_spike(judged),
     )
 
 
@@ -597,7 +600,10 @@ def _judge_loss(b: Side, h: Side, opts: Options, d: Delta, found: _Findings) -> 
                                    f"parity {h.parity or 'not judged'}: {UNVOUCHED}")
     # "inconclusive" is never a pass: losing a pass is a regression, gaining one from it is not an improvement.
     if b.parity == "pass" and h.parity in ("fail", "inconclusive"):
-        found.regressed.append(("parity", f"loss parity pass → {h.parity}"))
+        spiked = (f" after a loss spike at step {h.spike[0]} (+{h.spike[1]:.3g} in one step; "
+                  + (f"the base had one too, at step {b.spike[0]})" if b.spike else "the base had none)")) \
+            if h.spike else ""
+        found.regressed.append(("parity", f"loss parity pass → {h.parity}{spiked}"))
     elif b.parity in ("fail", "inconclusive") and h.parity == "pass":
         found.improved.append(f"loss parity {b.parity} → pass")
     elif b.parity == "pass" and h.parity != "pass":
@@ -828,6 +834,13 @@ def compare_runs(base: results.Run, head: results.Run, opts: Options | None = No
                       [deltas[k] for k in sorted(deltas)], paired, env_differences(benv, henv),
                       list(base.problems) + list(head.problems),
                       limit_differences(_run_limits(base), _run_limits(head)))
+
+
+def _spike(record: CaseResult) -> tuple[int, float] | None:
+    p = record.parity
+    if p is None or p.spike_step is None or p.spike_nats is None:
+        return None
+    return p.spike_step, float(p.spike_nats)
 
 
 def _run_limits(run: results.Run) -> Side:

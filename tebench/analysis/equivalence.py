@@ -63,6 +63,16 @@ MIN_PROGRESS = 0.10
 """A reference that came less than this share of the way from the start to the floor is too early to judge."""
 EXCURSION_FRACTION = 0.04
 """An early excursion is this share of the steps (at least 2) outside the margin in a row."""
+SPIKE_MARGINS = 2.0
+"""A loss spike: the gap rose in one step by more than this many margins ...
+"""
+SPIKE_MOVES = 10.0
+"""... and by more than this many times the gap's typical one-step move (the median), and the twins' gaps' (where
+there are twins) ...
+"""
+SPIKE_REFERENCE_RISES = 2.0
+"""... and by more than this many times the reference's own largest one-step rise: a bump the reference has too,
+a step earlier or later in the case, is no spike of the case."""
 
 
 def smooth(values: Sequence[float] | np.ndarray, width: int) -> np.ndarray:
@@ -168,6 +178,29 @@ def longest_run(mask: np.ndarray) -> tuple[int, int]:
     return best, start
 
 
+def spike(case: np.ndarray, reference: np.ndarray, twins: np.ndarray, margin: float) -> tuple[int, float] | None:
+    """The step where the case's loss jumped above the reference's in one step, and by how much (nats); None where
+    no step's rise is a spike (:data:`SPIKE_MARGINS`, :data:`SPIKE_MOVES`, :data:`SPIKE_REFERENCE_RISES`).
+
+    A spike can decide a verdict that the run's final window alone does not explain, and one set off by a GPU's
+    nondeterministic kernels need not come again in the next run of the same code (Llama d4096-l4's AO-FP8 case
+    on 2026-12-08: +0.46 nats at step 25 one night, none the night before), so the verdict names it."""
+    # The first quarter is left out: there the curves fall steeply and part by design (an uncalibrated delayed
+    # recipe's first steps at scale 1), and its jumps say nothing of a run that would not repeat.
+    first = max(1, len(case) // 4)
+    rises = np.diff(case - reference)[first - 1:]
+    if rises.size < 2:
+        return None
+    step = int(np.argmax(rises))
+    rise = float(rises[step])
+    twin_moves = np.abs(np.diff(twins - reference, axis=1))[:, first - 1:] if len(twins) else np.zeros(0)
+    usual = max(float(np.median(np.abs(rises))), float(np.median(twin_moves)) if twin_moves.size else 0.0)
+    ref_rise = float(np.diff(reference)[first - 1:].max())
+    if rise <= max(SPIKE_MARGINS * margin, SPIKE_MOVES * usual, SPIKE_REFERENCE_RISES * ref_rise):
+        return None
+    return first + step, rise
+
+
 def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequence[Sequence[float]],
           floor: float | None, reference_mode: str, twins: Sequence[Sequence[float]] = (),
           share: float = MARGIN_REL, unigram: float | None = None) -> Parity:
@@ -268,6 +301,10 @@ def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequenc
         out["gap_trend_nats"] = change
         if abs(change) > margin.nats / 2 and np.sign(change) == np.sign(diff[-1]) and abs(diff[-1]) > margin.nats / 4:
             notes.append(f"the gap grew by {change:+.3g}{nats} over the second half")
+    jump = spike(case, seeds[0], pairs, margin.nats)
+    if jump is not None:
+        out["spike_step"], out["spike_nats"] = jump
+        notes.append(f"a loss spike at step {jump[0]}: the gap rose by {jump[1]:.3g}{nats} in one step")
     if len(pairs):
         spread_t = np.sqrt(np.mean((np.array([smooth(c, width) for c in pairs]) - ref_s) ** 2, axis=0))
     elif len(seeds) > 1:

@@ -729,7 +729,12 @@ class Parity(Part):
     final_window: list[Int] | None = field(None, "Equivalence: first and last step of the final window.")
     gap_trend_nats: AnyNum | None = field(None, "Equivalence: how much the gap changed over the second half (nats).")
     notes: list[Str] | None = field(None, "Equivalence: what a pass carries beside it (an early excursion that "
-                                          "rejoined, a growing gap).")
+                                          "rejoined, a growing gap, a loss spike).")
+    spike_step: Int | None = field(None, "Equivalence: the step where the case's loss jumped above the reference's "
+                                         "in one step, after the first quarter, by more than two margins, ten "
+                                         "times the gap's (and its twins') typical one-step move and twice the "
+                                         "reference's largest one-step rise: a loss spike.", ge=0)
+    spike_nats: AnyNum | None = field(None, "Equivalence: how far the gap rose in that step (nats).")
     shift: Int | None = field(None, "Band rule: steps the band may shift left or right (a curve's timing jitter).")
     smoothing: Int | None = field(None, "Band rule: the smoothing window in steps.", ge=0)
     validation: ValidationVerdict | None = field(None, "The validation metric against the reference's (folded into "

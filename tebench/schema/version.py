@@ -21,9 +21,9 @@ SCHEMA_VERSION = 1
 # "causal_kl", "batch_kl", "replicas"; updates "method"; phases "replicas_s"; parity "rule", "margin_nats",
 # "margin_source", "seed_sd", "progress", "progress_nats", "final_window", "gap_trend_nats", "notes";
 # fp8_proof "fp8_gemm_call_share", "fp8_linear_flops_share", "outside_recipe" (2026-12-03);
-# validation "context_kl", "structure_fp8" (2026-12-03, later); parity "rules" (2026-12-05). Also new on 2026-12-03:
-# the fp8_proof verdict "partial", which a tebench from before refuses in that one record (its reader
-# names the field and skips the line) rather than the whole file.
+# validation "context_kl", "structure_fp8" (2026-12-03, later); parity "rules" (2026-12-05); parity "spike_step",
+# "spike_nats" (2026-12-08). Also new on 2026-12-03: the fp8_proof verdict "partial", which a tebench from before
+# refuses in that one record (its reader names the field and skips the line) rather than the whole file.
 MIN_READABLE_VERSION = 1
 STATUSES = ("ok", "skipped", "failed", "oom", "timeout", "diverged")
 

@@ -182,6 +182,28 @@ def test_parity_pass_to_fail_or_inconclusive_is_a_regression(tmp_path, head_verd
     assert d.verdict == "improved" and any("parity inconclusive → pass" in w for w in d.why), d.why
 
 
+def test_a_pass_lost_to_a_loss_spike_says_the_spike_and_whether_the_base_had_one(tmp_path, monkeypatch):
+    from tebench.analysis import compare as cmp
+
+    monkeypatch.setattr(cmp.judged_run.parity_rules, "attach", lambda records, only=None: None)
+
+    def spiked(verdict: str, step: int | None):
+        def edit(r: dict) -> None:
+            _parity(verdict)(r)
+            if r["case_id"] == AMP and step is not None:
+                r["parity"].update(spike_step=step, spike_nats=0.458)
+        return edit
+
+    base = multi_round(tmp_path, "base.jsonl", edit=spiked("pass", None))
+    head = multi_round(tmp_path, "head.jsonl", edit=spiked("fail", 25))
+    d = delta(compare(base, head))
+    assert d.verdict == "regressed"
+    assert any("parity pass → fail after a loss spike at step 25 (+0.458 in one step; the base had none)" in w
+               for w in d.why), d.why
+    base = multi_round(tmp_path, "base2.jsonl", edit=spiked("pass", 22))
+    assert any("the base had one too, at step 22" in w for w in delta(compare(base, head)).why)
+
+
 def test_parity_of_real_curves_pass_to_fail(tmp_path):
     def edit(r: dict) -> None:
         if r["case_id"] == AMP:

@@ -277,3 +277,43 @@ def test_structure_bar_depends_on_whether_fp8_was_off():
     # With the case's FP8 (older records, FP8 weights) a per-tensor scale moves them by rounding.
     assert parity.structure_failure(V({"causal_kl": 0.003})) is None
     assert parity.structure_failure(V({"causal_kl": 0.003, "structure_fp8": "on"})) is None
+
+
+def _spiked(at: int, height: float, n: int = N) -> list[float]:
+    """The reference's curve with a spike of ``height`` nats at step ``at`` that decays over ten steps."""
+    t = np.arange(n)
+    bump = np.where(t >= at, height * np.exp(-(t - at) / 10.0), 0.0)
+    return (np.asarray(REF) + bump).tolist()
+
+
+def test_a_loss_spike_after_the_first_quarter_is_named_with_its_step_and_rise():
+    p = judge(_spiked(40, 0.5))
+    assert (p.spike_step, round(p.spike_nats, 3)) == (40, 0.5)
+    assert "a loss spike at step 40: the gap rose by 0.5 nats in one step" in p.notes
+    assert p.verdict == "pass"  # decayed by the final window: the spike is said, the verdict is the window's
+
+
+def test_no_spike_is_named_in_the_first_quarter_below_two_margins_or_where_the_reference_rises_as_much():
+    assert judge(_spiked(10, 0.5)).spike_step is None  # the curves part by design early on
+    assert judge(_spiked(40, 0.04)).spike_step is None  # under two margins (±0.0237 each)
+    bumpy = _spiked(60, 0.4)  # the reference has a bump of its own, a step later in the case
+    assert judge(_spiked(40, 0.5), reference=bumpy, twins=()).spike_step is None
+
+
+def test_a_spike_stands_out_of_the_gaps_usual_step_moves():
+    # A noisy case (sd 0.03 a step): no single rise of 0.12 is a spike however many margins it is.
+    noisy = curve(noise=0.03, seed=5)
+    assert judge(noisy, share=0.001).spike_step is None
+
+
+def test_the_stored_h100_night_names_the_spike_that_failed_llama_d4096_ao_fp8_and_not_the_night_before():
+    from conftest import ROOT
+    from tebench.analysis import judged_run
+
+    found = {}
+    for night in ("night1", "night2"):
+        run = judged_run.runs_in(ROOT / "reports" / "h100-nightly-87e902b" / f"{night}.jsonl.gz", rejudge=True)[0]
+        found[night] = next(r.parity for r in run.cases if r.case_id == "llama/d4096-l4/AO-FP8/tensorwise")
+    assert found["night1"].verdict == "pass" and found["night1"].spike_step is None
+    assert found["night2"].verdict == "fail" and found["night2"].spike_step == 25
+    assert "a loss spike at step 25: the gap rose by 0.458 nats in one step" in found["night2"].reason
