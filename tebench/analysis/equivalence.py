@@ -191,9 +191,12 @@ def spike(case: np.ndarray, reference: np.ndarray, twins: np.ndarray, margin: fl
     rises = np.diff(case - reference)[first - 1:]
     if rises.size < 2:
         return None
+    if not np.all(np.isfinite(rises)):  # a non-finite curve is judged by the other rules, not read for spikes
+        return None
     step = int(np.argmax(rises))
     rise = float(rises[step])
     twin_moves = np.abs(np.diff(twins - reference, axis=1))[:, first - 1:] if len(twins) else np.zeros(0)
+    twin_moves = twin_moves[np.isfinite(twin_moves)]
     usual = max(float(np.median(np.abs(rises))), float(np.median(twin_moves)) if twin_moves.size else 0.0)
     ref_rise = float(np.diff(reference)[first - 1:].max())
     if rise <= max(SPIKE_MARGINS * margin, SPIKE_MOVES * usual, SPIKE_REFERENCE_RISES * ref_rise):

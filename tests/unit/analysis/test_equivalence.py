@@ -317,3 +317,12 @@ def test_the_stored_h100_night_names_the_spike_that_failed_llama_d4096_ao_fp8_an
     assert found["night1"].verdict == "pass" and found["night1"].spike_step is None
     assert found["night2"].verdict == "fail" and found["night2"].spike_step == 25
     assert "a loss spike at step 25: the gap rose by 0.458 nats in one step" in found["night2"].reason
+
+
+def test_a_spike_is_still_found_beside_a_non_finite_twin_and_none_in_a_non_finite_reference():
+    twins = [list(TWINS[0]), list(TWINS[1])]
+    twins[0][50] = float("nan")
+    assert judge(_spiked(40, 0.5), twins=twins).spike_step == 40
+    reference = list(REF)
+    reference[60] = float("inf")
+    assert judge(_spiked(40, 0.5), reference=reference).spike_step is None
