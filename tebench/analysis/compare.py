@@ -838,8 +838,8 @@ def compare_runs(base: results.Run, head: results.Run, opts: Options | None = No
 
 def _spike(record: CaseResult) -> tuple[int, float] | None:
     p = record.parity
-    if p is None or p.spike_step is None or p.spike_nats is None:
-        return None
+    if p is None or p.spike_step is None or p.spike_nats is None or not math.isfinite(p.spike_nats):
+        return None  # a stored rise that is no number (a hand edit) names no spike
     return p.spike_step, float(p.spike_nats)
 
 

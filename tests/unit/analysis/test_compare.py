@@ -202,6 +202,14 @@ def test_a_pass_lost_to_a_loss_spike_says_the_spike_and_whether_the_base_had_one
                for w in d.why), d.why
     base = multi_round(tmp_path, "base2.jsonl", edit=spiked("pass", 22))
     assert any("the base had one too, at step 22" in w for w in delta(compare(base, head)).why)
+    # A stored rise that is no number names no spike (the pass lost is still said).
+    def nan_rise(r: dict) -> None:
+        spiked("fail", 25)(r)
+        if r["case_id"] == AMP:
+            r["parity"]["spike_nats"] = float("nan")
+    head = multi_round(tmp_path, "nan.jsonl", edit=nan_rise)
+    why = delta(compare(multi_round(tmp_path, "base3.jsonl", edit=spiked("pass", None)), head)).why
+    assert any("parity pass → fail" in w for w in why) and not any("spike" in w for w in why), why
 
 
 def test_parity_of_real_curves_pass_to_fail(tmp_path):
