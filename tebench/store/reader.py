@@ -17,6 +17,7 @@ import re
 import sys
 import warnings
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -453,4 +454,19 @@ def _read(path: str | Path, without: tuple[str, ...] = ()) -> Run:
     if not run.headers:
         why = f" ({len(problems)} line(s) unreadable, first {problems[0]})" if problems else ""
         raise SchemaError(f"{file}: no header record{why}; not a tebench results file; {READABLE}")
+    untimed = [h for h in run.headers if h.created and not _is_instant(h.created)]
+    if untimed:
+        warnings.warn(f"{file}: run {untimed[0].run_id}'s header has created = {short_repr(untimed[0].created)}, "
+                      "not an ISO 8601 time as tebench writes it (2026-12-08T00:24:04+0000): history orders such "
+                      "a run as untimed, before every timed one"
+                      + (f"; and {len(untimed) - 1} more header(s)" if len(untimed) > 1 else ""), stacklevel=2)
     return run
+
+
+def _is_instant(text: str) -> bool:
+    """Whether ``text`` reads as an ISO 8601 time, which history orders runs by (one without an offset as UTC)."""
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        return False
+    return True

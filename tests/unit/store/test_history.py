@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import multiprocessing
 import sqlite3
+import warnings
 from contextlib import closing
+
+import pytest
 
 from history_runs import CPU, nightly
 from tebench.analysis import judged_run
@@ -82,6 +85,16 @@ def _run_at(tmp_path, run_id: str, created: str):
     path = tmp_path / f"{run_id}.jsonl"
     path.write_text("\n".join(lines) + "\n")
     return judged_run.read(path)
+
+
+def test_a_header_time_that_is_no_iso_time_is_warned_of_where_the_file_is_read(tmp_path):
+    with pytest.warns(UserWarning, match=r"run odd's header has created = 'yesterday', not an ISO 8601 time .*"
+                                          r"history orders such a run as untimed"):
+        _run_at(tmp_path, "odd", "yesterday")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _run_at(tmp_path, "naive", "2026-12-08T00:24:04")  # read, and ordered, as UTC
+        _run_at(tmp_path, "untimed", "")
 
 
 def test_runs_are_ordered_by_their_instant_across_time_zones(tmp_path):
