@@ -46,12 +46,14 @@ def report(db: str | Path, out: str | Path, window: int = 5, thresholds: dict[st
     """Render ``history.html`` and ``history.md`` (+ ``trends.png``) of the database ``db`` into ``out``.
 
     The latest run of each device is judged against the ``window`` runs before it (``thresholds``
-    as for compare); a change is reported once ``confirm`` runs follow it. HistoryError for a
+    as for compare), and the loss-parity verdicts that moved over those runs are listed; a change is
+    reported once ``confirm`` runs follow it. HistoryError for a
     database that cannot be read.
     """
     from tebench.analysis import compare
     from tebench.analysis.history_changes import trends
     from tebench.analysis.history_latest import latest_vs_recent
+    from tebench.analysis.history_verdicts import moved
     from tebench.report import history_page
     from tebench.store import history
 
@@ -59,7 +61,7 @@ def report(db: str | Path, out: str | Path, window: int = 5, thresholds: dict[st
     opts = compare.Options(thresholds=dict(thresholds or {}))
     series = trends(df, opts.thresholds["time"], confirm)
     deltas, info = latest_vs_recent(db, window, opts=opts, df=df)
-    return history_page.render(out, db, df, series, deltas, info, window, confirm, opts)
+    return history_page.render(out, db, df, series, deltas, info, window, confirm, opts, moved(df, window))
 
 
 def cmd_history_add(args: argparse.Namespace) -> int:

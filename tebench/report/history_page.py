@@ -1,4 +1,4 @@
-"""The history page: trend charts, the changes found, and the latest run's verdicts.
+"""The history page: trend charts, the changes found, the latest run's verdicts, and the loss-parity verdicts that moved.
 
 :func:`trend_figure` draws the series of :func:`tebench.analysis.history_changes.trends`
 (one panel per device and workload/size, changes marked); :func:`render` writes
@@ -108,9 +108,9 @@ def method_text(opts: compare.Options, confirm: int) -> str:
 
 def context(db: str | Path, df: pd.DataFrame, series: list[Series], deltas: list[compare.Delta],
             info: dict[str, Any], window: int, confirm: int, opts: compare.Options,
-            chart: Chart | None) -> dict[str, Any]:
-    """What both templates show: the headline, the verdicts that are not "unchanged", the changes
-    found, the runs, and how they were judged."""
+            chart: Chart | None, moved: pd.DataFrame) -> dict[str, Any]:
+    """What both templates show: the headline, the verdicts that are not "unchanged", the loss-parity
+    verdicts that moved between runs (``moved``), the changes found, the runs, and how they were judged."""
     regress = pd.DataFrame([{"device": d.device, "case": d.case_id,
                              "verdict": compare.verdict_text(d),
                              "step time": "–" if d.time_ratio is None else f"{d.time_ratio - 1:+.1%}",
@@ -131,18 +131,21 @@ def context(db: str | Path, df: pd.DataFrame, series: list[Series], deltas: list
         "n_regressions": sum(d.failing and d.counted for d in deltas),
         "regressions": {"html": html_table(regress), "md": md_table(regress)},
         "steps": {"html": html_table(steps), "md": md_table(steps)},
+        "n_moved": len(moved),
+        "moved": {"html": html_table(moved), "md": md_table(moved)},
         "runs": {"html": html_table(runs), "md": md_table(runs)},
         "method": method_text(opts, confirm),
     }
 
 
 def render(out: str | Path, db: str | Path, df: pd.DataFrame, series: list[Series], deltas: list[compare.Delta],
-           info: dict[str, Any], window: int, confirm: int, opts: compare.Options) -> Path:
+           info: dict[str, Any], window: int, confirm: int, opts: compare.Options, moved: pd.DataFrame) -> Path:
     """Write ``history.html`` and ``history.md`` (+ ``trends.png``) into ``out``; returns ``out``.
 
     ``df``: the database's rows (:func:`tebench.store.history.frame`); ``series``: their trends
     (:func:`tebench.analysis.history_changes.trends`); ``deltas`` and ``info``: the latest run judged
-    (:func:`tebench.analysis.history_latest.latest_vs_recent`). Every file is written whole
+    (:func:`tebench.analysis.history_latest.latest_vs_recent`); ``moved``: the cases whose loss-parity verdict
+    moved (:func:`tebench.analysis.history_verdicts.moved`). Every file is written whole
     (a full disk leaves the previous one, never half of one).
     """
     out = Path(out)
@@ -151,7 +154,7 @@ def render(out: str | Path, db: str | Path, df: pd.DataFrame, series: list[Serie
     chart = Chart("trends", "Trends", "", png_bytes(fig)) if fig is not None else None
     if chart:
         atomic.write_bytes(out / "trends.png", chart.png)
-    ctx = context(db, df, series, deltas, info, window, confirm, opts, chart)
+    ctx = context(db, df, series, deltas, info, window, confirm, opts, chart, moved)
     atomic.write_text(out / "history.html", html_environment().get_template("history.html.j2").render(**ctx))
     atomic.write_text(out / "history.md", markdown_environment().get_template("history.md.j2").render(**ctx))
     return out
