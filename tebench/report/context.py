@@ -165,6 +165,14 @@ def parity_context(df: pd.DataFrame, multi: bool) -> dict[str, Any]:
     }
 
 
+def moved_context(sources: list[Source]) -> dict[str, Any]:
+    """The cases whose verdict differs between the sources, and how many were judged in more than one."""
+    common, moved = tables.moved_verdicts(sources)
+    return {"judged_in_several": common,
+            "moved_verdicts": [{"case": case, "verdicts": " · ".join(f"{v} ({src})" for src, v in seen)}
+                               for case, seen in moved]}
+
+
 def answer_context(df: pd.DataFrame, multi: bool) -> dict[str, Any]:
     """The first screen's tables (one per workload) for both templates, and the legend under them."""
     groups = answer.groups(df, multi)
@@ -260,7 +268,7 @@ def build_context(sources: list[Source], out: Path, assets_url: str | None = Non
     jobs = chart_jobs(sources, df, cost, chosen, why_df)
     # The charts are drawn in other processes while this one builds the tables (pool.Drawing).
     with Drawing([job[3] for job in jobs]) as drawing:
-        text = {**parity_context(df, multi), **table_context(df, sources, multi, cost),
+        text = {**parity_context(df, multi), **moved_context(sources), **table_context(df, sources, multi, cost),
                 **why_context(why_df, multi, df)}
         drawn = place_charts(jobs, drawing.result())
     return {

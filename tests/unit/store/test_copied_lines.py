@@ -77,13 +77,8 @@ def test_shards_of_a_run_judged_together_write_what_writing_anew_writes(tmp_path
     copied, anew, n = _both(paths, tmp_path, monkeypatch)
     assert copied == anew
     # Judged again over both shards, the verdicts stand: every line is copied, with a shard run id added
-    # (shard 1) or replaced (shard 2), but the one whose verdict now names a loss spike (a note added on
-    # 2026-12-08 under the same rules: it changes no verdict), which is written anew.
-    spiked = [json.loads(line) for line in copied[1:] if "spike_step" in (json.loads(line).get("parity") or {})]
-    assert [r["case_id"] for r in spiked] == ["llama/d4096-l4/AO-FP8/tensorwise"]
-    assert spiked[0]["parity"]["verdict"] == next(c for c in cases if c["case_id"] == spiked[0]["case_id"])[
-        "parity"]["verdict"]
-    assert n == len(cases) - 1
+    # (shard 1) or replaced (shard 2).
+    assert n == len(cases)
     assert {json.loads(line).get("shard_run_id") for line in copied[1:]} == {"s1", "s2"}
 
 
