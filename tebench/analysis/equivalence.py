@@ -71,8 +71,8 @@ SPIKE_MOVES = 10.0
 there are twins) ...
 """
 SPIKE_REFERENCE_RISES = 2.0
-"""... and by more than this many times the reference's own largest one-step rise: a bump the reference has too,
-a step earlier or later in the case, is no spike of the case."""
+"""... and the case's own loss rose by more than this many times the reference's own largest one-step rise: a bump
+the reference has too, a step earlier or later in the case, is no spike of the case."""
 
 
 def smooth(values: Sequence[float] | np.ndarray, width: int) -> np.ndarray:
@@ -179,8 +179,11 @@ def longest_run(mask: np.ndarray) -> tuple[int, int]:
 
 
 def spike(case: np.ndarray, reference: np.ndarray, twins: np.ndarray, margin: float) -> tuple[int, float] | None:
-    """The step where the case's loss jumped above the reference's in one step, and by how much (nats); None where
-    no step's rise is a spike (:data:`SPIKE_MARGINS`, :data:`SPIKE_MOVES`, :data:`SPIKE_REFERENCE_RISES`).
+    """The step where the case's loss jumped above the reference's in one step, and by how much the gap rose
+    (nats); None where no step is a spike. A spike, after the first quarter: the gap rose by more than
+    :data:`SPIKE_MARGINS` margins and :data:`SPIKE_MOVES` times its (and the twins') usual one-step move; the
+    case's own loss rose by more than two margins and :data:`SPIKE_REFERENCE_RISES` times the reference's largest
+    rise; and the gap landed more than two margins above its median. The largest such rise is the spike.
 
     A spike can decide a verdict that the run's final window alone does not explain, and one set off by a GPU's
     nondeterministic kernels need not come again in the next run of the same code (Llama d4096-l4's AO-FP8 case
@@ -188,20 +191,25 @@ def spike(case: np.ndarray, reference: np.ndarray, twins: np.ndarray, margin: fl
     # The first quarter is left out: there the curves fall steeply and part by design (an uncalibrated delayed
     # recipe's first steps at scale 1), and its jumps say nothing of a run that would not repeat.
     first = max(1, len(case) // 4)
-    rises = np.diff(case - reference)[first - 1:]
-    if rises.size < 2:
+    gap = (case - reference)[first - 1:]
+    rises = np.diff(gap)
+    own = np.diff(case)[first - 1:]
+    if rises.size < 2 or not np.all(np.isfinite(gap)):  # a non-finite curve is judged by other rules
         return None
-    if not np.all(np.isfinite(rises)):  # a non-finite curve is judged by the other rules, not read for spikes
-        return None
-    step = int(np.argmax(rises))
-    rise = float(rises[step])
     twin_moves = np.abs(np.diff(twins - reference, axis=1))[:, first - 1:] if len(twins) else np.zeros(0)
     twin_moves = twin_moves[np.isfinite(twin_moves)]
     usual = max(float(np.median(np.abs(rises))), float(np.median(twin_moves)) if twin_moves.size else 0.0)
-    ref_rise = float(np.diff(reference)[first - 1:].max())
-    if rise <= max(SPIKE_MARGINS * margin, SPIKE_MOVES * usual, SPIKE_REFERENCE_RISES * ref_rise):
+    least = SPIKE_MARGINS * margin
+    # The case's own loss jumps (a reference that falls is no spike of the case, and a bump the reference has
+    # too, a step earlier or later, rises no further in the case than in it), and the gap lands above its usual
+    # level (a case coming back from a dip below the reference rises, but to where it was).
+    spiked = ((rises > max(least, SPIKE_MOVES * usual))
+              & (own > max(least, SPIKE_REFERENCE_RISES * float(np.diff(reference)[first - 1:].max())))
+              & (gap[1:] - float(np.median(gap)) > least))
+    if not spiked.any():
         return None
-    return first + step, rise
+    step = int(np.argmax(np.where(spiked, rises, -np.inf)))
+    return first + step, float(rises[step])
 
 
 def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequence[Sequence[float]],
@@ -218,16 +226,22 @@ def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequenc
     entropy (None: not checked), which the reference must end below to be judged against.
     """
     # Each verdict is made from one object, so that it is stored with its keys in this order.
-    twin_curves = [list(c) for c in twins]
-    seed_curves = [list(c) for c in (reference, *replicas)]
-    n = min(len(losses), *(len(c) for c in seed_curves + twin_curves))
+    # A twin or seed that recorded fewer steps than the case and its reference (a damaged record) is left out and
+    # said: it must not shorten the window the case is judged over.
+    core = min(len(losses), len(reference))
+    all_twins, all_seeds = [list(c) for c in twins], [list(c) for c in replicas]
+    twin_curves = [c for c in all_twins if len(c) >= core]
+    seed_curves = [list(reference), *(c for c in all_seeds if len(c) >= core)]
+    short = len(all_twins) - len(twin_curves) + len(all_seeds) - (len(seed_curves) - 1)
+    n = core
     out: dict[str, Any] = {"rule": "equivalence", "reference_mode": reference_mode,
                            "reference_rounds": len(seed_curves), "floor": floor}
     if twin_curves:
         out["reference_twins"] = len(twin_curves)
     if n < MIN_STEPS:
         return Parity.from_dict({**out, "verdict": "inconclusive",
-                                 "reason": f"run too short to judge: {n} losses recorded, {MIN_STEPS} needed"})
+                                 "reason": (f"run too short to judge: {len(losses)} losses recorded, its "
+                                            f"{reference_mode} reference's {len(reference)}; {MIN_STEPS} needed")})
     case = np.asarray(losses[:n], dtype=float)
     seeds = np.asarray([c[:n] for c in seed_curves], dtype=float)
     pairs = np.asarray([c[:n] for c in twin_curves], dtype=float).reshape(len(twin_curves), n)
@@ -277,7 +291,8 @@ def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequenc
                                             f"noise floor {noise.floor:.2g}); train longer (settings steps)")})
 
     failures: list[str] = []
-    notes: list[str] = []
+    notes: list[str] = [f"{short} twin(s) or seed(s) of the reference left out: shorter than the run's {n} steps"] \
+        if short else []
     if floor is not None:
         slack = max(0.02, 3.0 * float(np.std(case[win], ddof=1)) / math.sqrt(k))
         if case_end < floor - slack:

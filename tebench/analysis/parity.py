@@ -700,6 +700,11 @@ def _judge_equivalence(record: CaseResult, ref_mode: str, ref_runs: list[CaseRes
     rate = floor.entropy_rate if floor is not None else None
     ref_curve = _curve(reference)
     if reference is record:
+        if not ref_curve:  # a damaged record: no loss at all
+            return Parity.from_dict({"verdict": "reference", "rule": "equivalence", "reference_mode": ref_mode,
+                                     "floor": rate, "reason": (f"{ref_mode} is the reference of this workload and "
+                                                               "size; it recorded no loss, so its cases cannot be "
+                                                               "judged")})
         start, end = ref_curve[0], final_loss(ref_curve)
         if end is None:
             where = f"from {start:.4g}"

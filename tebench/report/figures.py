@@ -45,7 +45,7 @@ def fp8_selection(sources: list[Source], df: pd.DataFrame) -> tuple[list[tuple[S
     """Which cases get an FP8-state chart, and why; and how many recorded a state at all.
 
     The largest size of each workload (where FP8 matters and where scales
-    drift), every case whose loss spiked above its reference, and every case
+    drift), every case whose loss went above 1.25x its reference's, and every case
     with a flag. Ordered like the case table; at most MAX_FP8_CHARTS.
     """
     sizes = tables.size_order(df) if not df.empty else {}
@@ -68,7 +68,7 @@ def fp8_selection(sources: list[Source], df: pd.DataFrame) -> tuple[list[tuple[S
                 step = tables.loss_spike(r.loss.per_step, ref.loss.per_step,
                                          (r.parity.tolerance if r.parity else None) or 0.0)
                 if step is not None:
-                    why.append(f"loss spiked above the reference at step {step}")
+                    why.append(f"loss above 1.25x the reference's at step {step}")
             if r.fp8_state and r.fp8_state.flags:  # with_state holds only records with a state
                 why.append(f"{len(r.fp8_state.flags)} flag(s)")
             if why:

@@ -731,9 +731,10 @@ class Parity(Part):
     notes: list[Str] | None = field(None, "Equivalence: what a pass carries beside it (an early excursion that "
                                           "rejoined, a growing gap, a loss spike).")
     spike_step: Int | None = field(None, "Equivalence: the step where the case's loss jumped above the reference's "
-                                         "in one step, after the first quarter, by more than two margins, ten "
-                                         "times the gap's (and its twins') typical one-step move and twice the "
-                                         "reference's largest one-step rise: a loss spike.", ge=0)
+                                         "in one step, after the first quarter: the gap rose by more than two "
+                                         "margins and ten times its (and the twins') typical one-step move, the "
+                                         "case's own loss by more than twice the reference's largest one-step "
+                                         "rise, to a gap above its median: a loss spike.", ge=0)
     spike_nats: AnyNum | None = field(None, "Equivalence: how far the gap rose in that step (nats).")
     shift: Int | None = field(None, "Band rule: steps the band may shift left or right (a curve's timing jitter).")
     smoothing: Int | None = field(None, "Band rule: the smoothing window in steps.", ge=0)

@@ -99,3 +99,26 @@ def test_a_non_finite_loss_judged_again_fails_without_an_internal_error(tmp_path
     verdict = merged["gpt/tutorial/PT-AMP"]["parity"]
     assert verdict["verdict"] == "fail" and verdict["reason"] == "the loss is not finite"
     assert "internal error" not in capsys.readouterr().err
+
+
+# internal error (exit 70): a reference record whose loss curve is empty (its twins kept) crashed the equivalence
+# rule reading its first loss, in report, compare and history add alike.
+def test_a_reference_with_no_loss_is_judged_without_an_internal_error(tmp_path, capsys):
+    from conftest import ROOT, read_jsonl
+    from tebench.store.writer import Writer
+
+    records = read_jsonl(ROOT / "reports" / "h100-nightly-87e902b" / "night1.jsonl.gz")
+    llama = [r for r in records[1:] if r["case_id"].startswith("llama/d4096-l4/")]
+    ref = next(r for r in llama if r["case_id"] == "llama/d4096-l4/PT-AMP")
+    assert ref["loss"]["twins"]
+    ref["loss"]["per_step"] = []
+    path = tmp_path / "empty-reference.jsonl"
+    with Writer(path, durable=False) as out:
+        for r in [records[0], *llama]:
+            out.append(r)
+    assert cli.main(["merge", str(path), "--out", str(tmp_path / "m"), "--no-report", "--rejudge"]) == 0
+    merged = {r.get("case_id"): r for r in read_jsonl(tmp_path / "m" / "results.jsonl")}
+    assert merged["llama/d4096-l4/PT-AMP"]["parity"]["verdict"] == "reference"
+    assert "it recorded no loss" in merged["llama/d4096-l4/PT-AMP"]["parity"]["reason"]
+    assert merged["llama/d4096-l4/TE-BF16"]["parity"]["verdict"] == "inconclusive"
+    assert "internal error" not in capsys.readouterr().err

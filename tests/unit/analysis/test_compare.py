@@ -210,6 +210,15 @@ def test_a_pass_lost_to_a_loss_spike_says_the_spike_and_whether_the_base_had_one
     head = multi_round(tmp_path, "nan.jsonl", edit=nan_rise)
     why = delta(compare(multi_round(tmp_path, "base3.jsonl", edit=spiked("pass", None)), head)).why
     assert any("parity pass → fail" in w for w in why) and not any("spike" in w for w in why), why
+    # Nor does a step the curve cannot have, or a rise that is no rise.
+    for n, bad in enumerate([{"spike_step": 10**9}, {"spike_step": 0}, {"spike_nats": -0.5}, {"spike_nats": 0.0}]):
+        def edit(r: dict, bad=bad) -> None:
+            spiked("fail", 25)(r)
+            if r["case_id"] == AMP:
+                r["parity"].update(bad)
+        why = delta(compare(multi_round(tmp_path, f"b{n}.jsonl", edit=spiked("pass", None)),
+                            multi_round(tmp_path, f"h{n}.jsonl", edit=edit))).why
+        assert any("parity pass → fail" in w for w in why) and not any("spike" in w for w in why), (bad, why)
 
 
 def test_parity_of_real_curves_pass_to_fail(tmp_path):

@@ -326,3 +326,36 @@ def test_a_spike_is_still_found_beside_a_non_finite_twin_and_none_in_a_non_finit
     reference = list(REF)
     reference[60] = float("inf")
     assert judge(_spiked(40, 0.5), reference=reference).spike_step is None
+
+
+def test_a_reference_that_falls_is_no_spike_of_the_case():
+    falling = (np.asarray(REF) - np.where(np.arange(N) >= 45, 0.5, 0.0)).tolist()
+    twins = [(np.asarray(t) - np.where(np.arange(N) >= 45, 0.5, 0.0)).tolist() for t in TWINS]
+    p = judge(REF, reference=falling, twins=twins)
+    assert p.verdict == "fail" and p.spike_step is None
+
+
+def test_a_case_back_from_a_dip_below_the_reference_is_no_spike():
+    dipped = list(REF)
+    dipped[30] -= 0.5
+    assert judge(dipped).spike_step is None
+    below = (np.asarray(REF) - np.where((np.arange(N) >= 30) & (np.arange(N) < 50), 0.3, 0.0)).tolist()
+    assert judge(below).spike_step is None  # twenty steps below, then rejoined
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_bump_the_reference_has_a_step_earlier_is_no_spike_of_the_case(seed):
+    t = np.arange(N)
+    rng = np.random.default_rng(seed)
+    reference = np.asarray(curve()) + np.where(t == 60, 0.3, 0.0) + 0.01 * rng.standard_normal(N)
+    case = np.asarray(curve()) + np.where(t == 61, 0.3, 0.0) + 0.01 * rng.standard_normal(N)
+    assert judge(case.tolist(), reference=reference.tolist(), twins=()).spike_step is None
+
+
+def test_a_short_twin_is_left_out_and_said_and_does_not_shorten_the_window():
+    full = judge(curve(0.06))
+    assert full.verdict == "fail" and full.final_window == [75, 99]
+    short = judge(curve(0.06), twins=[TWINS[0][:40], TWINS[1]])
+    assert short.verdict == "fail" and short.final_window == [75, 99] and short.reference_twins == 1
+    assert "1 twin(s) or seed(s) of the reference left out: shorter than the run's 100 steps" in short.notes
+    assert "its PT-AMP reference's 5; 8 needed" in judge(curve(), reference=REF[:5]).reason
