@@ -53,7 +53,7 @@ def report(db: str | Path, out: str | Path, window: int = 5, thresholds: dict[st
     from tebench.analysis import compare
     from tebench.analysis.history_changes import trends
     from tebench.analysis.history_latest import latest_vs_recent
-    from tebench.analysis.history_verdicts import moved
+    from tebench.analysis.verdict_moves import history_table
     from tebench.report import history_page
     from tebench.store import history
 
@@ -61,7 +61,7 @@ def report(db: str | Path, out: str | Path, window: int = 5, thresholds: dict[st
     opts = compare.Options(thresholds=dict(thresholds or {}))
     series = trends(df, opts.thresholds["time"], confirm)
     deltas, info = latest_vs_recent(db, window, opts=opts, df=df)
-    return history_page.render(out, db, df, series, deltas, info, window, confirm, opts, moved(df, window))
+    return history_page.render(out, db, df, series, deltas, info, window, confirm, opts, history_table(db, df, window))
 
 
 def cmd_history_add(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 import tebench
+from tebench.analysis import verdict_moves
 from tebench.plan import modes
 from tebench.plan.modes import FP8_MODES
 from tebench.report import answer, charts, tables
@@ -166,11 +167,12 @@ def parity_context(df: pd.DataFrame, multi: bool) -> dict[str, Any]:
 
 
 def moved_context(sources: list[Source]) -> dict[str, Any]:
-    """The cases whose verdict differs between the sources, and how many were judged in more than one."""
-    common, moved = tables.moved_verdicts(sources)
+    """The cases whose verdict differs between the sources (:func:`tebench.analysis.verdict_moves.moved`), and how
+    many were judged in more than one with the same settings."""
+    common, moved = verdict_moves.moved([(src.label, src.records) for src in sources])
     return {"judged_in_several": common,
-            "moved_verdicts": [{"case": case, "verdicts": " · ".join(f"{v} ({src})" for src, v in seen)}
-                               for case, seen in moved]}
+            "moved_verdicts": [{"case": m.case_id, "verdicts": " · ".join(f"{v} ({src})" for src, v in m.verdicts)}
+                               for m in moved]}
 
 
 def answer_context(df: pd.DataFrame, multi: bool) -> dict[str, Any]:

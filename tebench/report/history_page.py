@@ -145,7 +145,7 @@ def render(out: str | Path, db: str | Path, df: pd.DataFrame, series: list[Serie
     ``df``: the database's rows (:func:`tebench.store.history.frame`); ``series``: their trends
     (:func:`tebench.analysis.history_changes.trends`); ``deltas`` and ``info``: the latest run judged
     (:func:`tebench.analysis.history_latest.latest_vs_recent`); ``moved``: the cases whose loss-parity verdict
-    moved (:func:`tebench.analysis.history_verdicts.moved`). Every file is written whole
+    moved (:func:`tebench.analysis.verdict_moves.history_table`). Every file is written whole
     (a full disk leaves the previous one, never half of one).
     """
     out = Path(out)

@@ -544,27 +544,6 @@ def verdict_text(df: pd.DataFrame, reasons: bool = False) -> str:
     return text
 
 
-def moved_verdicts(sources: list[Source]) -> tuple[int, list[tuple[str, list[tuple[str, str]]]]]:
-    """Of the cases judged in more than one source with the same description (runs side by side: two nights,
-    two machines; not a case whose settings changed between them), how many there are, and those whose verdicts
-    differ, each with its ``(source, verdict)`` in the sources' order. A case's verdict is its judged round's,
-    as in the case table."""
-    seen: dict[str, list[tuple[str, str, record.Case]]] = {}
-    for src in sources:
-        for case_id, rounds in judged_run.by_case(src.records).items():
-            verdict = rounds.judged.verdict
-            if verdict in JUDGED:
-                seen.setdefault(case_id, []).append((src.label, verdict, rounds.case))
-    common, out = 0, []
-    for case_id in sorted(seen):
-        runs = [(label, verdict) for label, verdict, case in seen[case_id] if case == seen[case_id][0][2]]
-        if len({label for label, _ in runs}) > 1:
-            common += 1
-            if len({verdict for _, verdict in runs}) > 1:
-                out.append((case_id, runs))
-    return common, out
-
-
 def fp8_pays(df: pd.DataFrame) -> pd.DataFrame:
     """Per machine, workload and size (smallest first): the best TE-FP8 variant that counts and its speedups.
 
