@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from tebench.store import reader as results
 from tebench.errors import RunError
@@ -11,8 +13,13 @@ from tebench.run.options import RunOptions
 from tebench.schema.records import CaseResult
 
 
-def resume_state(path: Path, matrix: Matrix, opts: RunOptions) -> tuple[str, set[tuple[str, int]], list[CaseResult]]:
-    """The run id, the (case id, round) already recorded and their records, of the run ``--resume`` continues."""
+def resume_state(path: Path, matrix: Matrix, opts: RunOptions,
+                 case_ids: Sequence[str] = ()) -> tuple[str, set[tuple[str, int]], list[CaseResult]]:
+    """The run id, the (case id, round) already recorded and their records, of the run ``--resume`` continues.
+
+    ``case_ids``: the cases this invocation selects (its ``--only``); a warning says where they are not the
+    cases the run was started with, so that a resume with a narrower ``--only`` does not leave the others
+    without a result unsaid."""
     run = results.read(path)
     head = run.header
     matrix_info = head.matrix
@@ -37,6 +44,18 @@ def resume_state(path: Path, matrix: Matrix, opts: RunOptions) -> tuple[str, set
 
         raise RunError(f"{path}: the run was started with {shown(head.shard)}, not {shown(opts.shard)}")
     latest = run.latest()
+    planned = head.case_ids or []
+    if case_ids and planned:
+        chosen, recorded = set(case_ids), {case_id for case_id, _ in latest}
+        left = [c for c in planned if c not in chosen and c not in recorded]
+        added = [c for c in case_ids if c not in set(planned)]
+        if left:
+            warnings.warn(f"{path}: --resume: {len(left)} case(s) the run was started with and has not recorded are "
+                          f"not selected now (first: {left[0]}) and stay without a result; resume with the run's "
+                          "own --only (or none) to run them", stacklevel=2)
+        if added:
+            warnings.warn(f"{path}: --resume: {len(added)} selected case(s) are not of the run being continued "
+                          f"(first: {added[0]}); they run under its run id too", stacklevel=2)
     return run.run_id, set(latest), list(latest.values())
 
 

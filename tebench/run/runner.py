@@ -113,7 +113,7 @@ def _run_locked(matrix: Matrix, env: Environment, opts: RunOptions, cases: list[
         raise RunError(f"--resume: {opts.out} holds its results compressed ({packed}); a run is continued by "
                        f"appending to {path}: gunzip it first (gunzip {packed}), then --resume")
     if held and opts.resume:
-        run_id, done, previous = resume_state(path, matrix, opts)
+        run_id, done, previous = resume_state(path, matrix, opts, [c.id for c in cases])
     else:
         if held or packed.exists():  # a finished run: kept, and this one written beside it
             kept = keep_earlier_run(opts.out)

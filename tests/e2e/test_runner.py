@@ -459,3 +459,21 @@ def test_a_launchers_rank_in_the_runners_environment_does_not_reach_a_single_cas
                        env={"RANK": "1", "LOCAL_RANK": "abc", "WORLD_SIZE": "2", "MASTER_PORT": "1"})
     assert proc.returncode == 0, proc.stderr
     assert cases(out)["gpt/micro/PT-FP32"]["status"] == "ok", cases(out)["gpt/micro/PT-FP32"]["reason"]
+
+
+def test_a_resume_with_a_narrower_only_says_which_unrecorded_cases_it_leaves(tiny, tmp_path, stub_cli):
+    """--resume --only X on a run started with more cases ran X and left the others unrecorded without a word."""
+    out = tmp_path / "run"
+    both = ["--only", "gpt/micro/PT-FP32", "--only", "gpt/micro/PT-AMP"]
+    stub_cli("run", str(tiny), "--out", str(out), *both, "--no-report", check=True)
+    lines = (out / "results.jsonl").read_text().splitlines(keepends=True)
+    cases = [json.loads(line)["case_id"] for line in lines[1:]]
+    (out / "results.jsonl").write_text("".join(lines[:2]))  # killed after its first case
+    recorded, missing = cases[0], cases[1]
+    resumed = stub_cli("run", str(tiny), "--out", str(out), "--only", recorded, "--resume", "--no-report")
+    assert resumed.returncode == 0, resumed.stderr
+    assert unsaid(resumed.stderr, "--resume", "1 case(s)", missing, "stay without a result") == [], resumed.stderr
+    assert missing not in {r.get("case_id") for r in records(out)}
+    other = stub_cli("run", str(tiny), "--out", str(out), *both, "--resume", "--no-report")
+    assert other.returncode == 0 and "stay without a result" not in other.stderr, other.stderr
+    assert missing in {r.get("case_id") for r in records(out)}
