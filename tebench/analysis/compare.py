@@ -837,11 +837,11 @@ def compare_runs(base: results.Run, head: results.Run, opts: Options | None = No
 
 
 def _spike(record: CaseResult) -> tuple[int, float] | None:
-    p, losses = record.parity, record.loss.per_step if record.loss else []
+    p, steps = record.parity, len((record.loss.per_step if record.loss else None) or [])
     if p is None or p.spike_step is None or p.spike_nats is None:
         return None
     # A stored spike the curve cannot have (a hand edit: a step past its end, a rise that is no rise) names none.
-    if not (0 < p.spike_step < len(losses or []) and math.isfinite(p.spike_nats) and p.spike_nats > 0):
+    if not (0 < p.spike_step < steps and math.isfinite(p.spike_nats) and p.spike_nats > 0):
         return None
     return p.spike_step, float(p.spike_nats)
 

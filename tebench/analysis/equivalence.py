@@ -228,12 +228,10 @@ def judge(losses: Sequence[float], reference: Sequence[float], replicas: Sequenc
     # Each verdict is made from one object, so that it is stored with its keys in this order.
     # A twin or seed that recorded fewer steps than the case and its reference (a damaged record) is left out and
     # said: it must not shorten the window the case is judged over.
-    core = min(len(losses), len(reference))
-    all_twins, all_seeds = [list(c) for c in twins], [list(c) for c in replicas]
-    twin_curves = [c for c in all_twins if len(c) >= core]
-    seed_curves = [list(reference), *(c for c in all_seeds if len(c) >= core)]
-    short = len(all_twins) - len(twin_curves) + len(all_seeds) - (len(seed_curves) - 1)
-    n = core
+    n = min(len(losses), len(reference))
+    twin_curves = [list(c) for c in twins if len(c) >= n]
+    seed_curves = [list(reference), *(list(c) for c in replicas if len(c) >= n)]
+    short = len(twins) + len(replicas) - len(twin_curves) - (len(seed_curves) - 1)
     out: dict[str, Any] = {"rule": "equivalence", "reference_mode": reference_mode,
                            "reference_rounds": len(seed_curves), "floor": floor}
     if twin_curves:

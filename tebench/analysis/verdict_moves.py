@@ -3,7 +3,7 @@
 A verdict that passes one night and fails the next on the same code says more about the run (a loss spike set
 off by nondeterministic kernels, a case on its margin's edge) than about the code, and a reader must see which
 verdicts move before trusting one run's. One rule for the report of runs side by side
-(:func:`tebench.report.tables.moved_verdicts`) and the history page (:func:`history_table`): a case's verdict in
+(:func:`tebench.report.context.moved_context`) and the history page (:func:`history_table`): a case's verdict in
 a run is its judged round's (:attr:`tebench.analysis.judged_run.CaseRounds.judged`: the worst ok round), and
 runs where the case ran other settings than in the first of them are another benchmark, left out.
 """

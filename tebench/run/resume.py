@@ -46,9 +46,9 @@ def resume_state(path: Path, matrix: Matrix, opts: RunOptions,
     latest = run.latest()
     planned = head.case_ids or []
     if case_ids and planned:
-        chosen, recorded = set(case_ids), {case_id for case_id, _ in latest}
+        chosen, recorded, in_run = set(case_ids), {case_id for case_id, _ in latest}, set(planned)
         left = [c for c in planned if c not in chosen and c not in recorded]
-        added = [c for c in case_ids if c not in set(planned)]
+        added = [c for c in case_ids if c not in in_run]
         if left:
             warnings.warn(f"{path}: --resume: {len(left)} case(s) the run was started with and has not recorded are "
                           f"not selected now (first: {left[0]}) and stay without a result; resume with the run's "
